@@ -1,0 +1,1 @@
+"""The code under test: address-computation and index-build variants."""

@@ -1,0 +1,150 @@
+"""What a connector variant is, and how it declares GIL-free sections.
+
+An address variant turns chunks into ``(addr_lists, size_lists, block_ids)`` as
+Python ints (DESIGN.md §1.1). Sections that run without the GIL (a nogil kernel,
+a GIL-free wait) are wrapped in :func:`gil_free`, so the GIL meter can subtract
+their CPU time from the thread's.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from .token_database import TokenDatabase
+
+__all__ = [
+    "AddressVariant",
+    "FreeTime",
+    "LoadJob",
+    "LoadResult",
+    "PreparedValues",
+    "free_time",
+    "gil_free",
+]
+
+PreparedValues = tuple[list[list[int]], list[list[int]], list[int]]
+
+
+class FreeTime(threading.local):
+    """Per-thread totals of time spent in declared GIL-free sections."""
+
+    cpu_ns: int = 0
+    wall_ns: int = 0
+
+
+free_time = FreeTime()
+
+
+@contextmanager
+def gil_free() -> Iterator[None]:
+    """Declare that the enclosed code runs without the GIL (nogil kernel, blocking wait)."""
+    c0 = time.thread_time_ns()
+    w0 = time.perf_counter_ns()
+    try:
+        yield
+    finally:
+        free_time.cpu_ns += time.thread_time_ns() - c0
+        free_time.wall_ns += time.perf_counter_ns() - w0
+
+
+@dataclass(frozen=True)
+class LoadJob:
+    """The CPU work of one request: what the worker thread receives.
+
+    ``block_hashes`` is one flat blob of ``hash_len``-byte hashes per
+    ``hash_block_size`` tokens, as the upstream connector receives it;
+    ``block_ids`` has one block table per KV-cache group.
+    """
+
+    request_id: int
+    tokens: int
+    block_hashes: bytes
+    block_ids: tuple[list[int], ...]
+    hash_len: int = 32
+    #: One uniform draw in [0, 1) from the run's generator, for variants that
+    #: decide something at random (e.g. an injected failure), so runs stay seeded.
+    draw: float = 0.0
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """What the CPU stages produced; ``values`` holds one PreparedValues per group."""
+
+    chunks: int
+    values: tuple[Any, ...]
+
+
+class AddressVariant:
+    """Base of address-computation variants; subclasses register with ``@register``.
+
+    ``db`` carries the geometry of one KV-cache group. Construction must be cheap
+    and side-effect free; heavy imports and JIT compilation belong in
+    :meth:`warm_up`, which runs before anything is measured.
+    """
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    Options: ClassVar[type[BaseModel] | None] = None
+    #: Whether this variant computes addresses (False for synthetic/noop workloads).
+    computes_addresses: ClassVar[bool] = True
+
+    def __init__(self, db: TokenDatabase, options: Any = None) -> None:
+        self.db = db
+        self.options = options
+
+    @classmethod
+    def validate_options(cls, raw: dict[str, Any]) -> Any:
+        """Options model instance from ``raw``; raises ValueError naming the field."""
+        if cls.Options is None:
+            if raw:
+                raise ValueError(f"variant {cls.name!r} takes no options (got {sorted(raw)})")
+            return None
+        from pydantic import ValidationError
+
+        try:
+            return cls.Options.model_validate(raw)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            field = ".".join(str(x) for x in err["loc"])
+            raise ValueError(f"{field}: {err['msg']} (variant {cls.name!r})") from None
+
+    def warm_up(self) -> None:
+        """Compile, import and touch caches so the first measured request is not special."""
+        self.prepare_values([(0, self.db.block_size)], [0])
+
+    def prepare_value(
+        self, start: int, end: int, block_ids: Sequence[int]
+    ) -> tuple[list[int], list[int], int]:
+        addr_lists, size_lists, bids = self.prepare_values(((start, end),), block_ids)
+        return addr_lists[0], size_lists[0], bids[0]
+
+    def prepare_values(
+        self, chunks: Sequence[tuple[int, int]], block_ids: Sequence[int]
+    ) -> PreparedValues:
+        raise NotImplementedError
+
+    def run(self, job: LoadJob, group: int, handler: str) -> tuple[list[str], Any]:
+        """CPU stages of one request for one group: chunk list with store keys, then
+        addresses, one call per chunk (``per_chunk``) or one for the group (``per_group``).
+        """
+        keyed = self.db.chunk_list(job.tokens, job.block_hashes, job.hash_len)
+        keys = [k for _s, _e, k in keyed]
+        chunks = [(s, e) for s, e, _k in keyed]
+        bids = job.block_ids[group]
+        if handler == "per_chunk":
+            out_a, out_s, out_b = [], [], []
+            for s, e in chunks:
+                a, sz, b = self.prepare_value(s, e, bids)
+                out_a.append(a)
+                out_s.append(sz)
+                out_b.append(b)
+            return keys, (out_a, out_s, out_b)
+        return keys, self.prepare_values(chunks, bids)

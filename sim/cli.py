@@ -1,0 +1,71 @@
+"""The ``kvsim`` command line: one sub-command per module under ``sim.commands``.
+
+Sub-command modules are imported only when chosen, so ``kvsim --help`` and
+``kvsim validate`` start without loading torch or numba.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+__all__ = ["COMMANDS", "main"]
+
+#: name -> module under sim.commands; the order is the order of ``kvsim --help``.
+COMMANDS: dict[str, str] = {
+    "run": "run",
+    "validate": "validate",
+    "variants": "variants",
+}
+
+_HELP: dict[str, str] = {
+    "run": "run an experiment and print a comparison of its points",
+    "validate": "check a config file and list its points without running anything",
+    "variants": "list the registered connector variants",
+}
+
+
+def _parser(chosen: str | None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kvsim",
+        description="Measure how GIL hold per request on the KV-cache load path turns into "
+        "load latency and engine stalls.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module in COMMANDS.items():
+        if name == chosen:
+            mod = importlib.import_module(f"sim.commands.{module}")
+            p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
+            mod.add_arguments(p)
+        else:
+            sub.add_parser(name, help=_HELP.get(name, ""), add_help=False)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    chosen = next((a for a in argv if not a.startswith("-")), None)
+    chosen = chosen if chosen in COMMANDS else None
+    parser = _parser(chosen)
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    from sim.config import ConfigError
+    from sim.rundir import RunDirError
+
+    mod = importlib.import_module(f"sim.commands.{COMMANDS[args.command]}")
+    try:
+        return int(mod.main(args) or 0)
+    except (ConfigError, RunDirError) as exc:
+        print(f"kvsim: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("kvsim: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""One module per CLI sub-command: ``add_arguments(parser)`` and ``main(args) -> int``."""

@@ -1,0 +1,116 @@
+"""The whole experiment: sections, sweep grid, and its expansion into points."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from .geometry import GeometryConfig
+from .sections import ConnectorConfig, GilConfig, OutputConfig, StoreConfig
+from .types import FrozenModel, NonNegInt, PosInt
+from .workload import WorkloadConfig
+
+__all__ = ["ExperimentConfig", "Point", "expand_points"]
+
+
+class ExperimentConfig(FrozenModel):
+    """One YAML file. ``sweep`` turns it into a grid of points."""
+
+    name: str = Field(
+        ...,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$",
+        description="Experiment name: letters, digits, '_', '.', '-' (used in paths).",
+    )
+    seed: NonNegInt = Field(0, description="Seed of the run's one random generator.")
+    model: GeometryConfig = Field(default_factory=GeometryConfig, description="KV-cache geometry.")
+    workload: WorkloadConfig = Field(default_factory=WorkloadConfig, description="Requests.")
+    connector: ConnectorConfig = Field(default_factory=ConnectorConfig, description="Variant.")
+    store: StoreConfig = Field(default_factory=StoreConfig, description="Modelled store.")
+    gil: GilConfig = Field(default_factory=GilConfig, description="GIL settings.")
+    output: OutputConfig = Field(default_factory=OutputConfig, description="Where results go.")
+    sweep: dict[str, tuple[Any, ...]] = Field(
+        default_factory=dict,
+        description="Grid axes: dotted field path -> list of values, e.g. "
+        "connector.variant: [scalar, numpy]. Every combination is one point.",
+    )
+    repeats: PosInt = Field(1, le=1000, description="Runs of each point.")
+
+    @field_validator("sweep")
+    @classmethod
+    def _axes_non_empty(cls, v: dict[str, tuple[Any, ...]]) -> dict[str, tuple[Any, ...]]:
+        for axis, values in v.items():
+            if not values:
+                raise ValueError(f"axis {axis!r} has no values")
+            if len(set(map(repr, values))) != len(values):
+                raise ValueError(f"axis {axis!r} repeats a value")
+        return v
+
+    @property
+    def output_dir(self) -> str:
+        return self.output.dir or f"results/{self.name}"
+
+
+def axis_label(path: str, all_paths: list[str]) -> str:
+    """Short column name for an axis: its last part, unless two axes share it."""
+    last = path.rsplit(".", 1)[-1]
+    clash = sum(p.rsplit(".", 1)[-1] == last for p in all_paths) > 1
+    return path.replace(".", "_") if clash else last
+
+
+@dataclass(frozen=True)
+class Point:
+    """One grid point: its axis values (by column label) and its resolved config."""
+
+    index: int
+    axes: dict[str, Any]
+    config: ExperimentConfig
+
+    @property
+    def label(self) -> str:
+        return ",".join(f"{k}={v}" for k, v in self.axes.items()) or "default"
+
+    @property
+    def slug(self) -> str:
+        """Directory-safe name of the point, stable across runs."""
+        parts = [f"{k}-{v}" for k, v in self.axes.items()]
+        raw = "_".join(parts) or "default"
+        return f"{self.index:03d}_" + "".join(c if c.isalnum() or c in "-_." else "-" for c in raw)
+
+
+def set_path(raw: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
+    """Copy of ``raw`` with the dotted ``path`` set to ``value`` (intermediate dicts created)."""
+    head, _, rest = path.partition(".")
+    out = dict(raw)
+    if rest:
+        inner = out.get(head)
+        out[head] = set_path(inner if isinstance(inner, dict) else {}, rest, value)
+    else:
+        out[head] = value
+    return out
+
+
+def expand_points(raw: dict[str, Any], build) -> list[Point]:
+    """Every combination of the sweep axes of ``raw``, validated by ``build(raw, where)``.
+
+    The variant and workers columns always appear, swept or not, so that every
+    requests.csv can be concatenated with every other.
+    """
+    sweep = raw.get("sweep") or {}
+    paths = list(sweep)
+    labels = {p: axis_label(p, paths) for p in paths}
+    base = {k: v for k, v in raw.items() if k != "sweep"}
+    points = []
+    for i, combo in enumerate(itertools.product(*(sweep[p] for p in paths))):
+        point_raw = base
+        for path, value in zip(paths, combo, strict=False):
+            point_raw = set_path(point_raw, path, value)
+        where = ", ".join(f"sweep.{p}={v!r}" for p, v in zip(paths, combo, strict=False))
+        cfg = build(point_raw, where)
+        axes: dict[str, Any] = {"variant": cfg.connector.variant, "workers": cfg.connector.workers}
+        for path, value in zip(paths, combo, strict=False):
+            axes[labels[path]] = value
+        points.append(Point(index=i, axes=axes, config=cfg))
+    return points

@@ -1,0 +1,219 @@
+"""YAML file -> validated ExperimentConfig and its points, with one-line errors.
+
+Every error names the file, the line where YAML knows it, the field and what is
+allowed, because the user's next move is to open the file at that line.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from .experiment import ExperimentConfig, Point, expand_points
+
+__all__ = ["ConfigError", "load_config", "load_points", "parse_config"]
+
+MAX_NODES = 100_000
+MAX_FILE_BYTES = 4 << 20
+
+
+class ConfigError(Exception):
+    """A config that cannot be run; ``str()`` is the whole one-line message."""
+
+
+def _read_yaml(path: Path) -> tuple[Any, yaml.Node | None]:
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
+    if path.is_dir():
+        raise ConfigError(f"{path}: is a directory, expected a YAML file")
+    if size > MAX_FILE_BYTES:
+        raise ConfigError(f"{path}: {size} bytes is too large for a config (limit 4 MiB)")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a UTF-8 text file") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{path}{where}: not valid YAML ({problem})") from None
+    if node is None:
+        raise ConfigError(f"{path}: empty file; expected a mapping with at least 'name'")
+    _check_size(path, node)
+    data = yaml.SafeLoader(text).get_single_data()
+    return data, node
+
+
+def _check_size(path: Path, node: yaml.Node) -> None:
+    """Refuse alias bombs: count nodes as if every alias were expanded."""
+    memo: dict[int, int] = {}
+
+    def count(n: yaml.Node) -> int:
+        if id(n) in memo:
+            return memo[id(n)]
+        memo[id(n)] = 1  # cycle guard
+        total = 1
+        if isinstance(n, yaml.MappingNode):
+            total += sum(count(k) + count(v) for k, v in n.value)
+        elif isinstance(n, yaml.SequenceNode):
+            total += sum(count(c) for c in n.value)
+        memo[id(n)] = total
+        return total
+
+    if count(node) > MAX_NODES:
+        raise ConfigError(
+            f"{path}: expands to more than {MAX_NODES} YAML nodes (alias bomb?); "
+            "configs are small mappings"
+        )
+
+
+def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
+    """1-based line of the deepest node along ``loc`` that the YAML tree has."""
+    line = None
+    for key in loc:
+        if isinstance(node, yaml.MappingNode):
+            nxt = None
+            for k, v in node.value:
+                if k.value == key:
+                    line, nxt = k.start_mark.line + 1, v
+                    break
+            node = nxt
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+            node = node.value[key]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
+
+
+def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The config model that holds the field at ``loc`` (for did-you-mean)."""
+    model: Any = ExperimentConfig
+    for key in loc[:-1]:
+        field = getattr(model, "model_fields", {}).get(key)
+        if field is None:
+            return None
+        ann = field.annotation
+        model = ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
+        if model is None:
+            return None
+    return model
+
+
+def _describe(err: dict[str, Any]) -> tuple[tuple[Any, ...], str]:
+    loc = tuple(x for x in err["loc"] if not (isinstance(x, str) and x in _UNION_TAGS))
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        key = loc[-1]
+        model = _model_at(loc)
+        known = list(getattr(model, "model_fields", {})) if model else []
+        close = difflib.get_close_matches(str(key), known, n=1)
+        hint = f"did you mean '{close[0]}'?" if close else f"allowed: {', '.join(known)}"
+        return loc, f"unknown key; {hint}"
+    if kind == "missing":
+        return loc, "required field is missing"
+    if kind == "union_tag_invalid":
+        ctx = err.get("ctx", {})
+        return (
+            loc,
+            f"unknown {ctx.get('discriminator', 'kind')} {ctx.get('tag')!r}; "
+            f"allowed: {ctx.get('expected_tags')}",
+        )
+    if kind == "union_tag_not_found":
+        ctx = err.get("ctx", {})
+        return loc, f"needs {ctx.get('discriminator', 'kind')}"
+    msg = err["msg"].replace("Value error, ", "")
+    given = err.get("input")
+    if kind not in ("model_type", "dict_type") and not isinstance(given, (dict, list)):
+        msg += f" (got {given!r})"
+    return loc, msg
+
+
+_UNION_TAGS = {"poisson", "closed", "fixed", "uniform", "lognormal"}
+
+
+def _fmt_loc(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def _build(path: Path, node: yaml.Node | None, raw: dict[str, Any], where: str = ""):
+    try:
+        cfg = ExperimentConfig.model_validate(raw)
+    except ValidationError as exc:
+        loc, msg = _describe(exc.errors()[0])
+        line = _line_of(node, loc)
+        at = f"{path}:{line}" if line else str(path)
+        suffix = f" [at {where}]" if where else ""
+        raise ConfigError(f"{at}: {_fmt_loc(loc)}: {msg}{suffix}") from None
+    _check_variant(path, node, cfg, where)
+    return cfg
+
+
+def _check_variant(path: Path, node: yaml.Node | None, cfg: ExperimentConfig, where: str) -> None:
+    from connectors import registry
+
+    suffix = f" [at {where}]" if where else ""
+    line = _line_of(node, ("connector", "variant"))
+    at = f"{path}:{line}" if line else str(path)
+    names = registry.address_variant_names()
+    if cfg.connector.variant not in names:
+        close = difflib.get_close_matches(cfg.connector.variant, names, n=1)
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        raise ConfigError(
+            f"{at}: connector.variant: unknown variant {cfg.connector.variant!r}; "
+            f"{hint}allowed: {', '.join(names)}{suffix}"
+        )
+    try:
+        registry.get_address_variant(cfg.connector.variant).validate_options(cfg.connector.options)
+    except (ValueError, TypeError) as exc:
+        line = _line_of(node, ("connector", "options")) or line
+        at = f"{path}:{line}" if line else str(path)
+        raise ConfigError(f"{at}: connector.options: {exc}{suffix}") from None
+
+
+def parse_config(path: str | Path) -> tuple[ExperimentConfig, list[Point]]:
+    """Load, validate and expand ``path``; raises ConfigError with a one-line message."""
+    path = Path(path)
+    raw, node = _read_yaml(path)
+    if not isinstance(raw, dict):
+        raise ConfigError(
+            f"{path}: top level must be a mapping of sections, got {type(raw).__name__}"
+        )
+    bad = [k for k in raw if not isinstance(k, str)]
+    if bad:
+        raise ConfigError(f"{path}: top-level key {bad[0]!r} must be a string")
+    cfg = _build(path, node, raw)
+    known_top = set(ExperimentConfig.model_fields) - {"sweep", "repeats", "name"}
+    for axis in cfg.sweep:
+        head = axis.split(".", 1)[0]
+        if head not in known_top:
+            close = difflib.get_close_matches(head, sorted(known_top), n=1)
+            hint = f"did you mean '{close[0]}'?" if close else f"allowed: {sorted(known_top)}"
+            line = _line_of(node, ("sweep", axis))
+            at = f"{path}:{line}" if line else str(path)
+            raise ConfigError(f"{at}: sweep.{axis}: not a config field; {hint}")
+    points = expand_points(raw, lambda r, where: _build(path, node, r, where))
+    return cfg, points
+
+
+def load_config(path: str | Path) -> ExperimentConfig:
+    return parse_config(path)[0]
+
+
+def load_points(path: str | Path) -> list[Point]:
+    return parse_config(path)[1]

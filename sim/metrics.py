@@ -1,0 +1,82 @@
+"""Summary metrics of one experiment point; every metric name is defined here."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from .records import RequestRecord
+
+__all__ = ["SUMMARY_METRICS", "percentiles", "summarize_requests"]
+
+#: Summary columns after the axis columns, in order.
+SUMMARY_METRICS = [
+    "requests",
+    "ok",
+    "failed",
+    "elapsed_s",
+    "throughput_rps",
+    "latency_mean_ms",
+    "latency_p50_ms",
+    "latency_p90_ms",
+    "latency_p99_ms",
+    "latency_max_ms",
+    "gil_hold_mean_ms",
+    "gil_hold_p50_ms",
+    "gil_hold_p99_ms",
+    "gil_wait_mean_ms",
+    "gil_wait_p99_ms",
+    "cpu_mean_ms",
+    "queue_p50_ms",
+    "queue_p99_ms",
+    "transfer_p50_ms",
+    "noise_floor_p50_ms",
+    "noise_floor_p99_ms",
+]
+
+
+def percentiles(values: Iterable[float], qs: Sequence[float]) -> list[float]:
+    arr = np.asarray([v for v in values if not math.isnan(v)], dtype=float)
+    if arr.size == 0:
+        return [float("nan")] * len(qs)
+    return [float(x) for x in np.percentile(arr, qs)]
+
+
+def _mean(values: Iterable[float]) -> float:
+    arr = np.asarray([v for v in values if not math.isnan(v)], dtype=float)
+    return float(arr.mean()) if arr.size else float("nan")
+
+
+def summarize_requests(records: Sequence[RequestRecord], elapsed_s: float) -> dict[str, float]:
+    """Metrics over all requests of a point; latency figures count finished (ok) requests."""
+    ok = [r for r in records if r.status == "ok"]
+    lat = [r.latency_ms for r in ok]
+    hold = [r.gil_hold_ms for r in records]
+    wait = [r.gil_wait_ms for r in records]
+    p50, p90, p99 = percentiles(lat, [50, 90, 99])
+    h50, h99 = percentiles(hold, [50, 99])
+    q50, q99 = percentiles((r.queue_ms for r in records), [50, 99])
+    (t50,) = percentiles((r.transfer_ms for r in ok), [50])
+    return {
+        "requests": len(records),
+        "ok": len(ok),
+        "failed": sum(r.status == "failed" for r in records),
+        "elapsed_s": elapsed_s,
+        "throughput_rps": len(ok) / elapsed_s if elapsed_s > 0 else float("nan"),
+        "latency_mean_ms": _mean(lat),
+        "latency_p50_ms": p50,
+        "latency_p90_ms": p90,
+        "latency_p99_ms": p99,
+        "latency_max_ms": max(lat) if lat else float("nan"),
+        "gil_hold_mean_ms": _mean(hold),
+        "gil_hold_p50_ms": h50,
+        "gil_hold_p99_ms": h99,
+        "gil_wait_mean_ms": _mean(wait),
+        "gil_wait_p99_ms": percentiles(wait, [99])[0],
+        "cpu_mean_ms": _mean(r.cpu_ms for r in records),
+        "queue_p50_ms": q50,
+        "queue_p99_ms": q99,
+        "transfer_p50_ms": t50,
+    }

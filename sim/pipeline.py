@@ -1,0 +1,94 @@
+"""The load pipeline of one request: arrival -> queue -> CPU stages -> transfer -> done.
+
+Independent of how time advances: ``cpu`` is anything with
+``submit(fn, *args) -> Event[JobOutcome]`` (the real WorkerPool, or a simulated
+GIL in model mode), and every timestamp of record is taken where the thing
+happens — CPU stages in the worker, the rest on the simulation thread.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Generator, Sequence
+from typing import Any, Protocol
+
+import simpy
+
+from connectors.base import AddressVariant, LoadJob
+
+from .config import GeometryConfig
+from .env import HybridEnvironment
+from .records import RequestRecord
+from .store import StoreModel
+from .workload import PlannedRequest, request_bytes
+
+__all__ = ["CpuExecutor", "LoadPipeline", "cpu_stages"]
+
+
+class CpuExecutor(Protocol):
+    def submit(self, fn: Callable[..., Any], *args: Any) -> simpy.Event: ...
+
+
+def cpu_stages(variants: Sequence[AddressVariant], handler: str, job: LoadJob) -> int:
+    """What a load thread does for one request: every group's chunk list and addresses."""
+    chunks = 0
+    for group, variant in enumerate(variants):
+        keys, _values = variant.run(job, group, handler)
+        chunks += len(keys)
+    return chunks
+
+
+class LoadPipeline:
+    def __init__(
+        self,
+        env: HybridEnvironment,
+        cpu: CpuExecutor,
+        store: StoreModel,
+        variants: Sequence[AddressVariant],
+        handler: str,
+        geometry: GeometryConfig,
+        on_done: Callable[[RequestRecord], None],
+    ) -> None:
+        self._env = env
+        self._cpu = cpu
+        self._store = store
+        self._variants = list(variants)
+        self._handler = handler
+        self._geometry = geometry
+        self._on_done = on_done
+
+    def handle(self, req: PlannedRequest) -> Generator[Any, Any, RequestRecord]:
+        env = self._env
+        arrival_ns = time.perf_counter_ns()
+        rec = RequestRecord(
+            request_id=req.request_id,
+            tokens=req.tokens,
+            chunks=req.chunks(self._geometry) * self._geometry.kv_groups,
+            bytes=request_bytes(self._geometry, req.tokens),
+            arrival_s=env.to_run_time(arrival_ns),
+        )
+        job = req.job(self._geometry)
+        outcome = yield self._cpu.submit(cpu_stages, self._variants, self._handler, job)
+        t = outcome.timing
+        rec.thread = outcome.thread
+        rec.start_s = env.to_run_time(t.start_ns)
+        rec.cpu_done_s = env.to_run_time(t.end_ns)
+        rec.queue_ms = (t.start_ns - arrival_ns) / 1e6
+        rec.cpu_ms = t.wall_ns / 1e6
+        rec.gil_hold_ms = t.hold_ns / 1e6
+        rec.gil_wait_ms = t.wait_ns / 1e6
+        if outcome.error is not None:
+            rec.status = "failed"
+            err = outcome.error
+            rec.error = f"{type(err).__name__}: {err}".splitlines()[0][:300]
+        else:
+            waited = yield from self._store.transfer(rec.bytes)
+            rec.store_wait_ms = waited * 1e3
+            rec.status = "ok"
+        done_ns = time.perf_counter_ns()
+        if rec.status == "ok":
+            rec.transfer_ms = (done_ns - t.end_ns) / 1e6
+        rec.done_s = env.to_run_time(done_ns)
+        rec.latency_ms = (done_ns - arrival_ns) / 1e6
+        self._on_done(rec)
+        return rec

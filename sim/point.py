@@ -1,0 +1,113 @@
+"""Run one experiment point in real mode: plan, warm up, drive threads, collect records."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Generator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from connectors import registry
+from connectors.token_database import TokenDatabase
+
+from .config import ExperimentConfig, Point
+from .env import HybridEnvironment
+from .metrics import summarize_requests
+from .noise import measure_noise_floor
+from .pipeline import LoadPipeline
+from .records import RequestRecord
+from .store import StoreModel
+from .workers import WorkerPool
+from .workload import Workload, plan_workload
+
+__all__ = ["PointResult", "build_variants", "run_point", "switch_interval"]
+
+ProgressFn = Callable[[int, int], None]
+
+
+@dataclass
+class PointResult:
+    point: Point
+    repeat: int
+    records: list[RequestRecord]
+    summary: dict[str, Any]
+
+
+@contextmanager
+def switch_interval(ms: float) -> Generator[None, None, None]:
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(ms / 1e3)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(old)
+
+
+def build_variants(cfg: ExperimentConfig) -> list[Any]:
+    """One variant instance per KV-cache group, warmed up."""
+    cls = registry.get_address_variant(cfg.connector.variant)
+    options = cls.validate_options(cfg.connector.options)
+    variants = [
+        cls(TokenDatabase.from_geometry(cfg.model, g), options) for g in range(cfg.model.kv_groups)
+    ]
+    for v in variants:
+        v.warm_up()
+    return variants
+
+
+def _drive(env: HybridEnvironment, pipeline: LoadPipeline, workload: Workload) -> None:
+    if workload.closed_clients is None:
+
+        def arrivals() -> Generator[Any, Any, None]:
+            for req in workload:
+                yield env.timeout(req.gap_s or 0.0)
+                env.process(pipeline.handle(req))
+
+        env.process(arrivals())
+    else:
+        queue = iter(workload)
+
+        def client() -> Generator[Any, Any, None]:
+            for req in queue:
+                yield env.process(pipeline.handle(req))
+                if workload.think_s:
+                    yield env.timeout(workload.think_s)
+
+        for _ in range(workload.closed_clients):
+            env.process(client())
+
+
+def run_point(point: Point, repeat: int = 0, progress: ProgressFn | None = None) -> PointResult:
+    cfg = point.config
+    rng = np.random.default_rng([cfg.seed, repeat])
+    workload = plan_workload(cfg, rng)
+    variants = build_variants(cfg)
+    records: list[RequestRecord] = []
+
+    def on_done(rec: RequestRecord) -> None:
+        records.append(rec)
+        if progress is not None:
+            progress(len(records), len(workload))
+
+    with switch_interval(cfg.gil.switch_interval_ms):
+        noise_p50, noise_p99 = measure_noise_floor()
+        env = HybridEnvironment(stall_timeout_s=600.0)
+        pool = WorkerPool(env, cfg.connector.workers)
+        store = StoreModel(env, cfg.store)
+        pipeline = LoadPipeline(
+            env, pool, store, variants, cfg.connector.handler, cfg.model, on_done
+        )
+        t0 = time.perf_counter()
+        with pool:
+            _drive(env, pipeline, workload)
+            env.run()
+        elapsed = time.perf_counter() - t0
+    records.sort(key=lambda r: r.request_id)
+    summary = summarize_requests(records, elapsed)
+    summary["noise_floor_p50_ms"] = noise_p50
+    summary["noise_floor_p99_ms"] = noise_p99
+    return PointResult(point, repeat, records, summary)

@@ -1,0 +1,73 @@
+"""The run directory: what kvsim may write where, and how a previous run is recognised.
+
+kvsim refuses to write into a directory that is not one of its own runs, and
+replaces a previous run only when asked (``--force``), removing only the files
+it wrote itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+from .manifest import MANIFEST_TOOL
+
+__all__ = ["OWNED", "RunDirError", "is_kvsim_run", "prepare_run_dir"]
+
+#: Everything kvsim writes at the top of a run directory.
+OWNED = (
+    "manifest.json",
+    "requests.csv",
+    "summary.csv",
+    "steps.csv",
+    "points",
+    "figures",
+    "compare.md",
+    "compare.csv",
+)
+
+
+class RunDirError(Exception):
+    """The output directory cannot be used; ``str()`` is a one-line message."""
+
+
+def is_kvsim_run(path: Path) -> bool:
+    try:
+        data = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("tool") == MANIFEST_TOOL
+
+
+def prepare_run_dir(path: Path, force: bool) -> None:
+    """Make ``path`` ready for a new run, or raise RunDirError saying why not."""
+    if path.exists() and not path.is_dir():
+        raise RunDirError(f"{path}: exists and is not a directory")
+    if path.is_dir() and any(path.iterdir()):
+        if not is_kvsim_run(path):
+            raise RunDirError(
+                f"{path}: directory is not empty and holds no kvsim run; "
+                "choose another output.dir (or --out)"
+            )
+        if not force:
+            raise RunDirError(
+                f"{path}: holds a previous kvsim run; pass --force to replace it "
+                "or --out to write elsewhere"
+            )
+        for name in OWNED:
+            target = path / name
+            if target.is_dir():
+                shutil.rmtree(target)
+            elif target.exists():
+                target.unlink()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".kvsim-write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise RunDirError(f"{path}: cannot write ({exc.strerror or exc})") from None
+    if not os.access(path, os.W_OK):
+        raise RunDirError(f"{path}: cannot write (permission denied)")

@@ -1,0 +1,105 @@
+"""WorkerPool: N real OS threads taking whole jobs from one FIFO queue.
+
+This is how the upstream connector's load threads work: each request is one
+job, taken by whichever thread is free. The pool is the real-mode CPU executor
+of the pipeline; a model mode would provide the same ``submit``.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import simpy
+
+from .env import HybridEnvironment
+from .gilmeter import JobTiming, measure
+
+__all__ = ["JobOutcome", "WorkerPool"]
+
+_STOP = object()
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    result: Any
+    error: BaseException | None
+    timing: JobTiming
+    thread: str
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class WorkerPool:
+    """Threads are started by :meth:`start` (not the constructor) and joined by :meth:`shutdown`."""
+
+    def __init__(self, env: HybridEnvironment, workers: int, name: str = "kvsim-load") -> None:
+        if workers < 1:
+            raise ValueError("workers must be >= 1")
+        self._env = env
+        self._n = workers
+        self._name = name
+        self._jobs: queue.Queue[Any] = queue.Queue()
+        self._threads: list[threading.Thread] = []
+        self._stopping = threading.Event()
+
+    @property
+    def workers(self) -> int:
+        return self._n
+
+    @property
+    def threads(self) -> list[threading.Thread]:
+        return list(self._threads)
+
+    def start(self) -> WorkerPool:
+        if self._threads:
+            raise RuntimeError("pool already started")
+        for i in range(self._n):
+            t = threading.Thread(target=self._loop, name=f"{self._name}-{i}", daemon=True)
+            t.start()
+            self._threads.append(t)
+        return self
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> simpy.Event:
+        """Queue ``fn(*args)``; the returned event succeeds with a :class:`JobOutcome`."""
+        if not self._threads or self._stopping.is_set():
+            raise RuntimeError("pool is not running")
+        event = self._env.external_event()
+        self._jobs.put((event, fn, args))
+        return event
+
+    def _loop(self) -> None:
+        name = threading.current_thread().name
+        while True:
+            item = self._jobs.get()
+            if item is _STOP:
+                return
+            event, fn, args = item
+            if self._stopping.is_set():
+                continue
+            result, error, timing = measure(fn, *args)
+            self._env.complete(event, True, JobOutcome(result, error, timing, name))
+
+    def shutdown(self, timeout_s: float = 10.0) -> list[str]:
+        """Stop taking jobs and join the threads; returns the names of threads still stuck."""
+        self._stopping.set()
+        for _ in self._threads:
+            self._jobs.put(_STOP)
+        stuck = []
+        for t in self._threads:
+            t.join(timeout_s / max(1, len(self._threads)))
+            if t.is_alive():
+                stuck.append(t.name)
+        self._threads = [t for t in self._threads if t.is_alive()]
+        return stuck
+
+    def __enter__(self) -> WorkerPool:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()

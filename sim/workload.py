@@ -1,0 +1,100 @@
+"""The planned workload: every request's tokens, arrival gap and job, from one seed.
+
+Everything random is drawn up front from the run's one generator, in request
+order, so the same config and seed give the same workload byte for byte however
+the threads interleave. A request's bulky job data (block hashes and block ids)
+is rebuilt on demand from a 64-bit seed planned with it, so that a long run does
+not hold every request's block table in memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from connectors.base import LoadJob
+
+from .config import ExperimentConfig, GeometryConfig
+from .config.workload import FixedTokens, LognormalTokens, PoissonArrival, UniformTokens
+
+__all__ = ["PlannedRequest", "Workload", "plan_workload", "request_bytes"]
+
+HASH_LEN = 32
+
+
+@dataclass(frozen=True)
+class PlannedRequest:
+    request_id: int
+    tokens: int
+    #: Offset from the previous arrival (open loop), or None where clients decide (closed loop).
+    gap_s: float | None
+    job_seed: int
+    draw: float
+
+    def chunks(self, geometry: GeometryConfig) -> int:
+        return -(-self.tokens // geometry.block_size)
+
+    def job(self, geometry: GeometryConfig) -> LoadJob:
+        """The request's CPU-stage input, rebuilt identically from its seed."""
+        g = np.random.default_rng(self.job_seed)
+        n_hash = self.tokens // geometry.chunk_granularity
+        hashes = g.bytes(n_hash * HASH_LEN)
+        n_chunks = self.chunks(geometry)
+        block_ids = tuple(
+            g.integers(0, geometry.num_blocks, size=n_chunks, dtype=np.int64).tolist()
+            for _ in range(geometry.kv_groups)
+        )
+        return LoadJob(self.request_id, self.tokens, hashes, block_ids, HASH_LEN, self.draw)
+
+
+@dataclass(frozen=True)
+class Workload:
+    requests: tuple[PlannedRequest, ...]
+    closed_clients: int | None
+    think_s: float
+
+    def __iter__(self) -> Iterator[PlannedRequest]:
+        return iter(self.requests)
+
+    def __len__(self) -> int:
+        return len(self.requests)
+
+
+def request_bytes(geometry: GeometryConfig, tokens: int) -> int:
+    """Bytes a request moves: what the sizes of all its chunks, regions and groups add to."""
+    bs = geometry.block_size
+    blocks = sum(-(-(min(s + bs, tokens) - s) // bs) for s in range(0, tokens, bs))
+    return blocks * geometry.bytes_per_block * geometry.kv_groups
+
+
+def _draw_tokens(cfg: ExperimentConfig, rng: np.random.Generator, n: int) -> np.ndarray:
+    spec = cfg.workload.tokens
+    if isinstance(spec, FixedTokens):
+        raw = np.full(n, spec.value, dtype=np.int64)
+    elif isinstance(spec, UniformTokens):
+        raw = rng.integers(spec.low, spec.high, endpoint=True, size=n)
+    elif isinstance(spec, LognormalTokens):
+        raw = np.minimum(np.exp(rng.normal(np.log(spec.median), spec.sigma, size=n)), spec.max)
+        raw = raw.astype(np.int64)
+    else:  # pragma: no cover - the config union is closed
+        raise TypeError(f"unknown tokens spec {spec!r}")
+    gran = cfg.model.chunk_granularity
+    return np.maximum(raw // gran, 1) * gran
+
+
+def plan_workload(cfg: ExperimentConfig, rng: np.random.Generator) -> Workload:
+    n = cfg.workload.requests
+    tokens = _draw_tokens(cfg, rng, n)
+    arrival = cfg.workload.arrival
+    if isinstance(arrival, PoissonArrival):
+        gaps: list[float | None] = rng.exponential(1.0 / arrival.rate_rps, size=n).tolist()
+        clients, think = None, 0.0
+    else:
+        gaps = [None] * n
+        clients, think = arrival.clients, arrival.think_ms / 1e3
+    seeds = rng.integers(0, 2**63 - 1, size=n, dtype=np.int64).tolist()
+    draws = rng.random(size=n).tolist()
+    reqs = tuple(PlannedRequest(i, int(tokens[i]), gaps[i], seeds[i], draws[i]) for i in range(n))
+    return Workload(reqs, clients, think)

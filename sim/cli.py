@@ -18,12 +18,14 @@ COMMANDS: dict[str, str] = {
     "run": "run",
     "validate": "validate",
     "variants": "variants",
+    "bench": "bench",
 }
 
 _HELP: dict[str, str] = {
     "run": "run an experiment and print a comparison of its points",
     "validate": "check a config file and list its points without running anything",
     "variants": "list the registered connector variants",
+    "bench": "benchmark connector variants or index variants side by side",
 }
 
 

@@ -37,6 +37,13 @@ def axis_columns(points: Sequence[Point]) -> list[str]:
     return cols
 
 
+def _columns(rows: Sequence[dict[str, Any]]) -> list[str]:
+    cols: dict[str, None] = {}
+    for row in rows:
+        cols.update(dict.fromkeys(row))
+    return list(cols)
+
+
 def _manifest(
     cfg: ExperimentConfig, config_path: Path, points: Sequence[Point], status: str, started: float
 ) -> dict[str, Any]:
@@ -68,6 +75,7 @@ def run_experiment(
     axes = axis_columns(points)
     summary_rows: list[dict[str, Any]] = []
     request_rows: list[dict[str, Any]] = []
+    extra: dict[str, list[dict[str, Any]]] = {}
     results: list[PointResult] = []
     for point in points:
         for rep in range(cfg.repeats):
@@ -80,5 +88,9 @@ def run_experiment(
             request_rows.extend({**base, **r.as_row()} for r in res.records)
             write_csv(out_dir / "requests.csv", [*axes, "repeat", *REQUEST_COLUMNS], request_rows)
             write_csv(out_dir / "summary.csv", [*axes, "repeat", *SUMMARY_METRICS], summary_rows)
+            for stem, rows in res.tables.items():
+                extra.setdefault(stem, []).extend({**base, **row} for row in rows)
+                cols = [*axes, "repeat", *_columns(rows)]
+                write_csv(out_dir / f"{stem}.csv", cols, extra[stem])
     write_json(out_dir / "manifest.json", _manifest(cfg, config_path, points, "complete", started))
     return ExperimentResult(out_dir, summary_rows, axes)

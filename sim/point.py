@@ -6,7 +6,7 @@ import sys
 import time
 from collections.abc import Callable, Generator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -14,6 +14,7 @@ import numpy as np
 from connectors import registry
 from connectors.token_database import TokenDatabase
 
+from .addons import build_addons
 from .config import ExperimentConfig, Point
 from .env import HybridEnvironment
 from .metrics import summarize_requests
@@ -35,6 +36,8 @@ class PointResult:
     repeat: int
     records: list[RequestRecord]
     summary: dict[str, Any]
+    #: Extra long-format tables from add-ons: file stem -> rows.
+    tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 @contextmanager
@@ -87,11 +90,15 @@ def run_point(point: Point, repeat: int = 0, progress: ProgressFn | None = None)
     workload = plan_workload(cfg, rng)
     variants = build_variants(cfg)
     records: list[RequestRecord] = []
+    addons = build_addons(cfg)
+    all_done: Any = None
 
     def on_done(rec: RequestRecord) -> None:
         records.append(rec)
         if progress is not None:
             progress(len(records), len(workload))
+        if len(records) == len(workload):
+            all_done.succeed()
 
     with switch_interval(cfg.gil.switch_interval_ms):
         noise_p50, noise_p99 = measure_noise_floor()
@@ -101,13 +108,25 @@ def run_point(point: Point, repeat: int = 0, progress: ProgressFn | None = None)
         pipeline = LoadPipeline(
             env, pool, store, variants, cfg.connector.handler, cfg.model, on_done
         )
+        all_done = env.event()
         t0 = time.perf_counter()
         with pool:
-            _drive(env, pipeline, workload)
-            env.run()
+            try:
+                for addon in addons:
+                    addon.attach(env)
+                _drive(env, pipeline, workload)
+                env.run(until=all_done)
+            finally:
+                for addon in reversed(addons):
+                    addon.detach()
         elapsed = time.perf_counter() - t0
     records.sort(key=lambda r: r.request_id)
     summary = summarize_requests(records, elapsed)
     summary["noise_floor_p50_ms"] = noise_p50
     summary["noise_floor_p99_ms"] = noise_p99
-    return PointResult(point, repeat, records, summary)
+    tables: dict[str, list[dict[str, Any]]] = {}
+    for addon in addons:
+        summary.update(addon.summary())
+        for stem, rows in addon.tables().items():
+            tables.setdefault(stem, []).extend(rows)
+    return PointResult(point, repeat, records, summary, tables)

@@ -1,0 +1,46 @@
+"""Things that run beside the load pipeline during a point: probes, the engine loop.
+
+An add-on is built from the point's config (or not, when disabled), attached to
+the environment before the run starts and detached after the last request; it
+contributes summary columns and, optionally, extra per-row tables (``steps.csv``).
+Keeping them behind this one interface lets ``run_point`` stay the same as the
+set of instruments grows, and lets a model mode supply its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from .config import ExperimentConfig
+    from .env import HybridEnvironment
+
+__all__ = ["ADDON_FACTORIES", "AddOn", "build_addons"]
+
+
+class AddOn(Protocol):
+    def attach(self, env: HybridEnvironment) -> None:
+        """Start threads/processes; called on the simulation thread before the run."""
+
+    def detach(self) -> None:
+        """Stop and join everything started by attach; must not raise."""
+
+    def summary(self) -> dict[str, float]:
+        """Summary columns this add-on contributes (names listed in sim.metrics)."""
+
+    def tables(self) -> dict[str, list[dict[str, Any]]]:
+        """Extra long-format tables: file stem -> rows (e.g. {"steps": [...]})."""
+
+
+#: Factories in attach order; each returns an AddOn or None when disabled by the config.
+ADDON_FACTORIES: list[Callable[[ExperimentConfig], AddOn | None]] = []
+
+
+def build_addons(cfg: ExperimentConfig) -> list[AddOn]:
+    out = []
+    for factory in ADDON_FACTORIES:
+        addon = factory(cfg)
+        if addon is not None:
+            out.append(addon)
+    return out

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -98,18 +98,36 @@ def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
     return line
 
 
-def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
-    """The config model that holds the field at ``loc`` (for did-you-mean)."""
-    model: Any = ExperimentConfig
-    for key in loc[:-1]:
-        field = getattr(model, "model_fields", {}).get(key)
+def _members(annotation: Any) -> list[type[BaseModel]]:
+    """The config models an annotation can hold (itself, or the members of a union)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    out: list[type[BaseModel]] = []
+    for arg in get_args(annotation):
+        out.extend(_members(arg))
+    return out
+
+
+def _model_at(raw_loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The config model that holds the field at ``raw_loc`` (pydantic's loc, with union
+    tags), so an unknown key can be matched against the right field names."""
+    model: type[BaseModel] | None = ExperimentConfig
+    parts = list(raw_loc[:-1])
+    while parts and model is not None:
+        key = parts.pop(0)
+        field = model.model_fields.get(key)
         if field is None:
             return None
-        ann = field.annotation
-        model = ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
-        if model is None:
-            return None
+        members = _members(field.annotation)
+        if len(members) > 1 and parts:
+            tag = parts.pop(0)
+            members = [m for m in members if tag in _tags(m)]
+        model = members[0] if len(members) == 1 else None
     return model
+
+
+def _tags(model: type[BaseModel]) -> set[Any]:
+    return {f.default for name, f in model.model_fields.items() if name in ("kind", "dist")}
 
 
 def _describe(err: dict[str, Any]) -> tuple[tuple[Any, ...], str]:
@@ -117,7 +135,7 @@ def _describe(err: dict[str, Any]) -> tuple[tuple[Any, ...], str]:
     kind = err["type"]
     if kind == "extra_forbidden":
         key = loc[-1]
-        model = _model_at(loc)
+        model = _model_at(tuple(err["loc"]))
         known = list(getattr(model, "model_fields", {})) if model else []
         close = difflib.get_close_matches(str(key), known, n=1)
         hint = f"did you mean '{close[0]}'?" if close else f"allowed: {', '.join(known)}"
@@ -126,14 +144,12 @@ def _describe(err: dict[str, Any]) -> tuple[tuple[Any, ...], str]:
         return loc, "required field is missing"
     if kind == "union_tag_invalid":
         ctx = err.get("ctx", {})
-        return (
-            loc,
-            f"unknown {ctx.get('discriminator', 'kind')} {ctx.get('tag')!r}; "
-            f"allowed: {ctx.get('expected_tags')}",
-        )
+        disc = str(ctx.get("discriminator", "kind")).strip("'")
+        return loc, f"unknown {disc} {ctx.get('tag')!r}; allowed: {ctx.get('expected_tags')}"
     if kind == "union_tag_not_found":
         ctx = err.get("ctx", {})
-        return loc, f"needs {ctx.get('discriminator', 'kind')}"
+        disc = str(ctx.get("discriminator", "kind")).strip("'")
+        return loc, f"needs '{disc}'"
     msg = err["msg"].replace("Value error, ", "")
     given = err.get("input")
     if kind not in ("model_type", "dict_type") and not isinstance(given, (dict, list)):

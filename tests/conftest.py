@@ -1,0 +1,47 @@
+"""Shared fixtures: tiny configs that run in well under a second."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+TINY: dict[str, Any] = {
+    "name": "tiny",
+    "seed": 3,
+    "model": {"regions": 4, "block_len": [1024, 2048], "block_size": 16, "num_blocks": 256},
+    "workload": {"requests": 8, "arrival": {"kind": "poisson", "rate_rps": 400}, "tokens": 160},
+    "connector": {"variant": "numpy", "workers": 2},
+    "store": {"bandwidth_gbps": 50, "latency_ms": 0.2, "concurrency": 2},
+}
+
+
+def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        tagged = isinstance(v, dict) and ("kind" in v or "dist" in v)  # a union member replaces
+        if isinstance(v, dict) and isinstance(out.get(k), dict) and not tagged:
+            out[k] = deep_merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+@pytest.fixture
+def write_config(tmp_path: Path):
+    """write_config(overrides=None, text=None, name="exp.yaml") -> path of a config file."""
+
+    def _write(
+        overrides: dict[str, Any] | None = None, text: str | None = None, name: str = "exp.yaml"
+    ) -> Path:
+        path = tmp_path / name
+        if text is None:
+            data = deep_merge(TINY, overrides or {})
+            data.setdefault("output", {"dir": str(tmp_path / "out")})
+            text = yaml.safe_dump(data, sort_keys=False)
+        path.write_text(text)
+        return path
+
+    return _write

@@ -1,0 +1,124 @@
+"""HybridEnvironment: wall-clock pacing, completions from threads, failures, no hangs."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from sim.env import HybridEnvironment, StallError
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def test_timers_fire_in_order_and_not_before_their_time() -> None:
+    env = HybridEnvironment(stall_timeout_s=5)
+    seen: list[tuple[str, float, float]] = []
+
+    def proc(name: str, delay: float):
+        yield env.timeout(delay)
+        seen.append((name, env.now, env.wall()))
+
+    for name, delay in [("c", 0.03), ("a", 0.01), ("b", 0.02)]:
+        env.process(proc(name, delay))
+    env.run()
+    assert [s[0] for s in seen] == ["a", "b", "c"]
+    for _name, now, wall in seen:
+        assert wall >= now - 1e-4  # never ahead of the wall clock
+    assert [s[1] for s in seen] == sorted(s[1] for s in seen)
+
+
+def test_thread_completion_wakes_the_loop_before_an_unrelated_timer() -> None:
+    env = HybridEnvironment(stall_timeout_s=5)
+    got: dict[str, float] = {}
+
+    def waiter():
+        ev = env.external_event()
+        threading.Thread(target=lambda: (time.sleep(0.02), env.complete(ev, True, "v"))).start()
+        value = yield ev
+        got["value"] = value
+        got["at"] = env.wall()
+
+    def far_timer():
+        yield env.timeout(2.0)
+
+    env.process(waiter())
+    env.process(far_timer())
+    env.run(until=1.0)
+    assert got["value"] == "v"
+    assert got["at"] < 0.5  # woke on the inbox, not on the 2 s timer
+
+
+def test_completion_with_no_timer_pending_does_not_stall() -> None:
+    env = HybridEnvironment(stall_timeout_s=5)
+    out = []
+
+    def proc():
+        for i in range(20):
+            ev = env.external_event()
+            threading.Thread(target=env.complete, args=(ev, True, i)).start()
+            out.append((yield ev))
+
+    env.process(proc())
+    t0 = time.perf_counter()
+    env.run()
+    assert out == list(range(20))
+    assert time.perf_counter() - t0 < 5
+
+
+def test_failed_event_raises_in_the_waiting_process_only() -> None:
+    env = HybridEnvironment(stall_timeout_s=5)
+    caught = []
+
+    def proc():
+        ev = env.external_event()
+        threading.Thread(target=env.complete, args=(ev, False, ValueError("boom"))).start()
+        try:
+            yield ev
+        except ValueError as exc:
+            caught.append(str(exc))
+        yield env.timeout(0.001)
+
+    env.process(proc())
+    env.run()
+    assert caught == ["boom"]
+    assert env.pending == 0
+
+
+def test_lost_job_raises_stall_error_instead_of_hanging() -> None:
+    env = HybridEnvironment(stall_timeout_s=0.2)
+
+    def proc():
+        yield env.external_event()  # nobody will ever complete it
+
+    env.process(proc())
+    t0 = time.perf_counter()
+    with pytest.raises(StallError, match="no answer"):
+        env.run()
+    assert time.perf_counter() - t0 < 3
+
+
+def test_clock_never_goes_backwards_when_behind() -> None:
+    env = HybridEnvironment(stall_timeout_s=5)
+    stamps: list[float] = []
+
+    def busy():
+        yield env.timeout(0.001)
+        time.sleep(0.05)  # the simulation thread falls behind
+        stamps.append(env.now)
+
+    def completer():
+        ev = env.external_event()
+        env.complete(ev, True, None)
+        yield ev
+        stamps.append(env.now)
+
+    def later():
+        yield env.timeout(0.01)
+        stamps.append(env.now)
+
+    for p in (busy, completer, later):
+        env.process(p())
+    env.run()
+    assert stamps == sorted(stamps)

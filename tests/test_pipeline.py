@@ -1,0 +1,120 @@
+"""The load pipeline end to end on a tiny config: rows, columns, statuses, failures."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from connectors.base import AddressVariant
+from connectors.registry import _ADDRESS
+from sim.config import parse_config
+from sim.point import run_point
+from sim.records import REQUEST_COLUMNS
+from sim.workload import request_bytes
+
+pytestmark = pytest.mark.realthreads
+
+
+class _Flaky(AddressVariant):
+    """Fails every request whose id is odd: the run must go on."""
+
+    name = "test-flaky"
+    description = "test only"
+
+    def prepare_values(self, chunks, block_ids):  # noqa: ANN001, ANN201
+        raise RuntimeError("store said no")
+
+    def warm_up(self) -> None:
+        return None
+
+    def run(self, job, group, handler):  # noqa: ANN001, ANN201
+        if job.request_id % 2:
+            raise RuntimeError(f"request {job.request_id} exploded")
+        return [], None
+
+
+@pytest.fixture
+def flaky_variant():
+    _ADDRESS[_Flaky.name] = _Flaky
+    yield _Flaky.name
+    _ADDRESS.pop(_Flaky.name, None)
+
+
+def test_every_request_ends_once_with_consistent_timestamps(write_config) -> None:
+    _, points = parse_config(write_config({"workload": {"requests": 12}}))
+    res = run_point(points[0])
+    recs = res.records
+    assert [r.request_id for r in recs] == list(range(12))
+    assert all(r.status == "ok" and r.error == "" for r in recs)
+    cfg = points[0].config
+    for r in recs:
+        assert r.tokens == 160 and r.chunks == 10
+        assert r.bytes == request_bytes(cfg.model, r.tokens) == 10 * (1024 + 2048) * 2
+        assert r.arrival_s <= r.start_s <= r.cpu_done_s <= r.done_s
+        assert math.isclose(
+            r.latency_ms, (r.done_s - r.arrival_s) * 1e3, rel_tol=1e-3, abs_tol=0.01
+        )
+        assert r.gil_hold_ms > 0 and r.cpu_ms > 0 and r.queue_ms >= 0
+        modelled = cfg.store.latency_ms + r.bytes / (cfg.store.bandwidth_gbps * 1e9) * 1e3
+        assert r.transfer_ms >= modelled * 0.99  # the modelled transfer really elapsed
+        assert r.thread.startswith("kvsim-load-")
+    s = res.summary
+    assert s["requests"] == s["ok"] == 12 and s["failed"] == 0
+    assert s["latency_p50_ms"] <= s["latency_p99_ms"] <= s["latency_max_ms"]
+    assert s["noise_floor_p50_ms"] >= 0
+
+
+def test_failures_are_recorded_and_the_run_goes_on(write_config, flaky_variant) -> None:
+    _, points = parse_config(write_config({"connector": {"variant": flaky_variant}}))
+    res = run_point(points[0])
+    assert len(res.records) == 8
+    failed = [r for r in res.records if r.status == "failed"]
+    assert {r.request_id for r in failed} == {1, 3, 5, 7}
+    assert all("exploded" in r.error and math.isnan(r.transfer_ms) for r in failed)
+    assert res.summary["failed"] == 4 and res.summary["ok"] == 4
+
+
+def test_closed_loop_keeps_at_most_n_in_flight(write_config) -> None:
+    cfg_path = write_config(
+        {"workload": {"requests": 10, "arrival": {"kind": "closed", "clients": 2}}}
+    )
+    _, points = parse_config(cfg_path)
+    recs = run_point(points[0]).records
+    assert len(recs) == 10
+    events = sorted([(r.arrival_s, 1) for r in recs] + [(r.done_s, -1) for r in recs])
+    level, peak = 0, 0
+    for _, d in events:
+        level += d
+        peak = max(peak, level)
+    assert peak <= 2
+
+
+def test_per_chunk_and_per_group_handlers_both_run(write_config) -> None:
+    for handler in ("per_chunk", "per_group"):
+        _, points = parse_config(
+            write_config({"connector": {"handler": handler}, "model": {"kv_groups": 2}})
+        )
+        res = run_point(points[0])
+        assert res.summary["ok"] == 8
+        assert all(r.chunks == 20 for r in res.records)
+
+
+def test_columns_are_the_documented_ones() -> None:
+    for col in (
+        "request_id",
+        "tokens",
+        "chunks",
+        "arrival_s",
+        "start_s",
+        "cpu_done_s",
+        "done_s",
+        "queue_ms",
+        "cpu_ms",
+        "gil_hold_ms",
+        "transfer_ms",
+        "latency_ms",
+        "status",
+        "error",
+    ):
+        assert col in REQUEST_COLUMNS

@@ -56,6 +56,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     from sim.config import ConfigError
+    from sim.env import StallError
+    from sim.pipeline import WatchdogError
     from sim.rundir import RunDirError
 
     mod = importlib.import_module(f"sim.commands.{COMMANDS[args.command]}")
@@ -64,6 +66,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, RunDirError) as exc:
         print(f"kvsim: error: {exc}", file=sys.stderr)
         return 2
+    except (WatchdogError, StallError) as exc:
+        print(f"kvsim: error: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("kvsim: interrupted", file=sys.stderr)
         return 130

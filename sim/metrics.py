@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -16,6 +17,7 @@ SUMMARY_METRICS = [
     "requests",
     "ok",
     "failed",
+    "errors",
     "elapsed_s",
     "throughput_rps",
     "latency_mean_ms",
@@ -34,6 +36,16 @@ SUMMARY_METRICS = [
     "transfer_p50_ms",
     "noise_floor_p50_ms",
     "noise_floor_p99_ms",
+    # engine step loop (sim.engine), when engine.enabled
+    "engine_steps",
+    "engine_step_p50_ms",
+    "engine_step_p99_ms",
+    "engine_alone_p50_ms",
+    "engine_alone_p99_ms",
+    "engine_p50_inflation",
+    "engine_p99_inflation",
+    "engine_build_p50_us",
+    "engine_stall_p99_ms",
 ]
 
 
@@ -47,6 +59,12 @@ def percentiles(values: Iterable[float], qs: Sequence[float]) -> list[float]:
 def _mean(values: Iterable[float]) -> float:
     arr = np.asarray([v for v in values if not math.isnan(v)], dtype=float)
     return float(arr.mean()) if arr.size else float("nan")
+
+
+def errors_by_kind(records: Iterable[RequestRecord]) -> str:
+    """Failed requests counted by error type, e.g. ``StoreError=3;RuntimeError=1``."""
+    counts = Counter(r.error.split(":", 1)[0] for r in records if r.status == "failed")
+    return ";".join(f"{k}={v}" for k, v in counts.most_common())
 
 
 def summarize_requests(records: Sequence[RequestRecord], elapsed_s: float) -> dict[str, float]:
@@ -63,6 +81,7 @@ def summarize_requests(records: Sequence[RequestRecord], elapsed_s: float) -> di
         "requests": len(records),
         "ok": len(ok),
         "failed": sum(r.status == "failed" for r in records),
+        "errors": errors_by_kind(records),
         "elapsed_s": elapsed_s,
         "throughput_rps": len(ok) / elapsed_s if elapsed_s > 0 else float("nan"),
         "latency_mean_ms": _mean(lat),

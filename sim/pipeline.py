@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Generator, Sequence
 from typing import Any, Protocol
 
+import numpy as np
 import simpy
 
 from connectors.base import AddressVariant, LoadJob
@@ -22,7 +23,11 @@ from .records import RequestRecord
 from .store import StoreModel
 from .workload import PlannedRequest, request_bytes
 
-__all__ = ["CpuExecutor", "LoadPipeline", "cpu_stages"]
+__all__ = ["CpuExecutor", "LoadPipeline", "WatchdogError", "cpu_stages"]
+
+
+class WatchdogError(RuntimeError):
+    """A request or worker hung past the configured limit; the run cannot finish."""
 
 
 class CpuExecutor(Protocol):
@@ -48,6 +53,7 @@ class LoadPipeline:
         handler: str,
         geometry: GeometryConfig,
         on_done: Callable[[RequestRecord], None],
+        request_timeout_s: float | None = None,
     ) -> None:
         self._env = env
         self._cpu = cpu
@@ -56,6 +62,9 @@ class LoadPipeline:
         self._handler = handler
         self._geometry = geometry
         self._on_done = on_done
+        self._timeout_s = request_timeout_s
+        cfg = store.config
+        self._faulty = cfg.fail_prob > 0 or cfg.stall_prob > 0
 
     def handle(self, req: PlannedRequest) -> Generator[Any, Any, RequestRecord]:
         env = self._env
@@ -68,7 +77,17 @@ class LoadPipeline:
             arrival_s=env.to_run_time(arrival_ns),
         )
         job = req.job(self._geometry)
-        outcome = yield self._cpu.submit(cpu_stages, self._variants, self._handler, job)
+        submitted = self._cpu.submit(cpu_stages, self._variants, self._handler, job)
+        if self._timeout_s is None:
+            outcome = yield submitted
+        else:
+            yield submitted | env.timeout(self._timeout_s)
+            if not submitted.triggered:
+                raise WatchdogError(
+                    f"request {req.request_id}: CPU stages still running after "
+                    f"{self._timeout_s:g} s (limits.request_timeout_s); a worker hangs"
+                )
+            outcome = submitted.value
         t = outcome.timing
         rec.thread = outcome.thread
         rec.start_s = env.to_run_time(t.start_ns)
@@ -81,12 +100,19 @@ class LoadPipeline:
             rec.status = "failed"
             err = outcome.error
             rec.error = f"{type(err).__name__}: {err}".splitlines()[0][:300]
+            rec.attempts = 0
         else:
-            waited = yield from self._store.transfer(rec.bytes)
-            rec.store_wait_ms = waited * 1e3
-            rec.status = "ok"
+            faults = np.random.default_rng([req.job_seed, 1]) if self._faulty else None
+            xfer = yield from self._store.transfer(rec.bytes, faults)
+            rec.store_wait_ms = xfer.waited_s * 1e3
+            rec.attempts = xfer.attempts
+            if xfer.error is None:
+                rec.status = "ok"
+            else:
+                rec.status = "failed"
+                rec.error = f"{type(xfer.error).__name__}: {xfer.error}"
         done_ns = time.perf_counter_ns()
-        if rec.status == "ok":
+        if outcome.error is None:
             rec.transfer_ms = (done_ns - t.end_ns) / 1e6
         rec.done_s = env.to_run_time(done_ns)
         rec.latency_ms = (done_ns - arrival_ns) / 1e6

@@ -102,11 +102,12 @@ def run_point(point: Point, repeat: int = 0, progress: ProgressFn | None = None)
 
     with switch_interval(cfg.gil.switch_interval_ms):
         noise_p50, noise_p99 = measure_noise_floor()
-        env = HybridEnvironment(stall_timeout_s=600.0)
+        env = HybridEnvironment(stall_timeout_s=cfg.limits.request_timeout_s + 5.0)
         pool = WorkerPool(env, cfg.connector.workers)
         store = StoreModel(env, cfg.store)
         pipeline = LoadPipeline(
-            env, pool, store, variants, cfg.connector.handler, cfg.model, on_done
+            env, pool, store, variants, cfg.connector.handler, cfg.model, on_done,
+            cfg.limits.request_timeout_s,
         )
         all_done = env.event()
         t0 = time.perf_counter()

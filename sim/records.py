@@ -23,6 +23,7 @@ class RequestRecord:
     gil_wait_ms: float = float("nan")
     store_wait_ms: float = float("nan")
     transfer_ms: float = float("nan")
+    attempts: int = 1
     latency_ms: float = float("nan")
     thread: str = ""
     status: str = "pending"

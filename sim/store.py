@@ -1,15 +1,35 @@
-"""The modelled KV store: time = latency + bytes / bandwidth, a bounded number at once."""
+"""The modelled KV store: time = latency + bytes / bandwidth, a bounded number at once.
+
+Faults can be injected (a failed attempt, a stalled attempt) with a retry policy,
+so that a run shows what a flaky store does to load latency. Fault draws come
+from a generator derived from the request's planned seed, so the same config and
+seed fail the same requests however the threads interleave.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Generator
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import simpy
 
 from .config import StoreConfig
 
-__all__ = ["StoreModel"]
+__all__ = ["StoreError", "StoreModel", "TransferOutcome"]
+
+
+class StoreError(RuntimeError):
+    """A transfer that failed every attempt the retry policy allows."""
+
+
+@dataclass(frozen=True)
+class TransferOutcome:
+    waited_s: float
+    attempts: int
+    stalls: int
+    error: StoreError | None = None
 
 
 class StoreModel:
@@ -18,17 +38,40 @@ class StoreModel:
         self._cfg = cfg
         self._slots = simpy.Resource(env, capacity=cfg.concurrency)
 
+    @property
+    def config(self) -> StoreConfig:
+        return self._cfg
+
     def transfer_time_s(self, nbytes: int) -> float:
         return self._cfg.latency_ms / 1e3 + nbytes / (self._cfg.bandwidth_gbps * 1e9)
 
-    def transfer(self, nbytes: int) -> Generator[Any, Any, float]:
-        """SimPy process body: wait for a slot, then hold it for the transfer time.
+    def transfer(
+        self, nbytes: int, faults: np.random.Generator | None = None
+    ) -> Generator[Any, Any, TransferOutcome]:
+        """SimPy process body: up to ``1 + retries`` attempts, each holding a store slot.
 
-        Returns the simulated seconds spent waiting for a slot.
+        A failed attempt costs its full transfer time (the failure is noticed at the
+        end), then the retry backs off without holding a slot.
         """
-        t0 = self._env.now
-        with self._slots.request() as slot:
-            yield slot
-            waited = self._env.now - t0
-            yield self._env.timeout(self.transfer_time_s(nbytes))
-        return waited
+        cfg = self._cfg
+        waited = 0.0
+        stalls = 0
+        attempts = 0
+        for attempt in range(cfg.retries + 1):
+            attempts = attempt + 1
+            fail_draw, stall_draw = faults.random(2) if faults is not None else (1.0, 1.0)
+            t0 = self._env.now
+            with self._slots.request() as slot:
+                yield slot
+                waited += self._env.now - t0
+                duration = self.transfer_time_s(nbytes)
+                if stall_draw < cfg.stall_prob:
+                    duration += cfg.stall_ms / 1e3
+                    stalls += 1
+                yield self._env.timeout(duration)
+            if fail_draw >= cfg.fail_prob:
+                return TransferOutcome(waited, attempts, stalls)
+            if attempt < cfg.retries and cfg.retry_backoff_ms:
+                yield self._env.timeout(cfg.retry_backoff_ms / 1e3)
+        err = StoreError(f"transfer of {nbytes} bytes failed after {attempts} attempt(s)")
+        return TransferOutcome(waited, attempts, stalls, err)

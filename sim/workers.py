@@ -101,5 +101,6 @@ class WorkerPool:
     def __enter__(self) -> WorkerPool:
         return self.start()
 
-    def __exit__(self, *exc: object) -> None:
-        self.shutdown()
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        # After an error (a watchdog, Ctrl-C) a worker may be stuck: don't wait long for it.
+        self.shutdown(1.0 if exc_type is not None else 10.0)

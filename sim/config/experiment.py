@@ -8,8 +8,9 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
+from .engine import EngineConfig
 from .geometry import GeometryConfig
-from .sections import ConnectorConfig, GilConfig, OutputConfig, StoreConfig
+from .sections import ConnectorConfig, GilConfig, LimitsConfig, OutputConfig, StoreConfig
 from .types import FrozenModel, NonNegInt, PosInt
 from .workload import WorkloadConfig
 
@@ -31,6 +32,10 @@ class ExperimentConfig(FrozenModel):
     store: StoreConfig = Field(default_factory=StoreConfig, description="Modelled store.")
     gil: GilConfig = Field(default_factory=GilConfig, description="GIL settings.")
     output: OutputConfig = Field(default_factory=OutputConfig, description="Where results go.")
+    limits: LimitsConfig = Field(default_factory=LimitsConfig, description="Watchdogs.")
+    engine: EngineConfig = Field(
+        default_factory=EngineConfig, description="Engine step loop beside the load (off by default)."
+    )
     sweep: dict[str, tuple[Any, ...]] = Field(
         default_factory=dict,
         description="Grid axes: dotted field path -> list of values, e.g. "

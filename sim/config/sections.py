@@ -6,9 +6,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from .types import FrozenModel, NonNegFloat, PosFloat, PosInt
+from .types import FrozenModel, NonNegFloat, NonNegInt, PosFloat, PosInt, Prob
 
-__all__ = ["ConnectorConfig", "GilConfig", "OutputConfig", "StoreConfig"]
+__all__ = ["ConnectorConfig", "GilConfig", "LimitsConfig", "OutputConfig", "StoreConfig"]
 
 
 class ConnectorConfig(FrozenModel):
@@ -34,11 +34,26 @@ class StoreConfig(FrozenModel):
     )
     latency_ms: NonNegFloat = Field(0.5, description="Fixed cost per transfer.")
     concurrency: PosInt = Field(4, le=4096, description="Transfers in flight at once.")
+    fail_prob: Prob = Field(0.0, description="Probability that one transfer attempt fails.")
+    stall_prob: Prob = Field(0.0, description="Probability that one attempt stalls first.")
+    stall_ms: NonNegFloat = Field(0.0, description="Extra time a stalled attempt takes.")
+    retries: NonNegInt = Field(
+        2, le=100, description="Attempts after a failed one before the request fails."
+    )
+    retry_backoff_ms: NonNegFloat = Field(1.0, description="Pause before each retry.")
 
 
 class GilConfig(FrozenModel):
     switch_interval_ms: PosFloat = Field(
         5.0, le=1000, description="sys.setswitchinterval for the run (CPython default 5 ms)."
+    )
+
+
+class LimitsConfig(FrozenModel):
+    """Watchdogs: a hang ends the run with a clear error instead of waiting forever."""
+
+    request_timeout_s: PosFloat = Field(
+        120.0, le=86400, description="A request whose CPU stages take longer ends the run."
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .engine import EngineConfig
 from .experiment import ExperimentConfig, Point, expand_points
 from .geometry import GeometryConfig
 from .loader import ConfigError, load_config, load_points, parse_config
@@ -11,6 +12,7 @@ from .workload import WorkloadConfig
 __all__ = [
     "ConfigError",
     "ConnectorConfig",
+    "EngineConfig",
     "ExperimentConfig",
     "GeometryConfig",
     "GilConfig",

@@ -10,8 +10,8 @@ that listing variants stays fast.
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import pkgutil
-from importlib.metadata import entry_points
 from typing import Any, TypeVar
 
 __all__ = [
@@ -65,8 +65,16 @@ def _load_all() -> None:
     for mod in pkgutil.iter_modules(connectors.__path__):
         if mod.name.startswith(("address_", "index_")):
             importlib.import_module(f"connectors.{mod.name}")
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        ep.load()
+    # Looked up at call time (not imported by name) so tests can substitute entry points.
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            ep.load()
+        except Exception as exc:
+            _loaded = False  # the next lookup reports it again instead of a partial registry
+            raise ImportError(
+                f"connector plugin {ep.name!r} ({ep.value}, entry-point group "
+                f"{ENTRY_POINT_GROUP}) failed to load: {type(exc).__name__}: {exc}"
+            ) from exc
 
 
 def address_variant_names() -> list[str]:

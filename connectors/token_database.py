@@ -9,8 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
-__all__ = ["ChunkAlignmentError", "TokenDatabase", "cdiv"]
+__all__ = ["INT64_MAX", "INT64_MIN", "ChunkAlignmentError", "Int64Bounds", "TokenDatabase", "cdiv"]
+
+INT64_MAX = 2**63 - 1
+INT64_MIN = -(2**63)
 
 
 class ChunkAlignmentError(ValueError):
@@ -19,6 +23,21 @@ class ChunkAlignmentError(ValueError):
 
 def cdiv(a: int, b: int) -> int:
     return -(-a // b)
+
+
+@dataclass(frozen=True)
+class Int64Bounds:
+    """Block ids and block counts for which every address and size fits in int64.
+
+    Vectorised variants compute in int64, which wraps silently; checking each
+    chunk's block id against ``[bid_lo, bid_hi]`` and its block count against
+    ``count_hi`` is exact (an address is monotonic in the block id), and costs
+    two comparisons instead of a 128-bit product per element.
+    """
+
+    bid_lo: int
+    bid_hi: int
+    count_hi: int
 
 
 @dataclass(frozen=True)
@@ -58,6 +77,48 @@ class TokenDatabase:
         """block_len expanded to one entry per region (the list repeats)."""
         n = len(self.block_len)
         return [self.block_len[r % n] for r in range(self.regions)]
+
+    @cached_property
+    def int64_bounds(self) -> Int64Bounds:
+        """Exact int64 limits of this geometry; OverflowError if a base address alone does not fit.
+
+        For ``b = block_len[r]`` and ``a = base[r]``: with ``b > 0`` the address
+        ``a + id * b`` fits iff ``ceil((MIN - a) / b) <= id <= floor((MAX - a) / b)``
+        (mirrored for ``b < 0``; no limit for ``b == 0``), and ``b * count`` fits iff
+        ``count <= MAX // b`` (``MIN // b`` for ``b < 0``).
+        """
+        lo, hi, count_hi = INT64_MIN, INT64_MAX, INT64_MAX
+        for r, (a, b) in enumerate(
+            zip(self.kv_caches_base_addr, self.region_block_len(), strict=True)
+        ):
+            if not INT64_MIN <= a <= INT64_MAX:
+                raise OverflowError(f"region {r}: base address {a:#x} does not fit in int64")
+            if not INT64_MIN <= b <= INT64_MAX:
+                raise OverflowError(f"region {r}: block_len {b} does not fit in int64")
+            if b > 0:
+                hi = min(hi, (INT64_MAX - a) // b)
+                lo = max(lo, -((a - INT64_MIN) // b))
+                count_hi = min(count_hi, INT64_MAX // b)
+            elif b < 0:
+                lo = max(lo, -((INT64_MAX - a) // -b))
+                hi = min(hi, (a - INT64_MIN) // -b)
+                count_hi = min(count_hi, INT64_MIN // b)
+        return Int64Bounds(lo, hi, count_hi)
+
+    def overflow_error(self, chunk: tuple[int, int], block_id: int) -> OverflowError:
+        """The error a vectorised path raises for ``chunk``: names the first value past int64."""
+        count = cdiv(chunk[1] - chunk[0], self.block_size)
+        for r, (a, b) in enumerate(
+            zip(self.kv_caches_base_addr, self.region_block_len(), strict=True)
+        ):
+            addr, size = a + block_id * b, b * count
+            for what, v in (("address", addr), ("size", size)):
+                if not INT64_MIN <= v <= INT64_MAX:
+                    return OverflowError(
+                        f"chunk {chunk}, region {r}: {what} {v:#x} (block id {block_id}) "
+                        "does not fit in int64; the vectorised path would wrap it"
+                    )
+        return OverflowError(f"chunk {chunk}: block id {block_id} or bounds do not fit in int64")
 
     def check_span(self, start: int, end: int) -> None:
         if end <= start or (end - start) % self.hash_block_size:

@@ -37,6 +37,26 @@ class AddOn(Protocol):
 ADDON_FACTORIES: list[Callable[[ExperimentConfig], AddOn | None]] = []
 
 
+def _engine(cfg: ExperimentConfig) -> AddOn | None:
+    """The engine step loop (sim.engine), imported only when a point builds its add-ons."""
+    from .engine import engine_addon
+
+    return engine_addon(cfg)
+
+
+ADDON_FACTORIES.append(_engine)
+
+
+def _probe(cfg: ExperimentConfig) -> AddOn | None:
+    """The sentinel probe (sim.probe): stalls and the GIL-busy cross-check, when gil.probe."""
+    from .probe import probe_addon
+
+    return probe_addon(cfg)
+
+
+ADDON_FACTORIES.append(_probe)
+
+
 def build_addons(cfg: ExperimentConfig) -> list[AddOn]:
     out = []
     for factory in ADDON_FACTORIES:

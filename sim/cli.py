@@ -16,16 +16,22 @@ __all__ = ["COMMANDS", "main"]
 #: name -> module under sim.commands; the order is the order of ``kvsim --help``.
 COMMANDS: dict[str, str] = {
     "run": "run",
+    "compare": "compare",
+    "plot": "plot",
     "validate": "validate",
     "variants": "variants",
     "bench": "bench",
+    "geometry": "geometry",
 }
 
 _HELP: dict[str, str] = {
     "run": "run an experiment and print a comparison of its points",
+    "compare": "compare variants of a finished run, with bootstrap confidence intervals",
+    "plot": "draw PNG figures of a finished run (latency CDF, p99 vs workers, GIL hold)",
     "validate": "check a config file and list its points without running anything",
     "variants": "list the registered connector variants",
     "bench": "benchmark connector variants or index variants side by side",
+    "geometry": "show the KV-cache geometry a model preset or HF config.json resolves to",
 }
 
 

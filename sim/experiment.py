@@ -1,31 +1,49 @@
-"""Run every point of an experiment and write requests.csv, summary.csv, manifest.json."""
+"""Run an experiment: every point × repeat in its own child process, resumable.
+
+The run directory keeps one sub-directory per point run (see ``sim.sweep.layout``);
+after each one finishes, the top-level ``requests.csv``, ``summary.csv``,
+``summary_repeats.csv``, add-on tables and ``manifest.json`` are rewritten
+atomically, so an interrupted sweep leaves consistent files for the points it
+finished, and ``resume`` picks up where it stopped — provided the config is the
+same experiment (its hash is in the manifest).
+"""
 
 from __future__ import annotations
 
+import json
+import signal
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .config import ExperimentConfig, Point
 from .manifest import MANIFEST_TOOL, machine_info
-from .metrics import SUMMARY_METRICS
-from .outputs import write_csv, write_json
-from .point import PointResult, run_point
-from .records import REQUEST_COLUMNS
+from .outputs import write_json
+from .rundir import RunDirError, is_kvsim_run
+from .sweep import (
+    Combiner,
+    RepOutcome,
+    RepRun,
+    config_hash,
+    config_identity,
+    first_difference,
+    rep_runs,
+    run_rep,
+)
 
-__all__ = ["ExperimentResult", "axis_columns", "run_experiment"]
-
-
-class ExperimentResult:
-    def __init__(self, out_dir: Path, rows: list[dict[str, Any]], axes: list[str]) -> None:
-        self.out_dir = out_dir
-        self.summary_rows = rows
-        self.axes = axes
-
-    @property
-    def failed_points(self) -> list[dict[str, Any]]:
-        return [r for r in self.summary_rows if r["ok"] == 0]
+__all__ = [
+    "ExperimentResult",
+    "PlannedRun",
+    "SweepPlan",
+    "axis_columns",
+    "check_resumable",
+    "plan_sweep",
+    "run_experiment",
+]
 
 
 def axis_columns(points: Sequence[Point]) -> list[str]:
@@ -37,28 +55,178 @@ def axis_columns(points: Sequence[Point]) -> list[str]:
     return cols
 
 
-def _columns(rows: Sequence[dict[str, Any]]) -> list[str]:
-    cols: dict[str, None] = {}
-    for row in rows:
-        cols.update(dict.fromkeys(row))
-    return list(cols)
+@dataclass(frozen=True)
+class PlannedRun:
+    """A point run and what the run directory already says about it."""
+
+    rep: RepRun
+    #: "done", "failed", "interrupted" or "pending" (nothing finished there yet).
+    state: str
+    error: str = ""
 
 
-def _manifest(
-    cfg: ExperimentConfig, config_path: Path, points: Sequence[Point], status: str, started: float
-) -> dict[str, Any]:
-    return {
-        "tool": MANIFEST_TOOL,
-        "status": status,
-        "config_path": str(config_path),
-        "config": cfg.model_dump(mode="json"),
-        "seed": cfg.seed,
-        "switch_interval_ms": cfg.gil.switch_interval_ms,
-        "points": [{"index": p.index, "slug": p.slug, "axes": p.axes} for p in points],
-        "started_unix": started,
-        "elapsed_s": time.time() - started,
-        "machine": machine_info(),
-    }
+@dataclass(frozen=True)
+class SweepPlan:
+    runs: list[PlannedRun]
+    #: The run directory already holds a kvsim run.
+    existing: bool
+    #: Where the existing run's config differs from this one ("" when it is the same).
+    difference: str
+
+    @property
+    def pending(self) -> list[PlannedRun]:
+        return [r for r in self.runs if r.state != "done"]
+
+
+class ExperimentResult:
+    def __init__(
+        self,
+        out_dir: Path,
+        rows: list[dict[str, Any]],
+        repeat_rows: list[dict[str, Any]],
+        axes: list[str],
+        skipped: int = 0,
+    ) -> None:
+        self.out_dir = out_dir
+        #: One row per point, aggregated over repeats (the rows of summary.csv).
+        self.summary_rows = rows
+        #: One row per point × repeat (the rows of summary_repeats.csv).
+        self.repeat_rows = repeat_rows
+        self.axes = axes
+        #: Point runs found finished and not run again (resume).
+        self.skipped = skipped
+
+    @property
+    def crashed_points(self) -> list[dict[str, Any]]:
+        """Points with at least one repeat that did not finish (status failed or partial)."""
+        return [r for r in self.summary_rows if r.get("status") != "ok"]
+
+    @property
+    def empty_points(self) -> list[dict[str, Any]]:
+        """Points that finished but completed no request."""
+        return [r for r in self.summary_rows if r.get("status") == "ok" and not r.get("ok")]
+
+    @property
+    def failed_points(self) -> list[dict[str, Any]]:
+        return [*self.crashed_points, *self.empty_points]
+
+
+def _read_manifest(out_dir: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads((out_dir / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _difference(cfg: ExperimentConfig, manifest: dict[str, Any]) -> str:
+    if manifest.get("config_hash") == config_hash(cfg):
+        return ""
+    old = manifest.get("config")
+    if not isinstance(old, dict) or "config_hash" not in manifest:
+        return "the run records no config hash (made by an older kvsim)"
+    return first_difference(old, config_identity(cfg)) or "resolved config hash differs"
+
+
+def plan_sweep(cfg: ExperimentConfig, points: Sequence[Point], out_dir: Path) -> SweepPlan:
+    """Every point run and its state in ``out_dir``; reads only, never writes."""
+    manifest = _read_manifest(out_dir) if is_kvsim_run(out_dir) else None
+    difference = _difference(cfg, manifest) if manifest is not None else ""
+    runs = []
+    for rep in rep_runs(out_dir, list(points), cfg.repeats):
+        st = rep.status() if manifest is not None and not difference else None
+        if st is None:
+            runs.append(PlannedRun(rep, "pending"))
+        else:
+            state = "done" if st["status"] == "ok" else st["status"]
+            runs.append(PlannedRun(rep, state, str(st.get("error", ""))))
+    return SweepPlan(runs, manifest is not None, difference)
+
+
+def check_resumable(cfg: ExperimentConfig, out_dir: Path) -> None:
+    """Raise RunDirError when ``out_dir`` holds a run of a different experiment."""
+    manifest = _read_manifest(out_dir) if is_kvsim_run(out_dir) else None
+    if manifest is None:
+        return
+    diff = _difference(cfg, manifest)
+    if diff:
+        raise RunDirError(
+            f"{out_dir}: cannot resume, the config changed since this run started ({diff}); "
+            "restore it, or pass --force to start over"
+        )
+
+
+class _Manifest:
+    """manifest.json of this run, kept across resumed sessions."""
+
+    def __init__(
+        self,
+        cfg: ExperimentConfig,
+        config_path: Path,
+        points: Sequence[Point],
+        out_dir: Path,
+        previous: dict[str, Any] | None,
+    ) -> None:
+        self._path = out_dir / "manifest.json"
+        self._started = time.time()
+        prev = previous or {}
+        self._data: dict[str, Any] = {
+            "tool": MANIFEST_TOOL,
+            "status": "running",
+            "config_path": str(config_path),
+            "config": config_identity(cfg),
+            "config_hash": config_hash(cfg),
+            "seed": cfg.seed,
+            "switch_interval_ms": cfg.gil.switch_interval_ms,
+            "repeats": cfg.repeats,
+            "axes": axis_columns(points),
+            "points": [
+                {"index": p.index, "slug": p.slug, "axes": p.axes, "label": p.label} for p in points
+            ],
+            "started_unix": prev.get("started_unix", self._started),
+            "elapsed_s": 0.0,
+            "sessions": list(prev.get("sessions", [])),
+            "runs": {},
+            "files": list(prev.get("files", [])),
+            "machine": machine_info(),
+        }
+        self._data["sessions"].append({"started_unix": self._started, "status": "running"})
+
+    def write(self, status: str, runs: dict[str, int], files: list[str]) -> None:
+        now = time.time()
+        self._data["status"] = status
+        self._data["runs"] = runs
+        self._data["files"] = sorted(set(self._data["files"]) | set(files))
+        self._data["elapsed_s"] = sum(
+            s.get("elapsed_s", 0.0) for s in self._data["sessions"][:-1]
+        ) + (now - self._started)
+        self._data["sessions"][-1].update(status=status, elapsed_s=now - self._started)
+        write_json(self._path, self._data)
+
+
+class _Terminated(SystemExit):
+    """SIGTERM during a sweep: unwinds like Ctrl-C (child stopped, files kept), exit 143."""
+
+
+@contextmanager
+def _sigterm_unwinds() -> Generator[None, None, None]:
+    """Turn SIGTERM into an exception while the sweep runs, unless someone else handles it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous not in (signal.SIG_DFL, None):
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        raise _Terminated(128 + signum)
+
+    signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def run_experiment(
@@ -68,29 +236,75 @@ def run_experiment(
     out_dir: Path,
     on_point_start: Callable[[Point, int], None] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    *,
+    resume: bool = False,
+    isolate: bool = True,
+    child_command: Sequence[str] | None = None,
+    on_point_done: Callable[[RepRun, RepOutcome], None] | None = None,
 ) -> ExperimentResult:
-    """Run points in order; the caller has prepared ``out_dir`` (see rundir)."""
-    started = time.time()
-    write_json(out_dir / "manifest.json", _manifest(cfg, config_path, points, "running", started))
+    """Run every unfinished point × repeat; the caller has prepared ``out_dir`` (see rundir).
+
+    With ``resume``, runs that finished before are kept and skipped (after checking
+    that the config is the same experiment); without it every run is done afresh.
+    ``isolate=False`` runs points in this process (debugging; no crash isolation).
+    ``child_command`` replaces how a child is started (default: ``sweep.runner.CHILD_COMMAND``).
+    """
+    from .sweep import runner
+
+    command = tuple(child_command) if child_command is not None else runner.CHILD_COMMAND
+    previous = _read_manifest(out_dir) if resume else None
+    if resume:
+        check_resumable(cfg, out_dir)
+    plan = plan_sweep(cfg, points, out_dir) if resume else None
+    reps = rep_runs(out_dir, list(points), cfg.repeats)
     axes = axis_columns(points)
-    summary_rows: list[dict[str, Any]] = []
-    request_rows: list[dict[str, Any]] = []
-    extra: dict[str, list[dict[str, Any]]] = {}
-    results: list[PointResult] = []
-    for point in points:
-        for rep in range(cfg.repeats):
-            if on_point_start is not None:
-                on_point_start(point, rep)
-            res = run_point(point, rep, progress)
-            results.append(res)
-            base = {**{a: point.axes.get(a, "") for a in axes}, "repeat": rep}
-            summary_rows.append({**base, **res.summary})
-            request_rows.extend({**base, **r.as_row()} for r in res.records)
-            write_csv(out_dir / "requests.csv", [*axes, "repeat", *REQUEST_COLUMNS], request_rows)
-            write_csv(out_dir / "summary.csv", [*axes, "repeat", *SUMMARY_METRICS], summary_rows)
-            for stem, rows in res.tables.items():
-                extra.setdefault(stem, []).extend({**base, **row} for row in rows)
-                cols = [*axes, "repeat", *_columns(rows)]
-                write_csv(out_dir / f"{stem}.csv", cols, extra[stem])
-    write_json(out_dir / "manifest.json", _manifest(cfg, config_path, points, "complete", started))
-    return ExperimentResult(out_dir, summary_rows, axes)
+    manifest = _Manifest(cfg, config_path, points, out_dir, previous)
+    combiner = Combiner(out_dir, axes, cfg.repeats)
+    finished = {
+        (run.rep.point.index, run.rep.repeat)
+        for run in (plan.runs if plan is not None else [])
+        if run.state == "done"
+    }
+    for rep in reps:
+        if (rep.point.index, rep.repeat) in finished:
+            combiner.add(rep, rep.status() or {"status": "ok"})
+    skipped = len(finished)
+    todo = [r for r in reps if (r.point.index, r.repeat) not in finished]
+
+    def counts() -> dict[str, int]:
+        rows = combiner.repeat_rows()
+        return {
+            "total": len(reps),
+            "done": sum(r["status"] == "ok" for r in rows),
+            "failed": sum(r["status"] == "failed" for r in rows),
+            "skipped": skipped,
+        }
+
+    files = combiner.write()
+    manifest.write("running", counts(), files)
+    status = "interrupted"
+    try:
+        with _sigterm_unwinds():
+            for rep in todo:
+                if on_point_start is not None:
+                    on_point_start(rep.point, rep.repeat)
+                try:
+                    outcome = run_rep(
+                        rep,
+                        out_dir,
+                        config_path,
+                        progress,
+                        isolate=isolate,
+                        child_command=command,
+                    )
+                finally:
+                    combiner.add(rep, rep.status() or {"status": "failed", "error": "no status"})
+                    files = combiner.write()
+                if on_point_done is not None:
+                    on_point_done(rep, outcome)
+                manifest.write("running", counts(), files)
+        c = counts()
+        status = "complete" if c["done"] == c["total"] else "failed"
+    finally:
+        manifest.write(status, counts(), files)
+    return ExperimentResult(out_dir, combiner.summary_rows(), combiner.repeat_rows(), axes, skipped)

@@ -1,14 +1,22 @@
-"""Per-job GIL accounting from thread CPU time (DESIGN.md §2).
+"""Per-job GIL accounting from thread CPU time (DESIGN.md §2; method in docs/gil-method.md).
 
-A thread running Python holds the GIL; so the CPU time a worker thread spends on
-a job, minus the CPU time of sections the variant declared GIL-free
-(``connectors.base.gil_free``), is the job's GIL hold. Wall time that is neither
-CPU time nor a declared GIL-free wait is time the thread was ready to run but
-did not have the GIL (or a core): the GIL wait.
+A thread running Python holds the GIL, and a thread waiting for the GIL sleeps
+on a condition variable and burns no CPU; so the CPU time a worker thread spends
+on a job, minus the CPU time of sections the variant declared GIL-free
+(``connectors.base.gil_free``), is the job's GIL hold. Thread CPU time stops
+while the thread waits, whoever holds the GIL, so a hold measured this way does
+not grow with contention. Wall time that is neither CPU time nor a declared
+GIL-free section is time the thread was ready to run Python but did not: the
+GIL wait (which also holds any wait for a core, see the method note).
+
+A :class:`HoldLedger` sums the holds of every job measured while it is open, so
+that a probe can set the meter's total beside its own independent estimate of
+how busy the GIL was over the same window.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,12 +24,16 @@ from typing import Any
 
 from connectors.base import free_time
 
-__all__ = ["JobTiming", "measure"]
+__all__ = ["HoldLedger", "JobTiming", "close_ledger", "measure", "open_ledger"]
 
 
 @dataclass(frozen=True)
 class JobTiming:
-    """Timestamps of record (``perf_counter_ns``) and CPU totals of one job."""
+    """Timestamps of record (``perf_counter_ns``) and CPU totals of one job.
+
+    ``cpu_ns`` is the thread's CPU time over the job; ``free_cpu_ns`` and
+    ``free_wall_ns`` are the CPU and wall time of its declared GIL-free sections.
+    """
 
     start_ns: int
     end_ns: int
@@ -35,13 +47,61 @@ class JobTiming:
 
     @property
     def hold_ns(self) -> int:
-        """CPU time spent holding the GIL."""
+        """CPU time spent holding the GIL: all CPU time but that of GIL-free sections."""
         return max(0, self.cpu_ns - self.free_cpu_ns)
 
     @property
     def wait_ns(self) -> int:
-        """Wall time ready to run Python but not running: waiting for the GIL or a core."""
-        return max(0, self.wall_ns - self.cpu_ns - max(0, self.free_wall_ns - self.free_cpu_ns))
+        """Wall time outside GIL-free sections that was not CPU time.
+
+        wall = hold + free_wall + wait, so wait = wall - hold - free_wall: the time
+        the thread was ready to run Python but was not running (waiting for the
+        GIL, or for a core on a busy machine).
+        """
+        return max(0, self.wall_ns - self.hold_ns - self.free_wall_ns)
+
+
+class HoldLedger:
+    """Holds of every job measured (on any thread) while the ledger is open.
+
+    ``list.append`` is atomic under the GIL, so worker threads add without a
+    lock; read the totals after closing the ledger.
+    """
+
+    def __init__(self) -> None:
+        self._holds: list[int] = []
+
+    def add(self, hold_ns: int) -> None:
+        self._holds.append(hold_ns)
+
+    @property
+    def jobs(self) -> int:
+        return len(self._holds)
+
+    @property
+    def total_ns(self) -> int:
+        return sum(self._holds)
+
+
+_ledger_lock = threading.Lock()
+#: Open ledgers; replaced (never mutated) so a worker can iterate it without a lock.
+_open_ledgers: tuple[HoldLedger, ...] = ()
+
+
+def open_ledger() -> HoldLedger:
+    """A new ledger that counts every job measured from now until :func:`close_ledger`."""
+    global _open_ledgers
+    ledger = HoldLedger()
+    with _ledger_lock:
+        _open_ledgers = (*_open_ledgers, ledger)
+    return ledger
+
+
+def close_ledger(ledger: HoldLedger) -> None:
+    """Stop counting into ``ledger`` (idempotent), so no state outlives the run."""
+    global _open_ledgers
+    with _ledger_lock:
+        _open_ledgers = tuple(x for x in _open_ledgers if x is not ledger)
 
 
 def measure(fn: Callable[..., Any], *args: Any) -> tuple[Any, BaseException | None, JobTiming]:
@@ -58,4 +118,7 @@ def measure(fn: Callable[..., Any], *args: Any) -> tuple[Any, BaseException | No
         error = exc
     c1 = time.thread_time_ns()
     w1 = time.perf_counter_ns()
-    return result, error, JobTiming(w0, w1, c1 - c0, free_time.cpu_ns, free_time.wall_ns)
+    timing = JobTiming(w0, w1, c1 - c0, free_time.cpu_ns, free_time.wall_ns)
+    for ledger in _open_ledgers:
+        ledger.add(timing.hold_ns)
+    return result, error, timing

@@ -10,7 +10,12 @@ import numpy as np
 
 from .records import RequestRecord
 
-__all__ = ["SUMMARY_METRICS", "percentiles", "summarize_requests"]
+__all__ = ["PLANNED_METRICS", "SUMMARY_METRICS", "percentiles", "summarize_requests"]
+
+#: Columns known from the workload plan alone (sim.replay): requests replayed from a
+#: trace, those with nothing to load, and the token and block hit ratios of the
+#: store memory. NaN unless workload.arrival.kind is trace.
+PLANNED_METRICS = ("trace_requests", "skipped_requests", "hit_ratio", "block_hit_ratio")
 
 #: Summary columns after the axis columns, in order.
 SUMMARY_METRICS = [
@@ -36,6 +41,16 @@ SUMMARY_METRICS = [
     "transfer_p50_ms",
     "noise_floor_p50_ms",
     "noise_floor_p99_ms",
+    # sentinel probe (sim.probe), when gil.probe: stalls and the GIL-busy cross-check
+    "stall_p50_ms",
+    "stall_p99_ms",
+    "stall_max_ms",
+    "gil_busy_probe",
+    "gil_busy_probe_core",
+    "gil_busy_requests",
+    "gil_busy_harness",
+    "gil_busy_agreement",
+    "core_wait_frac",
     # engine step loop (sim.engine), when engine.enabled
     "engine_steps",
     "engine_step_p50_ms",
@@ -46,6 +61,7 @@ SUMMARY_METRICS = [
     "engine_p99_inflation",
     "engine_build_p50_us",
     "engine_stall_p99_ms",
+    *PLANNED_METRICS,
 ]
 
 

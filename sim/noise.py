@@ -1,41 +1,67 @@
-"""The harness's own noise floor: the latency kvsim adds around a job that does nothing.
+"""The harness's own noise floor: the latency kvsim adds around a request that does nothing.
 
-A job that returns at once still crosses the worker queue, the inbox and the
-simulation loop; the time from submission until the simulation thread resumes
-is what the framework itself adds to every measured latency.
+A sample mimics one request whose CPU stage and transfer cost nothing: it
+arrives after an idle gap (so the worker and the simulation thread are asleep,
+as they are between real arrivals), submits a no-op job to a worker pool, and,
+once the simulation thread has the result, waits out a short modelled timer
+standing in for the transfer. Its latency minus that timer is what the
+framework itself adds: worker wake-up and queue hand-off, the inbox, the
+simulation loop and its timer lateness.
+
+``run_point`` takes half the samples just before the point and half just after,
+under the point's switch interval and worker count, and pools them: the floor
+then reflects the machine's state around the measurement (a shared machine's
+load drifts) without running beside the point, where it would compete for the
+same GIL and measure the point's contention — the stall probe's job — rather
+than the harness's cost.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from typing import Any
 
 from .env import HybridEnvironment
 from .metrics import percentiles
 from .workers import WorkerPool
 
-__all__ = ["measure_noise_floor"]
+__all__ = ["NOISE_SAMPLES", "measure_noise_floor", "noise_floor_summary"]
+
+#: Samples per side (before and after the point).
+NOISE_SAMPLES = 40
+#: Idle time before each sample: long enough that the threads go back to sleep.
+_GAP_S = 0.5e-3
+#: The modelled "transfer" of each sample: exercises the timer path of the clock.
+_TIMER_S = 0.2e-3
 
 
 def _noop() -> None:
     return None
 
 
-def measure_noise_floor(samples: int = 50, workers: int = 1) -> tuple[float, float]:
-    """(p50, p99) in ms of submit-to-resume latency for a no-op job."""
+def measure_noise_floor(samples: int = NOISE_SAMPLES, workers: int = 1) -> list[float]:
+    """``samples`` latencies (ms) that the harness adds to a request doing nothing."""
     env = HybridEnvironment(stall_timeout_s=30.0)
     lat: list[float] = []
 
     def proc() -> Generator[Any, Any, None]:
         for _ in range(samples):
+            yield env.timeout(_GAP_S)
             t0 = time.perf_counter_ns()
             yield pool.submit(_noop)
-            lat.append((time.perf_counter_ns() - t0) / 1e6)
+            yield env.timeout(_TIMER_S)
+            lat.append((time.perf_counter_ns() - t0) / 1e6 - _TIMER_S * 1e3)
 
     pool = WorkerPool(env, workers, name="kvsim-noise")
     with pool:
         env.process(proc())
         env.run()
-    p50, p99 = percentiles(lat, [50, 99])
-    return p50, p99
+    return lat
+
+
+def noise_floor_summary(*sides: Sequence[float]) -> dict[str, float]:
+    """The summary columns of the pooled samples of every side."""
+    pooled = [x for side in sides for x in side]
+    p50, p99 = percentiles(pooled, [50, 99])
+    return {"noise_floor_p50_ms": p50, "noise_floor_p99_ms": p99}

@@ -18,7 +18,7 @@ from .addons import build_addons
 from .config import ExperimentConfig, Point
 from .env import HybridEnvironment
 from .metrics import summarize_requests
-from .noise import measure_noise_floor
+from .noise import measure_noise_floor, noise_floor_summary
 from .pipeline import LoadPipeline
 from .records import RequestRecord
 from .store import StoreModel
@@ -101,7 +101,7 @@ def run_point(point: Point, repeat: int = 0, progress: ProgressFn | None = None)
             all_done.succeed()
 
     with switch_interval(cfg.gil.switch_interval_ms):
-        noise_p50, noise_p99 = measure_noise_floor()
+        noise_before = measure_noise_floor(workers=cfg.connector.workers)
         env = HybridEnvironment(stall_timeout_s=cfg.limits.request_timeout_s + 5.0)
         pool = WorkerPool(env, cfg.connector.workers)
         store = StoreModel(env, cfg.store)
@@ -121,10 +121,11 @@ def run_point(point: Point, repeat: int = 0, progress: ProgressFn | None = None)
                 for addon in reversed(addons):
                     addon.detach()
         elapsed = time.perf_counter() - t0
+        noise_after = measure_noise_floor(workers=cfg.connector.workers)
     records.sort(key=lambda r: r.request_id)
     summary = summarize_requests(records, elapsed)
-    summary["noise_floor_p50_ms"] = noise_p50
-    summary["noise_floor_p99_ms"] = noise_p99
+    summary.update(noise_floor_summary(noise_before, noise_after))
+    summary.update(workload.stats)
     tables: dict[str, list[dict[str, Any]]] = {}
     for addon in addons:
         summary.update(addon.summary())

@@ -1,4 +1,5 @@
-"""The comparison table printed at the end of a run."""
+"""Tables for people: the one printed at the end of a run (one row per point) and the
+Markdown and CSV of ``kvsim compare``."""
 
 from __future__ import annotations
 
@@ -6,7 +7,13 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["baseline_ratios", "comparison_table", "pick_baseline"]
+__all__ = [
+    "baseline_ratios",
+    "comparison_markdown",
+    "comparison_rows",
+    "comparison_table",
+    "pick_baseline",
+]
 
 
 def pick_baseline(rows: Sequence[dict[str, Any]], wanted: str | None) -> str | None:
@@ -16,62 +23,198 @@ def pick_baseline(rows: Sequence[dict[str, Any]], wanted: str | None) -> str | N
     return "scalar" if "scalar" in variants else (variants[0] if variants else None)
 
 
+def _num(v: Any) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.nan
+
+
 def baseline_ratios(
     rows: Sequence[dict[str, Any]], axes: Sequence[str], baseline: str | None, metric: str
 ) -> list[float]:
     """metric / the baseline variant's metric at the same values of every other axis."""
     others = [a for a in axes if a != "variant"]
-    key = lambda r: tuple(str(r.get(a)) for a in [*others, "repeat"])  # noqa: E731
+    key = lambda r: tuple(str(r.get(a)) for a in others)  # noqa: E731
     base = {key(r): r for r in rows if str(r["variant"]) == baseline}
     out = []
     for r in rows:
         b = base.get(key(r))
-        num, den = float(r.get(metric, math.nan)), float(b[metric]) if b else math.nan
+        num, den = _num(r.get(metric)), _num(b.get(metric)) if b else math.nan
         out.append(num / den if den and not math.isnan(den) else math.nan)
     return out
 
 
-def _fmt(v: float, digits: int = 2) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "—"
-    return f"{v:.{digits}f}"
+def _fmt(v: Any, digits: int = 2) -> str:
+    x = _num(v)
+    return "—" if math.isnan(x) else f"{x:.{digits}f}"
+
+
+def _with_spread(r: dict[str, Any], metric: str, digits: int) -> str:
+    text = _fmt(r.get(metric), digits)
+    spread = _num(r.get(f"{metric}_std"))
+    if math.isnan(spread) or text == "—":
+        return text
+    return f"{text}\n[dim]±{spread:.{digits}f}[/dim]"  # second line keeps the column narrow
 
 
 def comparison_table(
     rows: Sequence[dict[str, Any]], axes: Sequence[str], baseline: str | None, title: str
 ) -> Any:
+    """Rich table: one row per point; ``±`` (under a value) is the standard deviation
+    over repeats.
+
+    Headers are short and no cell ever shrinks, so the table still reads in an
+    80-column terminal; the caption spells the abbreviations out.
+    """
+    from rich import box
     from rich.table import Table
 
     hold_ratio = baseline_ratios(rows, axes, baseline, "gil_hold_mean_ms")
     p99_ratio = baseline_ratios(rows, axes, baseline, "latency_p99_ms")
-    table = Table(title=title, title_justify="left")
-    for a in axes:
-        table.add_column(a)
-    if any(int(r["repeat"]) for r in rows):
-        table.add_column("repeat", justify="right")
-    for col in (
-        "ok/req",
-        "p50 ms",
-        "p99 ms",
-        "GIL hold ms/req",
-        "GIL wait ms/req",
-        f"hold vs {baseline}",
-        f"p99 vs {baseline}",
-    ):
-        table.add_column(col, justify="right")
-    show_rep = any(int(r["repeat"]) for r in rows)
+    reps = {str(r.get("repeats", "")) for r in rows}
+    spread = any(f"{m}_std" in r for r in rows for m in ("latency_p99_ms",))
+    show_rep = len(reps) > 1  # a column only when points differ (some repeats failed)
+    body = []
     for r, hr, pr in zip(rows, hold_ratio, p99_ratio, strict=False):
         cells = [str(r.get(a, "")) for a in axes]
         if show_rep:
-            cells.append(str(r["repeat"]))
+            cells.append(str(r.get("repeats", "")))
+        status = r.get("status", "ok")
+        done = f"{_fmt(r.get('ok'), 0)}/{_fmt(r.get('requests'), 0)}"
+        if status == "failed":
+            done = "[red]FAILED[/red]"
+        elif status == "partial":
+            done += " [yellow]partial[/yellow]"
         cells += [
-            f"{r['ok']}/{r['requests']}",
-            _fmt(r["latency_p50_ms"], 1),
-            _fmt(r["latency_p99_ms"], 1),
-            _fmt(r["gil_hold_mean_ms"], 3),
-            _fmt(r["gil_wait_mean_ms"], 3),
+            done,
+            _with_spread(r, "latency_p50_ms", 1),
+            _with_spread(r, "latency_p99_ms", 1),
+            _with_spread(r, "gil_hold_mean_ms", 2),
+            _fmt(r.get("gil_wait_mean_ms"), 2),
             f"{_fmt(hr)}×" if not math.isnan(hr) else "—",
             f"{_fmt(pr)}×" if not math.isnan(pr) else "—",
         ]
+        body.append(cells)
+    heads = [*axes, *(["repeats"] if show_rep else [])]
+    fixed = len(heads) + 1  # identifying columns and ok/req keep their width
+    heads += ["ok/req", "p50 ms", "p99 ms", "hold ms", "wait ms", "hold ×", "p99 ×"]
+    if len({str(r.get("variant")) for r in rows}) < 2:  # nothing to take a ratio against
+        heads, body = heads[:-2], [c[:-2] for c in body]
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        title=title,
+        title_justify="left",
+        caption="hold/wait: GIL hold/wait per request"
+        + (f" · ×: ratio to {baseline} at the same other axes" if len(heads) > fixed + 5 else "")
+        + (f" · mean of {reps.pop()} repeats, ± their sd" if spread and not show_rep else ""),
+        caption_justify="left",
+    )
+    for i, head in enumerate(heads):
+        # Numbers never shrink (a cut number misleads); headers may wrap instead.
+        width = max([0, *(len(line) for c in body for line in _plain(c[i]).splitlines())])
+        if i < fixed:
+            width = max(width, len(head))
+        table.add_column(
+            head, justify="left" if i < fixed - 1 else "right", min_width=width, no_wrap=i < fixed
+        )
+    for cells in body:
         table.add_row(*cells)
     return table
+
+
+def _plain(markup: str) -> str:
+    from rich.text import Text
+
+    return Text.from_markup(markup).plain
+
+
+def _fmt_value(v: float) -> str:
+    if v is None or math.isnan(v):
+        return "—"
+    a = abs(v)
+    digits = 0 if a >= 100 else 1 if a >= 10 else 2 if a >= 1 else 3
+    return f"{v:.{digits}f}"
+
+
+def _ratio_text(ratio: Any) -> str:
+    if ratio is None or math.isnan(ratio.value):
+        return ""
+    text = f"{ratio.value:.2f}×"
+    if not math.isnan(ratio.low):
+        text += f" [{ratio.low:.2f}, {ratio.high:.2f}]"
+        if ratio.excludes_one:
+            text += "*"
+    return text
+
+
+def comparison_markdown(comp: Any, run_dir: str) -> str:
+    """``kvsim compare`` as Markdown: one table per level, then where each metric comes from."""
+    lines = [
+        f"# kvsim compare · {comp.name}",
+        "",
+        f"Run `{run_dir}` · baseline **{comp.baseline}** · {comp.repeats} repeat(s) per point.",
+        f"Each cell is the value, then its ratio to {comp.by}={comp.baseline} at the same "
+        f"{', '.join(comp.level_axes) or 'settings'} with the ratio's 95% bootstrap interval "
+        f"({comp.n_boot} resamples, seed {comp.seed}); `*` marks an interval that "
+        "excludes 1.00×, a difference beyond resampling noise.",
+    ]
+    req_metric = next((m for m in comp.metrics if m.table == "requests"), None)
+    for lv in comp.levels:
+        title = ", ".join(f"{a}={v}" for a, v in zip(comp.level_axes, lv, strict=True))
+        lines += ["", f"## {title or 'all points'}", ""]
+        head = [comp.by, *(["requests"] if req_metric else []), *(m.label for m in comp.metrics)]
+        lines.append("| " + " | ".join(head) + " |")
+        lines.append("|:--" + "|--:" * (len(head) - 1) + "|")
+        for variant in comp.variants[lv]:
+            name = f"{variant} (baseline)" if variant == comp.baseline else variant
+            row = [name]
+            if req_metric:
+                row.append(str(comp.cells[(lv, variant, req_metric.name)].n))
+            for m in comp.metrics:
+                cell = comp.cells[(lv, variant, m.name)]
+                ratio = _ratio_text(cell.ratio)
+                row.append(_fmt_value(cell.value) + (f" · {ratio}" if ratio else ""))
+            lines.append("| " + " | ".join(row) + " |")
+    lines += ["", "Sources:"]
+    lines += [f"- {m.label}: {m.source}" for m in comp.metrics]
+    return "\n".join(lines) + "\n"
+
+
+def comparison_rows(comp: Any) -> tuple[list[str], list[dict[str, Any]]]:
+    """compare.csv: long format, one row per level × variant × metric."""
+    cols = [
+        *comp.level_axes,
+        comp.by,
+        "baseline",
+        "metric",
+        "label",
+        "n",
+        "value",
+        "ratio",
+        "ratio_ci_low",
+        "ratio_ci_high",
+        "source",
+    ]
+    rows = []
+    for lv in comp.levels:
+        for variant in comp.variants[lv]:
+            for m in comp.metrics:
+                cell = comp.cells[(lv, variant, m.name)]
+                r = cell.ratio
+                rows.append(
+                    {
+                        **dict(zip(comp.level_axes, lv, strict=True)),
+                        comp.by: variant,
+                        "baseline": comp.baseline,
+                        "metric": m.name,
+                        "label": m.label,
+                        "n": cell.n,
+                        "value": cell.value,
+                        "ratio": r.value if r else (1.0 if variant == comp.baseline else ""),
+                        "ratio_ci_low": r.low if r else "",
+                        "ratio_ci_high": r.high if r else "",
+                        "source": m.source,
+                    }
+                )
+    return cols, rows

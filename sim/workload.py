@@ -9,15 +9,26 @@ not hold every request's block table in memory.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from connectors.base import LoadJob
 
+from .arrivals import gaps_from_times, open_loop_gaps
 from .config import ExperimentConfig, GeometryConfig
-from .config.workload import FixedTokens, LognormalTokens, PoissonArrival, UniformTokens
+from .config.workload import (
+    ClosedLoopArrival,
+    EmpiricalTokens,
+    FixedTokens,
+    LognormalTokens,
+    TraceArrival,
+    UniformTokens,
+)
+from .metrics import PLANNED_METRICS
+from .replay import plan_replay
+from .trace import read_trace
 
 __all__ = ["PlannedRequest", "Workload", "plan_workload", "request_bytes"]
 
@@ -54,6 +65,10 @@ class Workload:
     requests: tuple[PlannedRequest, ...]
     closed_clients: int | None
     think_s: float
+    #: Summary columns known from the plan alone (PLANNED_METRICS; NaN when not a trace).
+    stats: Mapping[str, float] = field(
+        default_factory=lambda: dict.fromkeys(PLANNED_METRICS, float("nan"))
+    )
 
     def __iter__(self) -> Iterator[PlannedRequest]:
         return iter(self.requests)
@@ -78,6 +93,9 @@ def _draw_tokens(cfg: ExperimentConfig, rng: np.random.Generator, n: int) -> np.
     elif isinstance(spec, LognormalTokens):
         raw = np.minimum(np.exp(rng.normal(np.log(spec.median), spec.sigma, size=n)), spec.max)
         raw = raw.astype(np.int64)
+    elif isinstance(spec, EmpiricalTokens):
+        lengths = read_trace(spec.path).input_length
+        raw = np.minimum(lengths[rng.integers(0, len(lengths), size=n)], spec.max)
     else:  # pragma: no cover - the config union is closed
         raise TypeError(f"unknown tokens spec {spec!r}")
     gran = cfg.model.chunk_granularity
@@ -85,16 +103,27 @@ def _draw_tokens(cfg: ExperimentConfig, rng: np.random.Generator, n: int) -> np.
 
 
 def plan_workload(cfg: ExperimentConfig, rng: np.random.Generator) -> Workload:
-    n = cfg.workload.requests
-    tokens = _draw_tokens(cfg, rng, n)
+    """Every request of a point. Draws happen in a fixed order — tokens, gaps, job seeds,
+    failure draws — each for all requests at once, so a plan depends on config and seed only.
+    """
     arrival = cfg.workload.arrival
-    if isinstance(arrival, PoissonArrival):
-        gaps: list[float | None] = rng.exponential(1.0 / arrival.rate_rps, size=n).tolist()
-        clients, think = None, 0.0
+    stats: dict[str, float] = dict.fromkeys(PLANNED_METRICS, float("nan"))
+    clients, think = None, 0.0
+    gaps: list[float | None]
+    if isinstance(arrival, TraceArrival):
+        replay = plan_replay(read_trace(arrival.path, arrival.limit), arrival, cfg.model)
+        tokens = replay.tokens
+        gaps = list(gaps_from_times(replay.arrival_s))
+        stats = replay.stats
     else:
-        gaps = [None] * n
-        clients, think = arrival.clients, arrival.think_ms / 1e3
+        tokens = _draw_tokens(cfg, rng, cfg.workload.requests)
+        if isinstance(arrival, ClosedLoopArrival):
+            gaps = [None] * len(tokens)
+            clients, think = arrival.clients, arrival.think_ms / 1e3
+        else:
+            gaps = list(open_loop_gaps(arrival, rng, len(tokens)))
+    n = len(tokens)
     seeds = rng.integers(0, 2**63 - 1, size=n, dtype=np.int64).tolist()
     draws = rng.random(size=n).tolist()
     reqs = tuple(PlannedRequest(i, int(tokens[i]), gaps[i], seeds[i], draws[i]) for i in range(n))
-    return Workload(reqs, clients, think)
+    return Workload(reqs, clients, think, stats)

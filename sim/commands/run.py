@@ -1,10 +1,16 @@
-"""``kvsim run CONFIG``: run every point, write the CSVs, print the comparison table."""
+"""``kvsim run CONFIG``: run every point (each in its own process), print the comparison.
+
+``--resume`` finishes an interrupted run (finished points are kept); ``--dry-run``
+lists the points and what the run directory already holds, running nothing.
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
+from typing import Any
 
 HELP = "run an experiment and print a comparison of its points"
 
@@ -12,84 +18,208 @@ HELP = "run an experiment and print a comparison of its points"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("config", help="experiment YAML file")
     p.add_argument("--out", help="run directory (default: output.dir of the config)")
-    p.add_argument("--force", action="store_true", help="replace a previous run in that directory")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--force", action="store_true", help="replace a previous run in that directory"
+    )
+    mode.add_argument(
+        "--resume",
+        action="store_true",
+        help="finish a previous run of the same config: points already done are skipped",
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="list the points and which are already done; run nothing, write nothing",
+    )
     p.add_argument("--baseline", help="variant the ratios are taken against (default: scalar)")
+    p.add_argument(
+        "--in-process",
+        action="store_true",
+        help="run points in this process instead of one child process each "
+        "(for debuggers; a crash then ends the sweep)",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress display or table")
 
 
-def main(args: argparse.Namespace) -> int:
+def _dry_run(cfg: Any, points: list[Any], out_dir: Path) -> int:
     from rich.console import Console
+    from rich.table import Table
 
+    from sim.experiment import plan_sweep
+
+    plan = plan_sweep(cfg, points, out_dir)
+    table = Table(title=f"kvsim · {cfg.name} · {out_dir}", title_justify="left")
+    for col in ("#", "point", "repeat", "requests", "state"):
+        table.add_column(col, justify="right" if col in ("#", "repeat", "requests") else "left")
+    colour = {"done": "green", "failed": "red", "interrupted": "yellow", "pending": "default"}
+    for run in plan.runs:
+        state = f"[{colour[run.state]}]{run.state}[/]"
+        if run.error:
+            state += f" ({run.error})"
+        table.add_row(
+            str(run.rep.point.index),
+            run.rep.point.label,
+            str(run.rep.repeat),
+            str(run.rep.point.config.workload.requests),
+            state,
+        )
+    out = Console()
+    out.print(table)
+    todo = len(plan.pending)
+    if plan.existing and plan.difference:
+        out.print(
+            f"{out_dir} holds a run of a different config ({plan.difference}): "
+            "--resume would refuse; --force replaces it"
+        )
+    elif plan.existing:
+        out.print(f"{todo} of {len(plan.runs)} point run(s) to do; `--resume` runs only those")
+    else:
+        out.print(f"{todo} point run(s) to do; nothing has run in {out_dir} yet")
+    return 0
+
+
+def _run_with_progress(cfg: Any, points: list[Any], args: argparse.Namespace, out_dir: Path):
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from sim.experiment import plan_sweep, run_experiment
+
+    todo = plan_sweep(cfg, points, out_dir).pending if args.resume else None
+    runs = len(todo) if todo is not None else len(points) * cfg.repeats
+    planned = (
+        sum(r.rep.point.config.workload.requests for r in todo)
+        if todo is not None
+        else sum(p.config.workload.requests for p in points) * cfg.repeats
+    )
+    err = Console(stderr=True)
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total} req"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=err,
+        transient=False,
+    ) as bar:
+        task = bar.add_task("starting", total=planned)
+        state = {"n": 0, "base": 0, "current": 0}
+
+        def on_point_start(point: Any, rep: int) -> None:
+            state["n"] += 1
+            state["current"] = point.config.workload.requests
+            rep_txt = f" rep {rep}" if cfg.repeats > 1 else ""
+            bar.update(task, description=f"[{state['n']}/{runs}] {point.label}{rep_txt}")
+
+        def progress(done: int, total: int) -> None:
+            if total != state["current"]:
+                bar.update(task, total=bar.tasks[0].total + total - state["current"])
+                state["current"] = total
+            bar.update(task, completed=state["base"] + done)
+
+        def on_point_done(rep: Any, outcome: Any) -> None:
+            state["base"] += state["current"]
+            bar.update(task, completed=state["base"])
+            if outcome.status == "ok":
+                bar.console.print(f"[green]✓[/] {rep.label}  ({outcome.elapsed_s:.1f} s)")
+            else:
+                bar.console.print(f"[red]✗[/] {rep.label}  {outcome.status}: {outcome.error}")
+
+        return run_experiment(
+            cfg,
+            points,
+            Path(args.config),
+            out_dir,
+            on_point_start,
+            progress,
+            resume=args.resume,
+            isolate=not args.in_process,
+            on_point_done=on_point_done,
+        )
+
+
+def _noise_floor(rows: list[dict[str, Any]]) -> float:
+    vals = []
+    for r in rows:
+        try:
+            vals.append(float(r.get("noise_floor_p99_ms", "nan")))
+        except (TypeError, ValueError):
+            continue
+    vals = [v for v in vals if not math.isnan(v)]
+    return max(vals) if vals else math.nan
+
+
+def main(args: argparse.Namespace) -> int:
     from sim.config import parse_config
-    from sim.experiment import run_experiment
-    from sim.report import comparison_table, pick_baseline
     from sim.rundir import prepare_run_dir
 
     cfg, points = parse_config(args.config)
     out_dir = Path(args.out or cfg.output_dir)
-    prepare_run_dir(out_dir, args.force)
-    err = Console(stderr=True)
-    total = len(points) * cfg.repeats
+    if args.dry_run:
+        return _dry_run(cfg, points, out_dir)
+    if args.resume:
+        from sim.experiment import check_resumable
+
+        check_resumable(cfg, out_dir)
+    prepare_run_dir(out_dir, args.force, args.resume)
 
     if args.quiet:
-        result = run_experiment(cfg, points, Path(args.config), out_dir)
-    else:
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
+        from sim.experiment import run_experiment
+
+        result = run_experiment(
+            cfg,
+            points,
+            Path(args.config),
+            out_dir,
+            resume=args.resume,
+            isolate=not args.in_process,
         )
+    else:
+        result = _run_with_progress(cfg, points, args, out_dir)
 
-        with Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=err,
-            transient=False,
-        ) as bar:
-            state: dict[str, int] = {"n": 0}
-            task = bar.add_task("starting", total=cfg.workload.requests)
+    from sim.report import comparison_table, pick_baseline
 
-            def on_point_start(point, rep):
-                state["n"] += 1
-                rep_txt = f" rep {rep}" if cfg.repeats > 1 else ""
-                bar.reset(
-                    task,
-                    total=cfg.workload.requests,
-                    description=f"[{state['n']}/{total}] {point.label}{rep_txt}",
-                )
-
-            result = run_experiment(
-                cfg,
-                points,
-                Path(args.config),
-                out_dir,
-                on_point_start,
-                lambda done, n: bar.update(task, completed=done, total=n),
-            )
     rows = result.summary_rows
     if not args.quiet:
-        out = Console()
+        from rich.console import Console
+
+        # Piped into a file or a log, keep the whole table rather than 80 columns of it.
+        out = Console() if sys.stdout.isatty() else Console(width=120)
+        err = Console(stderr=True)
         baseline = pick_baseline(rows, args.baseline)
         if args.baseline and baseline is None:
             err.print(f"warning: baseline {args.baseline!r} is not among the variants run")
+        if result.skipped:
+            out.print(f"resumed: {result.skipped} point run(s) were already done and kept")
         out.print(comparison_table(rows, result.axes, baseline, f"kvsim · {cfg.name}"))
-        nf = max(float(r["noise_floor_p99_ms"]) for r in rows)
-        out.print(
-            f"harness noise floor: p99 ≤ {nf:.3f} ms · results in {out_dir}/ "
-            "(requests.csv, summary.csv, manifest.json)"
-        )
-    failed = sum(int(r["failed"]) for r in rows)
+        nf = _noise_floor(rows)
+        files = "requests.csv, summary.csv, summary_repeats.csv, manifest.json, points/"
+        out.print(f"harness noise floor: p99 ≤ {nf:.3f} ms · results in {out_dir}/ ({files})")
+    failed = 0
+    for r in rows:
+        try:
+            failed += int(float(r.get("failed") or 0))
+        except ValueError:
+            continue
     if failed:
         print(
             f"warning: {failed} request(s) failed; see the error column of "
             f"{out_dir / 'requests.csv'}",
             file=sys.stderr,
         )
-    if result.failed_points:
-        print(f"error: {len(result.failed_points)} point(s) completed no request", file=sys.stderr)
-        return 1
-    return 0
+    if result.crashed_points:
+        from sim.experiment import plan_sweep
+
+        for run in plan_sweep(cfg, points, out_dir).pending:
+            log = run.rep.dir / "stderr.log"
+            print(f"error: {run.rep.label}: {run.state}: {run.error} (log: {log})", file=sys.stderr)
+    if result.empty_points:
+        print(f"error: {len(result.empty_points)} point(s) completed no request", file=sys.stderr)
+    return 1 if result.failed_points else 0

@@ -20,10 +20,10 @@ def main(args: argparse.Namespace) -> int:
         opts = ""
         if cls.Options is not None:
             opts = f"  [options: {', '.join(cls.Options.model_fields)}]"
-        print(f"  {name:<12} {cls.description}{opts}")
+        print(f"  {name:<14} {cls.description}{opts}")
     index = registry.index_variant_names()
     if index:
         print("index variants (engine.index_variant):")
         for name in index:
-            print(f"  {name:<12} {registry.get_index_variant(name).description}")
+            print(f"  {name:<14} {registry.get_index_variant(name).description}")
     return 0

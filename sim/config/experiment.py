@@ -34,7 +34,8 @@ class ExperimentConfig(FrozenModel):
     output: OutputConfig = Field(default_factory=OutputConfig, description="Where results go.")
     limits: LimitsConfig = Field(default_factory=LimitsConfig, description="Watchdogs.")
     engine: EngineConfig = Field(
-        default_factory=EngineConfig, description="Engine step loop beside the load (off by default)."
+        default_factory=EngineConfig,
+        description="Engine step loop beside the load (off by default).",
     )
     sweep: dict[str, tuple[Any, ...]] = Field(
         default_factory=dict,

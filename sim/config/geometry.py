@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from pydantic import Field, field_validator, model_validator
+from typing import Any
 
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+
+from ..hf_config import DTYPE_BYTES
+from .model_source import resolve_model_source
 from .types import FrozenModel, PosInt
 
 __all__ = ["INT64_MAX", "GeometryConfig"]
@@ -50,6 +54,41 @@ class GeometryConfig(FrozenModel):
         ge=0,
         description="Address of region 0; regions follow each other without gaps.",
     )
+    preset: str | None = Field(
+        None,
+        description="Built-in model whose KV cache sets regions and block_len "
+        "(`kvsim geometry` lists them), e.g. deepseek-v3, llama-3.1-8b.",
+    )
+    hf_config: str | None = Field(
+        None,
+        description="Path to a Hugging Face config.json (or its directory) that sets regions "
+        "and block_len; relative to the config file's directory.",
+    )
+    tp: PosInt = Field(
+        1,
+        le=1024,
+        description="Tensor-parallel size: with preset or hf_config, regions and block_len "
+        "are those of one rank (GQA heads split over ranks; an MLA latent is not).",
+    )
+    kv_dtype: str = Field(
+        "auto",
+        description="KV-cache element type with preset or hf_config: auto (the model's "
+        "dtype), bfloat16, float16, float32 or fp8.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _resolve_source(cls, data: Any, info: ValidationInfo) -> Any:
+        if not isinstance(data, dict):
+            return data
+        return resolve_model_source(data, info.context, cls.model_fields["block_size"].default)
+
+    @field_validator("kv_dtype")
+    @classmethod
+    def _known_dtype(cls, v: str) -> str:
+        if v != "auto" and v.lower() not in DTYPE_BYTES:
+            raise ValueError(f"unknown dtype; allowed: auto, {', '.join(DTYPE_BYTES)}")
+        return v
 
     @field_validator("block_len")
     @classmethod

@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from .experiment import ExperimentConfig, Point, expand_points
+from .paths import CONFIG_DIR
 
 __all__ = ["ConfigError", "load_config", "load_points", "parse_config"]
 
@@ -157,7 +158,10 @@ def _describe(err: dict[str, Any]) -> tuple[tuple[Any, ...], str]:
     return loc, msg
 
 
-_UNION_TAGS = {"poisson", "closed", "fixed", "uniform", "lognormal"}
+_UNION_TAGS = {
+    *("poisson", "closed", "constant", "onoff", "trace"),
+    *("fixed", "uniform", "lognormal", "empirical"),
+}
 
 
 def _fmt_loc(loc: tuple[Any, ...]) -> str:
@@ -169,7 +173,7 @@ def _fmt_loc(loc: tuple[Any, ...]) -> str:
 
 def _build(path: Path, node: yaml.Node | None, raw: dict[str, Any], where: str = ""):
     try:
-        cfg = ExperimentConfig.model_validate(raw)
+        cfg = ExperimentConfig.model_validate(raw, context={CONFIG_DIR: path.parent})
     except ValidationError as exc:
         loc, msg = _describe(exc.errors()[0])
         line = _line_of(node, loc)
@@ -224,7 +228,29 @@ def parse_config(path: str | Path) -> tuple[ExperimentConfig, list[Point]]:
             at = f"{path}:{line}" if line else str(path)
             raise ConfigError(f"{at}: sweep.{axis}: not a config field; {hint}")
     points = expand_points(raw, lambda r, where: _build(path, node, r, where))
+    _check_data_files(path, node, [cfg, *(p.config for p in points)])
     return cfg, points
+
+
+def _check_data_files(path: Path, node: yaml.Node | None, cfgs: list[ExperimentConfig]) -> None:
+    """Read every trace a config names once, so a malformed line fails before the run starts.
+
+    Relative data paths were already resolved against the config's directory.
+    """
+    seen: set[str] = set()
+    for cfg in cfgs:
+        for field, file in cfg.workload.data_files():
+            if file in seen:
+                continue
+            seen.add(file)
+            from sim.trace import read_trace
+
+            try:
+                read_trace(file)
+            except ConfigError as exc:
+                line = _line_of(node, tuple(field.split(".")))
+                at = f"{path}:{line}" if line else str(path)
+                raise ConfigError(f"{exc} [{field} at {at}]") from None
 
 
 def load_config(path: str | Path) -> ExperimentConfig:

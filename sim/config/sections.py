@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, StrictBool
 
 from .types import FrozenModel, NonNegFloat, NonNegInt, PosFloat, PosInt, Prob
 
@@ -44,8 +44,27 @@ class StoreConfig(FrozenModel):
 
 
 class GilConfig(FrozenModel):
+    """GIL settings and the sentinel probe that measures stalls and GIL busy (sim.probe)."""
+
     switch_interval_ms: PosFloat = Field(
         5.0, le=1000, description="sys.setswitchinterval for the run (CPython default 5 ms)."
+    )
+    probe: StrictBool = Field(
+        True,
+        description="Run the sentinel probe thread: stall p50/p99/max and an independent "
+        "GIL-busy estimate set beside the per-request holds (docs/gil-method.md).",
+    )
+    probe_interval_ms: PosFloat = Field(
+        2.0,
+        ge=0.1,
+        le=1000,
+        description="Mean time between the probe's wake-ups (each jittered ±50%).",
+    )
+    probe_threshold_ms: PosFloat = Field(
+        0.1,
+        le=100,
+        description="A wake-up later than this found the GIL busy; keep it above the "
+        "probe's wake-up latency on an idle GIL and well below the holds measured.",
     )
 
 

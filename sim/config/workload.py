@@ -4,20 +4,36 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from .paths import resolve_path
 from .types import FrozenModel, NonNegFloat, PosFloat, PosInt
 
 __all__ = [
     "ArrivalConfig",
     "ClosedLoopArrival",
+    "ConstantArrival",
+    "EmpiricalTokens",
     "FixedTokens",
     "LognormalTokens",
+    "OnOffArrival",
     "PoissonArrival",
+    "PrefixCacheConfig",
     "TokensConfig",
+    "TraceArrival",
     "UniformTokens",
     "WorkloadConfig",
 ]
+
+
+def _existing_file(value: str, info: ValidationInfo, what: str) -> str:
+    path = resolve_path(value, info.context)
+    if not path.is_file():
+        raise ValueError(
+            f"{what} {str(path)!r} does not exist or is not a file (relative paths are "
+            "taken from the config file's directory)"
+        )
+    return str(path)
 
 
 class PoissonArrival(FrozenModel):
@@ -35,8 +51,88 @@ class ClosedLoopArrival(FrozenModel):
     think_ms: NonNegFloat = Field(0.0, description="Pause between a reply and the next request.")
 
 
+class ConstantArrival(FrozenModel):
+    """Open loop: one arrival every 1/rate_rps seconds, the first at time zero."""
+
+    kind: Literal["constant"] = "constant"
+    rate_rps: PosFloat = Field(10.0, description="Arrivals per second.")
+
+
+class OnOffArrival(FrozenModel):
+    """Open loop in bursts: Poisson arrivals at rate_rps during on periods, none while off.
+
+    Periods have fixed lengths and the run starts at the beginning of an on period,
+    so the mean rate is rate_rps * on_ms / (on_ms + off_ms).
+    """
+
+    kind: Literal["onoff"] = "onoff"
+    rate_rps: PosFloat = Field(50.0, description="Mean arrivals per second while on.")
+    on_ms: PosFloat = Field(200.0, description="Length of each burst.")
+    off_ms: NonNegFloat = Field(800.0, description="Length of each quiet gap between bursts.")
+
+
+class PrefixCacheConfig(FrozenModel):
+    """What the store remembers of earlier requests' blocks during trace replay.
+
+    Without a capacity the store keeps every block (the trace's ideal reuse).
+    """
+
+    capacity_blocks: PosInt | None = Field(
+        None, description="Trace blocks (block_tokens each) the store holds at most."
+    )
+    capacity_gib: PosFloat | None = Field(
+        None,
+        description="Store capacity in GiB (2^30 bytes), counted in whole trace blocks of the "
+        "model's bytes per token.",
+    )
+    policy: Literal["lru", "fifo"] = Field(
+        "lru",
+        description="Eviction: lru (least recently looked up or stored; a request's tail "
+        "blocks go before its shared head) or fifo (oldest stored first).",
+    )
+
+    @model_validator(mode="after")
+    def _one_capacity(self) -> PrefixCacheConfig:
+        if self.capacity_blocks is not None and self.capacity_gib is not None:
+            raise ValueError("give capacity_blocks or capacity_gib, not both")
+        return self
+
+
+class TraceArrival(FrozenModel):
+    """Replay a Mooncake-format trace (JSON lines: timestamp ms, input_length, output_length,
+    hash_ids): arrival times from the trace, tokens from the prefix the store already holds.
+
+    A request's tokens to load are its leading blocks found in the store, at most
+    input_length - 1 (the last prompt token is always computed), rounded down to the
+    chunk granularity. Requests left with nothing to load are counted, not run.
+    """
+
+    kind: Literal["trace"] = "trace"
+    path: str = Field(
+        ..., description="Trace file (JSON lines); relative to the config file's directory."
+    )
+    speedup: PosFloat = Field(
+        1.0, description="Time compression: trace gaps are divided by this factor."
+    )
+    limit: PosInt | None = Field(
+        None, le=10**7, description="Replay only the first this many trace requests."
+    )
+    block_tokens: PosInt = Field(
+        512, le=1 << 20, description="Tokens per trace hash id (Mooncake traces use 512)."
+    )
+    cache: PrefixCacheConfig = Field(
+        default_factory=PrefixCacheConfig,
+        description="Store memory: capacity and eviction policy.",
+    )
+
+    @field_validator("path")
+    @classmethod
+    def _path_exists(cls, v: str, info: ValidationInfo) -> str:
+        return _existing_file(v, info, "trace file")
+
+
 ArrivalConfig = Annotated[
-    PoissonArrival | ClosedLoopArrival,
+    PoissonArrival | ClosedLoopArrival | ConstantArrival | OnOffArrival | TraceArrival,
     Field(discriminator="kind"),
 ]
 
@@ -65,8 +161,23 @@ class LognormalTokens(FrozenModel):
     max: PosInt = Field(1 << 20, le=1 << 26, description="Draws above this are clipped.")
 
 
+class EmpiricalTokens(FrozenModel):
+    """Prompt lengths resampled (with replacement) from the input_length of a trace's requests."""
+
+    dist: Literal["empirical"] = "empirical"
+    path: str = Field(
+        ..., description="Trace file (JSON lines); relative to the config file's directory."
+    )
+    max: PosInt = Field(1 << 20, le=1 << 26, description="Draws above this are clipped.")
+
+    @field_validator("path")
+    @classmethod
+    def _path_exists(cls, v: str, info: ValidationInfo) -> str:
+        return _existing_file(v, info, "trace file")
+
+
 TokensConfig = Annotated[
-    FixedTokens | UniformTokens | LognormalTokens,
+    FixedTokens | UniformTokens | LognormalTokens | EmpiricalTokens,
     Field(discriminator="dist"),
 ]
 
@@ -74,14 +185,19 @@ TokensConfig = Annotated[
 class WorkloadConfig(FrozenModel):
     """Token counts are rounded down to a multiple of the chunk granularity (at least one)."""
 
-    requests: PosInt = Field(40, le=10**7, description="Load requests per experiment point.")
+    requests: PosInt = Field(
+        40,
+        le=10**7,
+        description="Load requests per experiment point (with a trace: arrival.limit instead).",
+    )
     arrival: ArrivalConfig = Field(
-        default_factory=PoissonArrival, description="Arrival process (kind: poisson | closed)."
+        default_factory=PoissonArrival,
+        description="Arrival process (kind: poisson | constant | onoff | closed | trace).",
     )
     tokens: TokensConfig = Field(
         default_factory=FixedTokens,
-        description="Tokens to load per request (dist: fixed | uniform | lognormal); a plain "
-        "integer means fixed.",
+        description="Tokens to load per request (dist: fixed | uniform | lognormal | "
+        "empirical); a plain integer means fixed. A trace sets them itself.",
     )
 
     @model_validator(mode="before")
@@ -94,3 +210,23 @@ class WorkloadConfig(FrozenModel):
         ):
             data = {**data, "tokens": {"dist": "fixed", "value": data["tokens"]}}
         return data
+
+    @model_validator(mode="after")
+    def _trace_sets_requests_and_tokens(self) -> WorkloadConfig:
+        if isinstance(self.arrival, TraceArrival):
+            defaults = WorkloadConfig.model_construct()
+            for key, instead in (("requests", "arrival.limit"), ("tokens", "the trace")):
+                if getattr(self, key) != getattr(defaults, key):
+                    raise ValueError(
+                        f"{key} is set by {instead} when arrival.kind is trace; remove {key}"
+                    )
+        return self
+
+    def data_files(self) -> list[tuple[str, str]]:
+        """(field, path) of every trace file this workload reads, for checks before a run."""
+        out = []
+        if isinstance(self.arrival, TraceArrival):
+            out.append(("workload.arrival.path", self.arrival.path))
+        if isinstance(self.tokens, EmpiricalTokens):
+            out.append(("workload.tokens.path", self.tokens.path))
+        return out

@@ -1,0 +1,255 @@
+"""``kvsim bench index``: the token-to-request index variants, µs per engine step.
+
+One step is what the engine pays for the index: a fresh metadata object (as
+each step has) and the index of every one of K components. ``query_start_loc``
+and its device copy are prepared once per batch shape, because the model runner
+makes them for every variant alike. All variants run in one process, their order
+rotated every repeat so drift on a shared machine hits them alike; each figure
+is the median over repeats of the mean over ``iters`` steps, after warm-up. On
+CUDA the device is synchronised at the end of each timed block, so queued copies
+and kernels are paid for. Ratios are printed, never a pass/fail threshold.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["HELP", "BenchCase", "add_arguments", "default_cases", "main", "run_bench"]
+
+HELP = "token-to-request index variants: µs per engine step and ratio to per_component"
+
+BASELINE = "per_component"
+CSV_COLUMNS = [
+    "case",
+    "batch_size",
+    "tokens",
+    "padded_tokens",
+    "variant",
+    "components",
+    "device",
+    "us_per_step",
+    "speedup_vs_per_component",
+    "repeats",
+    "iters",
+    "torch",
+    "cpu_model",
+]
+
+
+@dataclass(frozen=True)
+class BenchCase:
+    """One batch shape: its name and each request's query length."""
+
+    name: str
+    query_lens: tuple[int, ...]
+
+    @property
+    def tokens(self) -> int:
+        return sum(self.query_lens)
+
+
+def default_cases(
+    decode: Sequence[int] = (32, 256, 512), prefill: Sequence[int] = (512,)
+) -> list[BenchCase]:
+    """Decode batches of N one-token requests, and prefill chunks of one N-token request."""
+    cases = [BenchCase(f"decode-{n}", (1,) * n) for n in decode]
+    cases += [BenchCase(f"prefill-{n}", (n,)) for n in prefill]
+    return cases
+
+
+def _sizes(text: str) -> list[int]:
+    try:
+        out = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated integers, got {text!r}"
+        ) from None
+    if any(n < 1 for n in out):
+        raise argparse.ArgumentTypeError(f"sizes must be >= 1, got {text!r}")
+    return out
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--components", type=int, default=3, help="components per step, K (default 3)")
+    p.add_argument("--decode", type=_sizes, default=[32, 256, 512], help="decode batch sizes")
+    p.add_argument("--prefill", type=_sizes, default=[512], help="prefill chunk token counts")
+    p.add_argument("--variants", help="comma-separated index variants (default: all)")
+    p.add_argument("--repeats", type=int, default=21, help="timed blocks per variant and case")
+    p.add_argument("--iters", type=int, default=200, help="steps per timed block")
+    p.add_argument("--pad-multiple", type=int, default=8, help="pad token counts to a multiple")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    p.add_argument("--csv", type=Path, help="also write the results to this CSV file")
+
+
+def _order(names: Sequence[str]) -> list[str]:
+    """The baseline first, then the rest as given."""
+    return sorted(names, key=lambda n: n != BASELINE)
+
+
+def _time_block(variant: Any, make_meta: Any, iters: int) -> float:
+    step = variant.step
+    t0 = time.perf_counter_ns()
+    for _ in range(iters):
+        step(make_meta())
+    variant.synchronize()
+    return (time.perf_counter_ns() - t0) / iters / 1e3
+
+
+def _check(variant: Any, meta: Any) -> None:
+    """Refuse to report a figure for a variant that builds a wrong index."""
+    import numpy as np
+
+    from connectors.token_index import reference_index
+
+    want = reference_index(meta.query_start_loc_cpu.numpy(), meta.num_tokens)
+    for k, got in enumerate(variant.step(meta)):
+        if not np.array_equal(got.cpu().numpy(), want):
+            raise RuntimeError(
+                f"index variant {variant.name!r} built a wrong index (component {k})"
+            )
+
+
+def run_bench(
+    cases: Sequence[BenchCase],
+    variant_names: Sequence[str],
+    components: int = 3,
+    repeats: int = 21,
+    iters: int = 200,
+    device: str = "auto",
+    pad_multiple: int = 8,
+) -> list[dict[str, Any]]:
+    """One row per case and variant: median µs per step and speedup over per_component."""
+    import torch
+
+    from connectors import registry
+    from connectors.token_index import MetadataFactory, StepMetadata
+
+    if repeats < 1 or iters < 1 or components < 1 or pad_multiple < 1:
+        raise ValueError("repeats, iters, components and pad-multiple must be >= 1")
+    names = _order(variant_names)
+    pad = lambda n: -(-n // pad_multiple) * pad_multiple  # noqa: E731
+    max_tokens = max(pad(c.tokens) for c in cases)
+    max_reqs = max(len(c.query_lens) for c in cases)
+    variants = [registry.get_index_variant(n)(components, max_tokens, device) for n in names]
+    for v in variants:
+        v.warm_up()
+    dev = variants[0].device
+    rows: list[dict[str, Any]] = []
+    for case in cases:
+        factory = MetadataFactory(max_reqs, max_tokens, dev, pad_multiple)
+        meta = factory.make(case.query_lens)
+        qcpu, qdev, mapped, padded = (
+            meta.query_start_loc_cpu,
+            meta.query_start_loc,
+            meta.num_mapped,
+            meta.num_tokens,
+        )
+
+        def make_meta() -> StepMetadata:
+            return StepMetadata(qcpu, qdev, mapped, padded)  # noqa: B023
+
+        for v in variants:
+            _check(v, make_meta())
+            _time_block(v, make_meta, max(1, iters // 4))
+        samples: dict[str, list[float]] = {n: [] for n in names}
+        for rep in range(repeats):
+            shift = rep % len(variants)
+            for v in variants[shift:] + variants[:shift]:
+                samples[v.name].append(_time_block(v, make_meta, iters))
+        medians = {n: statistics.median(s) for n, s in samples.items()}
+        base = medians.get(BASELINE, float("nan"))
+        for n in names:
+            rows.append(
+                {
+                    "case": case.name,
+                    "batch_size": len(case.query_lens),
+                    "tokens": mapped,
+                    "padded_tokens": padded,
+                    "variant": n,
+                    "components": components,
+                    "device": dev,
+                    "us_per_step": medians[n],
+                    "speedup_vs_per_component": base / medians[n]
+                    if medians[n] > 0
+                    else float("nan"),
+                    "repeats": repeats,
+                    "iters": iters,
+                    "torch": torch.__version__,
+                }
+            )
+    return rows
+
+
+def _table(rows: Sequence[dict[str, Any]], title: str) -> Any:
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    table.add_column("case")
+    table.add_column("reqs", justify="right")
+    table.add_column("tokens", justify="right")
+    table.add_column("variant")
+    table.add_column("µs/step", justify="right")
+    table.add_column(f"× vs {BASELINE}", justify="right")
+    previous = None
+    for r in rows:
+        new_case = r["case"] != previous
+        if new_case and previous is not None:
+            table.add_section()
+        previous = r["case"]
+        ratio = r["speedup_vs_per_component"]
+        table.add_row(
+            r["case"] if new_case else "",
+            str(r["batch_size"]) if new_case else "",
+            str(r["padded_tokens"]) if new_case else "",
+            r["variant"],
+            f"{r['us_per_step']:.2f}",
+            "—" if ratio != ratio else f"{ratio:.2f}×",
+        )
+    return table
+
+
+def main(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from connectors import registry
+
+    from ..manifest import machine_info
+    from ..outputs import write_csv
+
+    known = registry.index_variant_names()
+    wanted = [v.strip() for v in args.variants.split(",")] if args.variants else known
+    unknown = [v for v in wanted if v not in known]
+    console = Console()
+    if unknown or not wanted:
+        console.print(f"kvsim bench index: unknown variant(s) {unknown}; known: {', '.join(known)}")
+        return 2
+    cases = default_cases(args.decode, args.prefill)
+    try:
+        rows = run_bench(
+            cases, wanted, args.components, args.repeats, args.iters, args.device, args.pad_multiple
+        )
+    except ValueError as exc:
+        console.print(f"kvsim bench index: {exc}")
+        return 2
+    machine = machine_info()
+    for r in rows:
+        r["cpu_model"] = machine["cpu_model"]
+    title = (
+        f"index variants · K={args.components} · device {rows[0]['device']} · "
+        f"median of {args.repeats}×{args.iters} steps"
+    )
+    console.print(_table(rows, title))
+    console.print(
+        f"[dim]{machine['cpu_model']} · {machine['cpu_affinity']} CPUs · torch "
+        f"{rows[0]['torch']} · timings are noisy on a shared machine[/dim]"
+    )
+    if args.csv is not None:
+        write_csv(args.csv, CSV_COLUMNS, rows)
+        console.print(f"wrote {args.csv}")
+    return 0

@@ -1,0 +1,36 @@
+"""``kvsim plot RUN_DIR``: PNG figures of a finished run, into RUN_DIR/figures/."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+HELP = "draw PNG figures of a finished run (latency CDF, p99 vs workers, GIL hold)"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("results", help="run directory (what `kvsim run` wrote)")
+    p.add_argument("--out", help="where the PNGs go (default: RESULTS/figures)")
+    p.add_argument(
+        "--x",
+        metavar="AXIS",
+        help="sweep axis on the x axis of the p99 and engine figures "
+        "(default: workers when it varies, else the first numeric axis that does)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap error bars (0)")
+
+
+def main(args: argparse.Namespace) -> int:
+    from sim.plot import plot_results
+    from sim.results import load_results
+    from sim.rundir import RunDirError
+
+    res = load_results(args.results)
+    out = Path(args.out) if args.out else res.dir / "figures"
+    try:
+        paths = plot_results(res, out, args.x, seed=args.seed)
+    except ValueError as exc:
+        raise RunDirError(str(exc)) from None
+    for p in paths:
+        print(p)
+    return 0

@@ -1,0 +1,247 @@
+"""Variants side by side at each concurrency level, with bootstrap confidence intervals.
+
+A *level* is one combination of every sweep axis except the compared one
+(``variant`` by default; ``--by index_variant`` compares another axis): workers,
+and whatever else was swept. At each level every variant's metrics are set
+beside the baseline variant's, with the ratio variant / baseline and its 95%
+bootstrap interval computed from the per-row data (requests, engine steps).
+
+A metric is a named statistic of a column. The known ones read per-row tables
+so that they get intervals; any other ``summary.csv`` column can be named too
+(its interval then comes from the repeats, when there are two or more), and
+``TABLE.COLUMN:STAT[@COL=VALUE,...]`` (e.g. ``steps.build_us:p50@phase=alone``)
+names any column of any table, optionally only the rows that match.
+Metrics whose data a run does not have (no engine, no probe) are left out of
+the defaults rather than shown empty.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .bootstrap import Interval, ratio_interval, stat_interval
+from .results import RunResults, as_float
+
+__all__ = [
+    "DEFAULT_METRICS",
+    "KNOWN_METRICS",
+    "Cell",
+    "Comparison",
+    "Metric",
+    "compare",
+    "resolve_metric",
+]
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    label: str
+    stat: str
+    #: Row table the samples come from, or None for a summary column.
+    table: str | None
+    column: str
+    #: Row filters: only rows whose column equals the value count.
+    where: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def source(self) -> str:
+        if self.table is None:
+            return f"summary.csv {self.column} (interval over repeats)"
+        cond = "".join(f" where {c}={v}" for c, v in self.where)
+        return f"{self.table}.csv {self.column}{cond}, {self.stat} over rows"
+
+
+_LOAD = (("phase", "load"),)
+
+KNOWN_METRICS: dict[str, Metric] = {
+    m.name: m
+    for m in (
+        Metric("latency_p50_ms", "p50 latency (ms)", "p50", "requests", "latency_ms"),
+        Metric("latency_p90_ms", "p90 latency (ms)", "p90", "requests", "latency_ms"),
+        Metric("latency_p99_ms", "p99 latency (ms)", "p99", "requests", "latency_ms"),
+        Metric("latency_mean_ms", "mean latency (ms)", "mean", "requests", "latency_ms"),
+        Metric("gil_hold_mean_ms", "GIL hold/req (ms)", "mean", "requests", "gil_hold_ms"),
+        Metric("gil_hold_p99_ms", "p99 GIL hold/req (ms)", "p99", "requests", "gil_hold_ms"),
+        Metric("gil_wait_mean_ms", "GIL wait/req (ms)", "mean", "requests", "gil_wait_ms"),
+        Metric("queue_p99_ms", "p99 queue (ms)", "p99", "requests", "queue_ms"),
+        Metric("throughput_rps", "throughput (req/s)", "mean", None, "throughput_rps"),
+        Metric("elapsed_s", "point wall time (s)", "mean", None, "elapsed_s"),
+        Metric("stall_p99_ms", "probe stall p99 (ms)", "mean", None, "stall_p99_ms"),
+        Metric("engine_step_p50_ms", "step p50 (ms)", "p50", "steps", "step_ms", _LOAD),
+        Metric("engine_step_p99_ms", "step p99 (ms)", "p99", "steps", "step_ms", _LOAD),
+        Metric("engine_stall_p99_ms", "step stall p99 (ms)", "p99", "steps", "stall_ms", _LOAD),
+        Metric("engine_build_p50_us", "index build p50 (µs)", "p50", "steps", "build_us", _LOAD),
+    )
+}
+
+DEFAULT_METRICS = (
+    "latency_p50_ms",
+    "latency_p99_ms",
+    "gil_hold_mean_ms",
+    "throughput_rps",
+    "stall_p99_ms",
+    "engine_step_p99_ms",
+    "engine_stall_p99_ms",
+)
+
+
+def _available(m: Metric, res: RunResults) -> bool:
+    if m.table is None:
+        return res.summary_has(m.column)
+    rows = res.table(m.table)
+    return bool(rows) and m.column in rows[0]
+
+
+def resolve_metric(name: str, res: RunResults) -> Metric:
+    """The metric called ``name`` for this run; ValueError (one line) when it has no data."""
+    if name in KNOWN_METRICS and _available(KNOWN_METRICS[name], res):
+        return KNOWN_METRICS[name]
+    if ":" in name and "." in name.split(":", 1)[0]:
+        ref, _, rest = name.partition(":")
+        stat, _, cond = rest.partition("@")
+        table, col = ref.split(".", 1)
+        where = tuple(tuple(c.split("=", 1)) for c in cond.split(",") if "=" in c)
+        label = f"{col} {stat}" + "".join(f" ({c}={v})" for c, v in where)
+        m = Metric(name, label, stat, table, col, where)  # type: ignore[arg-type]
+        if _available(m, res):
+            return m
+    elif res.summary_has(name):
+        return Metric(name, name, "mean", None, name)
+    have = [n for n, m in KNOWN_METRICS.items() if _available(m, res)]
+    raise ValueError(
+        f"metric {name!r} has no data in {res.dir}; available: {', '.join(have)}, any "
+        "summary.csv column, or TABLE.COLUMN:STAT[@COL=VALUE]"
+    )
+
+
+@dataclass(frozen=True)
+class Cell:
+    value: float
+    #: Samples behind the value: rows, or repeats for a summary metric.
+    n: int
+    #: variant / baseline with its interval; None for the baseline itself.
+    ratio: Interval | None
+
+
+@dataclass
+class Comparison:
+    name: str
+    #: The axis compared side by side (its values are the "variants").
+    by: str
+    baseline: str
+    level_axes: list[str]
+    levels: list[tuple[str, ...]]
+    variants: dict[tuple[str, ...], list[str]]
+    metrics: list[Metric]
+    cells: dict[tuple[tuple[str, ...], str, str], Cell]
+    n_boot: int
+    seed: int
+    repeats: int
+
+
+class _Samples:
+    """Per-point, per-repeat sample arrays of each metric, indexed once per table."""
+
+    def __init__(self, res: RunResults) -> None:
+        self._res = res
+        self._index: dict[tuple, dict[tuple[str, ...], dict[str, list[dict[str, str]]]]] = {}
+
+    def _rows(self, m: Metric) -> dict[tuple[str, ...], dict[str, list[dict[str, str]]]]:
+        key = (m.table, m.where, m.column if m.table is None else "")
+        if key not in self._index:
+            if m.table is None:
+                reps = self._res.table("summary_repeats")
+                if not reps or m.column not in reps[0]:
+                    reps = self._res.summary  # older runs: one row per point only
+                rows = [r for r in reps if r.get("status", "ok") == "ok"]
+            else:
+                rows = self._res.table(m.table)
+            rows = [r for r in rows if all(str(r.get(c)) == v for c, v in m.where)]
+            idx: dict[tuple[str, ...], dict[str, list[dict[str, str]]]] = {}
+            for r in rows:
+                idx.setdefault(self._res.key(r), {}).setdefault(r.get("repeat", "0"), []).append(r)
+            self._index[key] = idx
+        return self._index[key]
+
+    def groups(self, m: Metric, point: tuple[str, ...]) -> list[np.ndarray]:
+        reps = self._rows(m).get(point, {})
+        return [
+            np.array([as_float(r.get(m.column)) for r in rows], dtype=float)
+            for _, rows in sorted(reps.items())
+        ]
+
+
+def compare(
+    res: RunResults,
+    baseline: str | None = None,
+    metrics: Sequence[str] | None = None,
+    n_boot: int = 2000,
+    seed: int = 0,
+    by: str = "variant",
+) -> Comparison:
+    """Every value of axis ``by`` against ``baseline`` (default: scalar, else the first)."""
+    if by not in res.axes:
+        raise ValueError(f"--by {by!r} is not an axis of {res.dir}: {', '.join(res.axes)}")
+    if metrics:
+        chosen = [resolve_metric(n, res) for n in metrics]
+    else:
+        chosen = [KNOWN_METRICS[n] for n in DEFAULT_METRICS if _available(KNOWN_METRICS[n], res)]
+    level_axes = [a for a in res.axes if a != by]
+    all_variants = list(dict.fromkeys(r[by] for r in res.summary))
+    if baseline is None:
+        baseline = "scalar" if "scalar" in all_variants else all_variants[0]
+    elif baseline not in all_variants:
+        raise ValueError(
+            f"baseline {baseline!r} is not among the values of {by} in {res.dir}: "
+            f"{', '.join(all_variants)}"
+        )
+    levels: list[tuple[str, ...]] = []
+    variants: dict[tuple[str, ...], list[str]] = {}
+    for r in res.summary:
+        lv = res.key(r, level_axes)
+        if lv not in variants:
+            levels.append(lv)
+            variants[lv] = []
+        if r[by] not in variants[lv]:
+            variants[lv].append(r[by])
+    samples = _Samples(res)
+    cells: dict[tuple[tuple[str, ...], str, str], Cell] = {}
+    for li, lv in enumerate(levels):
+        ordered = sorted(variants[lv], key=lambda v: (v != baseline, all_variants.index(v)))
+        variants[lv] = ordered
+        for vi, variant in enumerate(ordered):
+            point = _point_key(res, by, level_axes, lv, variant)
+            base_point = _point_key(res, by, level_axes, lv, baseline)
+            for mi, m in enumerate(chosen):
+                groups = samples.groups(m, point)
+                cell_seed = [seed, li, vi, mi]
+                value = stat_interval(groups, m.stat, n_boot=1, seed=cell_seed).value
+                n = sum(int(np.isfinite(g).sum()) for g in groups)
+                ratio = None
+                if variant != baseline and baseline in variants[lv]:
+                    if m.table is None and len(groups) < 2:
+                        base = stat_interval(samples.groups(m, base_point), m.stat, n_boot=1)
+                        r = value / base.value if base.value else math.nan
+                        ratio = Interval(r, math.nan, math.nan)
+                    else:
+                        ratio = ratio_interval(
+                            groups, samples.groups(m, base_point), m.stat, n_boot, cell_seed
+                        )
+                cells[(lv, variant, m.name)] = Cell(value, n, ratio)
+    repeats = int(res.manifest.get("repeats", 1) or 1)
+    return Comparison(
+        res.name, by, baseline, level_axes, levels, variants, chosen, cells, n_boot, seed, repeats
+    )
+
+
+def _point_key(
+    res: RunResults, by: str, level_axes: list[str], level: tuple[str, ...], variant: str
+) -> tuple[str, ...]:
+    values = dict(zip(level_axes, level, strict=True))
+    values[by] = variant
+    return tuple(values.get(a, "") for a in res.axes)

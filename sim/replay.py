@@ -1,0 +1,96 @@
+"""Trace replay planning: which trace requests load how many tokens, and when they arrive.
+
+Requests are replayed in trace order against a :class:`PrefixCache` sized from
+the config, so each request's load is exactly the prefix the store holds when
+it arrives. A request's tokens to load are its stored leading blocks, at most
+``input_length - 1`` (the engine always computes the last prompt token, as vLLM
+caps an external hit), rounded down to the geometry's chunk granularity.
+
+Requests left with nothing to load issue no load in a real connector, so they
+are not run; they are counted (``skipped_requests``) and their prompt tokens
+stay in the denominator of ``hit_ratio``. Arrival times keep the trace's clock:
+request i arrives at ``(timestamp_i - timestamp_0) / speedup`` seconds.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .config import GeometryConfig
+from .config.workload import PrefixCacheConfig, TraceArrival
+from .metrics import PLANNED_METRICS
+from .prefix_cache import PrefixCache
+from .trace import Trace, TraceError
+
+__all__ = ["ReplayPlan", "cache_capacity_blocks", "plan_replay", "trace_block_bytes"]
+
+
+@dataclass(frozen=True, eq=False)
+class ReplayPlan:
+    """The replayed requests that load something, in arrival order."""
+
+    trace_index: np.ndarray
+    tokens: np.ndarray
+    arrival_s: np.ndarray
+    stats: dict[str, float]
+
+
+def trace_block_bytes(geometry: GeometryConfig, block_tokens: int) -> float:
+    """Bytes one trace block takes in the store: all regions and groups of one rank."""
+    per_token = geometry.bytes_per_block * geometry.kv_groups / geometry.block_size
+    return per_token * block_tokens
+
+
+def cache_capacity_blocks(
+    cache: PrefixCacheConfig, geometry: GeometryConfig, block_tokens: int
+) -> int | None:
+    """The store's capacity in trace blocks (None: unbounded)."""
+    if cache.capacity_blocks is not None:
+        return cache.capacity_blocks
+    if cache.capacity_gib is None:
+        return None
+    block_bytes = trace_block_bytes(geometry, block_tokens)
+    blocks = math.floor(cache.capacity_gib * 2**30 / block_bytes)
+    if blocks < 1:
+        raise TraceError(
+            f"workload.arrival.cache.capacity_gib: {cache.capacity_gib} GiB holds no whole "
+            f"trace block ({block_bytes:.0f} bytes for {block_tokens} tokens of this model)"
+        )
+    return blocks
+
+
+def plan_replay(trace: Trace, arrival: TraceArrival, geometry: GeometryConfig) -> ReplayPlan:
+    """Replay ``trace`` through a fresh store memory; deterministic, draws nothing."""
+    cache = PrefixCache(
+        cache_capacity_blocks(arrival.cache, geometry, arrival.block_tokens),
+        arrival.cache.policy,
+    )
+    gran = geometry.chunk_granularity
+    n = len(trace)
+    loads = np.zeros(n, dtype=np.int64)
+    hit_blocks = 0
+    offsets, ids = trace.offsets.tolist(), trace.hash_ids.tolist()
+    inputs = trace.input_length.tolist()
+    for i in range(n):
+        hit = cache.access(ids[offsets[i] : offsets[i + 1]])
+        hit_blocks += hit
+        tokens = min(hit * arrival.block_tokens, inputs[i] - 1)
+        loads[i] = tokens // gran * gran
+    chosen = np.flatnonzero(loads)
+    if chosen.size == 0:
+        raise TraceError(
+            f"{trace.path}: none of the {n} replayed requests finds a stored prefix of at "
+            f"least one chunk ({gran} tokens); replay more requests or enlarge the cache"
+        )
+    t = (trace.timestamps_ms - trace.timestamps_ms[0]) / 1e3 / arrival.speedup
+    values = (
+        float(n),
+        float(n - chosen.size),
+        float(loads.sum() / trace.input_length.sum()),
+        float(hit_blocks / max(len(ids), 1)),
+    )
+    stats = dict(zip(PLANNED_METRICS, values, strict=True))
+    return ReplayPlan(chosen, loads[chosen], t[chosen], stats)

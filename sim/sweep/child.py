@@ -1,0 +1,158 @@
+"""The child process of a sweep: run ONE point × repeat and fill its directory.
+
+Each point runs in a fresh interpreter so that no GIL, JIT, allocator or GC
+state of one point leaks into the next, and so that a point that crashes the
+interpreter costs only that point. The parent starts::
+
+    python -m sim.sweep.child RUN/points/<slug>/rep-<k>/spec.json
+
+The child re-reads the config file named in the spec and checks that the point
+it resolves to is the one the parent planned (same hash), so a config edited
+mid-sweep fails the point instead of silently mixing experiments.
+
+Protocol: the process's original stdout carries JSON lines to the parent
+(``{"progress": [done, total]}``); fd 1 is then pointed at stderr, so stray
+prints from connector code land in ``stderr.log`` and cannot corrupt it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+from .identity import config_hash
+from .layout import SPEC_FILE, RepRun, write_status
+
+__all__ = ["execute", "main", "one_line", "write_spec"]
+
+ProgressFn = Callable[[int, int], None]
+
+#: Minimum seconds between two progress lines (the last one is always sent).
+PROGRESS_EVERY_S = 0.1
+
+
+def one_line(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}".strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:300]
+
+
+def write_spec(rep: RepRun, config_path: Path) -> Path:
+    """What the child needs to find its point again; written by the parent."""
+    from ..outputs import write_json
+
+    spec = {
+        "config_path": str(config_path.resolve()),
+        "index": rep.point.index,
+        "repeat": rep.repeat,
+        "axes": rep.point.axes,
+        "point_hash": config_hash(rep.point.config),
+    }
+    write_json(rep.dir / SPEC_FILE, spec)
+    return rep.dir / SPEC_FILE
+
+
+def _columns(rows: list[dict[str, Any]]) -> list[str]:
+    cols: dict[str, None] = {}
+    for row in rows:
+        cols.update(dict.fromkeys(row))
+    return list(cols)
+
+
+def execute(rep_dir: Path, progress: ProgressFn | None = None) -> dict[str, Any]:
+    """Run the point described by ``rep_dir/spec.json``; write its CSVs and ``ok`` status.
+
+    Raises whatever the point raised; the caller records the failure.
+    """
+    from ..config import parse_config
+    from ..experiment import axis_columns
+    from ..metrics import SUMMARY_METRICS
+    from ..outputs import write_csv
+    from ..point import run_point
+    from ..records import REQUEST_COLUMNS
+
+    spec = json.loads((rep_dir / SPEC_FILE).read_text(encoding="utf-8"))
+    _cfg, points = parse_config(spec["config_path"])
+    point = next((p for p in points if p.index == spec["index"]), None)
+    if point is None or config_hash(point.config) != spec["point_hash"]:
+        raise RuntimeError(
+            f"{spec['config_path']}: the config changed since the sweep was planned "
+            f"(point {spec['index']} is no longer the same); rerun with --force"
+        )
+    axes = axis_columns(points)
+    repeat = int(spec["repeat"])
+    t0 = time.perf_counter()
+    res = run_point(point, repeat, progress)
+    base = {**{a: point.axes.get(a, "") for a in axes}, "repeat": repeat}
+    write_csv(
+        rep_dir / "requests.csv",
+        [*axes, "repeat", *REQUEST_COLUMNS],
+        ({**base, **r.as_row()} for r in res.records),
+    )
+    extra = [k for k in res.summary if k not in SUMMARY_METRICS]
+    write_csv(
+        rep_dir / "summary.csv",
+        [*axes, "repeat", *SUMMARY_METRICS, *extra],
+        [{**base, **res.summary}],
+    )
+    for stem, rows in res.tables.items():
+        write_csv(
+            rep_dir / f"{stem}.csv",
+            [*axes, "repeat", *_columns(rows)],
+            ({**base, **row} for row in rows),
+        )
+    info = {"elapsed_s": time.perf_counter() - t0, "tables": sorted(res.tables), "pid": os.getpid()}
+    write_status(rep_dir, "ok", **info)
+    return info
+
+
+class _Reporter:
+    """Progress lines to the parent, at most every PROGRESS_EVERY_S, always the last."""
+
+    def __init__(self, channel: TextIO) -> None:
+        self._channel = channel
+        self._last = 0.0
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if done < total and now - self._last < PROGRESS_EVERY_S:
+            return
+        self._last = now
+        # A broken pipe means the parent is gone: let the error end this point.
+        self._channel.write(json.dumps({"progress": [done, total]}) + "\n")
+        self._channel.flush()
+
+
+def _claim_stdout() -> TextIO:
+    """Keep the real stdout for the protocol; send fd 1 (stray prints) to stderr."""
+    sys.stdout.flush()
+    channel = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
+    os.dup2(2, 1)
+    return channel
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if len(argv) != 1:
+        print(
+            "usage: python -m sim.sweep.child RUN/points/<slug>/rep-<k>/spec.json", file=sys.stderr
+        )
+        return 2
+    rep_dir = Path(argv[0]).parent
+    channel = _claim_stdout()
+    try:
+        execute(rep_dir, _Reporter(channel))
+    except Exception as exc:
+        traceback.print_exc()
+        write_status(rep_dir, "failed", error=one_line(exc), pid=os.getpid())
+        return 1
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - exercised through subprocesses
+    sys.exit(main())

@@ -1,0 +1,149 @@
+"""The run's top-level tables, combined from its finished point runs.
+
+* ``requests.csv`` (and every add-on table, e.g. ``steps.csv``): the rows of every
+  finished point run, concatenated in point order;
+* ``summary_repeats.csv``: one row per point × repeat, as the child measured it,
+  with ``status`` and ``error`` (a failed run has only its axes and its error);
+* ``summary.csv``: one row per point. Every numeric metric is the **mean** over the
+  point's finished repeats (counts — ``requests``, ``ok``, ``failed`` — are
+  **summed**); ``repeats`` says how many repeats it aggregates, and when the
+  experiment has ``repeats > 1`` each averaged metric ``m`` gets a sample standard
+  deviation ``m_std`` (ddof 1; empty below two repeats). ``status`` is ``ok``,
+  ``partial`` (some repeats failed) or ``failed``.
+
+The same column names mean the same thing whether ``repeats`` is 1 or 10, so
+tools that read ``latency_p99_ms`` need not care.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..outputs import read_csv, write_csv
+from .layout import RepRun
+
+__all__ = ["SUM_COLUMNS", "Combiner", "aggregate_repeats"]
+
+#: Columns that add up over repeats instead of being averaged.
+SUM_COLUMNS = frozenset({"requests", "ok", "failed"})
+_NOT_METRICS = frozenset({"repeat", "status", "error"})
+
+
+def _number(v: Any) -> float | None:
+    if isinstance(v, bool):
+        return float(v)
+    if isinstance(v, (int, float)):
+        return float(v)
+    try:
+        return float(str(v))
+    except ValueError:
+        return None
+
+
+def _union(rows: Iterable[dict[str, Any]], first: Sequence[str] = ()) -> list[str]:
+    cols: dict[str, None] = dict.fromkeys(first)
+    for row in rows:
+        cols.update(dict.fromkeys(row))
+    return list(cols)
+
+
+def _aggregate_column(values: list[Any], col: str) -> tuple[Any, float]:
+    """(aggregate, spread) of one column over repeats; spread is NaN when not defined."""
+    present = [v for v in values if v not in ("", None)]
+    nums = [_number(v) for v in present]
+    if present and all(n is not None for n in nums):
+        arr = np.asarray(nums, dtype=float)
+        arr = arr[~np.isnan(arr)]
+        if arr.size == 0:
+            return math.nan, math.nan
+        if col in SUM_COLUMNS:
+            return float(arr.sum()), math.nan
+        spread = float(arr.std(ddof=1)) if arr.size >= 2 else math.nan
+        return float(arr.mean()), spread
+    unique = list(dict.fromkeys(str(v) for v in present))
+    return "; ".join(unique), math.nan
+
+
+def aggregate_repeats(
+    rows: Sequence[dict[str, Any]], axes: Sequence[str], with_spread: bool
+) -> list[dict[str, Any]]:
+    """One row per point (rows grouped by their axis values, in first-seen order)."""
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(tuple(str(row.get(a, "")) for a in axes), []).append(row)
+    out = []
+    for grp in groups.values():
+        ok = [r for r in grp if r.get("status", "ok") == "ok"]
+        agg: dict[str, Any] = {a: grp[0].get(a, "") for a in axes}
+        agg["repeats"] = len(ok)
+        metrics = [c for c in _union(ok) if c not in _NOT_METRICS and c not in axes]
+        spreads: dict[str, float] = {}
+        for col in metrics:
+            value, spread = _aggregate_column([r.get(col, "") for r in ok], col)
+            agg[col] = value
+            if with_spread and col not in SUM_COLUMNS and isinstance(value, float):
+                spreads[f"{col}_std"] = spread
+        agg.update(spreads)
+        agg["status"] = "ok" if len(ok) == len(grp) else ("failed" if not ok else "partial")
+        agg["error"] = next((str(r.get("error", "")) for r in grp if r.get("error")), "")
+        out.append(agg)
+    return out
+
+
+class Combiner:
+    """Keeps every finished run's tables in memory and rewrites the top-level files."""
+
+    def __init__(self, run_dir: Path, axes: Sequence[str], repeats: int) -> None:
+        self._run_dir = run_dir
+        self._axes = list(axes)
+        self._with_spread = repeats > 1
+        #: (point index, repeat) -> (status dict, {stem: rows})
+        self._runs: dict[tuple[int, int], tuple[RepRun, dict[str, Any], dict[str, list]]] = {}
+
+    def add(self, rep: RepRun, status: dict[str, Any]) -> None:
+        tables: dict[str, list[dict[str, str]]] = {}
+        if status.get("status") == "ok":
+            for path in sorted(rep.dir.glob("*.csv")):
+                tables[path.stem] = read_csv(path)
+        self._runs[(rep.point.index, rep.repeat)] = (rep, status, tables)
+
+    def repeat_rows(self) -> list[dict[str, Any]]:
+        rows = []
+        for key in sorted(self._runs):
+            rep, status, tables = self._runs[key]
+            base = {**{a: rep.point.axes.get(a, "") for a in self._axes}, "repeat": rep.repeat}
+            summary = tables.get("summary") or [{}]
+            rows.append(
+                {**base, **summary[0], "status": status["status"], "error": status.get("error", "")}
+            )
+        return rows
+
+    def summary_rows(self) -> list[dict[str, Any]]:
+        return aggregate_repeats(self.repeat_rows(), self._axes, self._with_spread)
+
+    def write(self) -> list[str]:
+        """Rewrite every top-level table (atomically, each); return the file names."""
+        lead = [*self._axes, "repeat"]
+        stems: dict[str, list[dict[str, Any]]] = {}
+        for key in sorted(self._runs):
+            for stem, rows in self._runs[key][2].items():
+                if stem != "summary":
+                    stems.setdefault(stem, []).extend(rows)
+        stems.setdefault("requests", [])
+        written = []
+        for stem, rows in stems.items():
+            write_csv(self._run_dir / f"{stem}.csv", _union(rows, lead), rows)
+            written.append(f"{stem}.csv")
+        tail = ["status", "error"]
+        rep_rows = self.repeat_rows()
+        rep_cols = [c for c in _union(rep_rows, lead) if c not in tail]
+        write_csv(self._run_dir / "summary_repeats.csv", [*rep_cols, *tail], rep_rows)
+        agg = self.summary_rows()
+        cols = [c for c in _union(agg, [*self._axes, "repeats"]) if c not in tail]
+        write_csv(self._run_dir / "summary.csv", [*cols, *tail], agg)
+        return [*written, "summary_repeats.csv", "summary.csv"]

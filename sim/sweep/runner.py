@@ -1,0 +1,132 @@
+"""Run one point × repeat in a child process, relay its progress, record how it ended.
+
+The parent never trusts a child to finish: whatever happens (an exception, a
+segfault, ``os._exit``, a kill, Ctrl-C) the run directory ends with a status
+marker that says so, and the sweep goes on to the next point.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .child import execute, one_line, write_spec
+from .layout import LOG_FILE, RepRun, clear_rep_dir, read_status, write_status
+
+__all__ = ["CHILD_COMMAND", "RepOutcome", "run_rep"]
+
+#: How a child is started; the spec path is appended.
+CHILD_COMMAND: tuple[str, ...] = (sys.executable, "-m", "sim.sweep.child")
+
+#: Seconds a child gets to exit after SIGTERM before it is killed.
+TERMINATE_GRACE_S = 5.0
+
+ProgressFn = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class RepOutcome:
+    status: str
+    error: str
+    elapsed_s: float
+
+
+def _last_error_line(log: Path) -> str:
+    """The most telling line of a child's stderr: its last non-empty one."""
+    try:
+        lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return ""
+    return lines[-1][:300] if lines else ""
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(TERMINATE_GRACE_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _relay(proc: subprocess.Popen[str], progress: ProgressFn | None) -> None:
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        done_total = msg.get("progress") if isinstance(msg, dict) else None
+        if progress is not None and isinstance(done_total, list) and len(done_total) == 2:
+            progress(int(done_total[0]), int(done_total[1]))
+
+
+def _in_process(rep: RepRun, progress: ProgressFn | None) -> None:
+    """Same files as a child would write, in this process (debugging, fast tests)."""
+    import traceback
+
+    try:
+        execute(rep.dir, progress)
+    except Exception as exc:
+        with open(rep.dir / LOG_FILE, "a", encoding="utf-8") as log:
+            traceback.print_exc(file=log)
+        write_status(rep.dir, "failed", error=one_line(exc), pid=os.getpid())
+
+
+def run_rep(
+    rep: RepRun,
+    run_dir: Path,
+    config_path: Path,
+    progress: ProgressFn | None = None,
+    *,
+    isolate: bool = True,
+    child_command: Sequence[str] = CHILD_COMMAND,
+) -> RepOutcome:
+    """Run ``rep`` from a clean directory and return how it ended.
+
+    On KeyboardInterrupt (or any other exception in the parent) the child is
+    stopped, the directory is marked ``interrupted`` and the exception re-raised.
+    """
+    clear_rep_dir(run_dir, rep.dir)
+    spec = write_spec(rep, config_path)
+    t0 = time.perf_counter()
+    if not isolate:
+        _in_process(rep, progress)
+    else:
+        with open(rep.dir / LOG_FILE, "w", encoding="utf-8") as log:
+            proc = subprocess.Popen(
+                [*child_command, str(spec)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+                encoding="utf-8",
+                errors="replace",
+            )
+            try:
+                _relay(proc, progress)
+                proc.wait()
+            except BaseException:
+                _stop(proc)
+                if not rep.done:
+                    write_status(rep.dir, "interrupted", error="interrupted by the user")
+                raise
+        status = read_status(rep.dir)
+        if status is None:
+            why = _last_error_line(rep.dir / LOG_FILE)
+            msg = f"child exited with code {proc.returncode}" + (f": {why}" if why else "")
+            write_status(rep.dir, "failed", error=msg, returncode=proc.returncode)
+    status = read_status(rep.dir) or {"status": "failed", "error": "no status written"}
+    return RepOutcome(
+        status=str(status["status"]),
+        error=str(status.get("error", "")),
+        elapsed_s=time.perf_counter() - t0,
+    )

@@ -1,0 +1,135 @@
+"""``kvsim bench connectors`` on a tiny geometry: table, CSV, ratios from measured numbers."""
+
+from __future__ import annotations
+
+import gc
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from connectors.base import AddressVariant
+from connectors.registry import _ADDRESS
+from sim.benches import connectors as bench
+from sim.cli import main
+from sim.outputs import read_csv
+
+TINY = ["--regions", "4", "--chunks", "12", "--block-size", "16", "--repeats", "3"]
+
+
+def _run(tmp_path: Path, capsys, *extra: str) -> tuple[int, list[dict[str, str]], str]:
+    """Run the bench; returns (exit code, CSV rows, stdout + stderr)."""
+    csv = tmp_path / "bench.csv"
+    rc = main(["bench", "connectors", *TINY, "--csv", str(csv), *extra])
+    cap = capsys.readouterr()
+    return rc, (read_csv(csv) if csv.exists() else []), cap.out + cap.err
+
+
+def test_bench_writes_every_variant_and_the_floor(tmp_path: Path, capsys) -> None:
+    rc, rows, out = _run(tmp_path, capsys)
+    assert rc == 0
+    assert list(rows[0]) == bench.CSV_COLUMNS
+    names = [r["variant"] for r in rows]
+    assert names[0] == "scalar" and names[-1] == "floor"
+    assert {"numpy", "numba", "rows", "array"} <= set(names)
+    assert "noop" not in names and "synthetic" not in names  # they compute no addresses
+    for r in rows:
+        assert (r["regions"], r["chunks"], r["block_size"], r["repeats"]) == ("4", "12", "16", "3")
+        assert float(r["gil_hold_ms"]) > 0 and float(r["wall_ms"]) > 0
+        assert float(r["gc_debt_ms"]) >= 0 and float(r["free_cpu_ms"]) >= 0
+    for name in names:
+        assert name in out
+    assert "÷scalar" in out and "÷floor" in out and "GC debt" in out
+
+
+def test_ratios_are_the_measured_medians_divided(tmp_path: Path, capsys) -> None:
+    rc, rows, _ = _run(tmp_path, capsys, "--variants", "scalar,rows,array")
+    assert rc == 0
+    by = {r["variant"]: {k: _num(v) for k, v in r.items()} for r in rows}
+    assert list(by) == ["scalar", "rows", "array", "floor"]
+    s, f = by["scalar"], by["floor"]
+    for r in by.values():
+        assert math.isclose(r["hold_vs_scalar"], r["gil_hold_ms"] / s["gil_hold_ms"], rel_tol=1e-4)
+        assert math.isclose(r["hold_vs_floor"], r["gil_hold_ms"] / f["gil_hold_ms"], rel_tol=1e-4)
+        assert math.isclose(r["wall_vs_scalar"], r["wall_ms"] / s["wall_ms"], rel_tol=1e-4)
+        both = (r["gil_hold_ms"] + r["gc_debt_ms"]) / (s["gil_hold_ms"] + s["gc_debt_ms"])
+        assert math.isclose(r["hold_plus_debt_vs_scalar"], both, rel_tol=1e-3)
+    assert by["scalar"]["hold_vs_scalar"] == 1.0
+    # The kernel variants declare GIL-free time; scalar and the floor declare none.
+    assert by["array"]["free_cpu_ms"] > 0 and by["scalar"]["free_cpu_ms"] == 0
+    assert by["floor"]["free_cpu_ms"] == 0
+
+
+def _num(v: str) -> float | str:
+    try:
+        return float(v)
+    except ValueError:
+        return v
+
+
+def test_bench_leaves_the_gc_as_it_found_it(tmp_path: Path, capsys) -> None:
+    callbacks = list(gc.callbacks)
+    rc, _, _ = _run(tmp_path, capsys, "--variants", "rows", "--handler", "per_chunk")
+    assert rc == 0
+    assert gc.isenabled() and gc.get_freeze_count() == 0 and gc.callbacks == callbacks
+
+
+def test_geometry_from_a_config(tmp_path: Path, capsys, write_config) -> None:
+    path = write_config({"model": {"kv_groups": 2}})  # tiny: 4 regions, [1024, 2048], 160 tokens
+    csv = tmp_path / "cfg.csv"
+    argv = ["bench", "connectors", "--config", str(path), "--repeats", "2", "--csv", str(csv)]
+    assert main([*argv, "--variants", "scalar,numba"]) == 0
+    rows = read_csv(csv)
+    r = rows[0]
+    assert (r["regions"], r["block_len"], r["block_size"]) == ("4", "1024,2048", "16")
+    assert (r["groups"], r["tokens"], r["chunks"]) == ("2", "160", "10")
+    capsys.readouterr()
+
+
+def test_variant_options_in_the_spec(tmp_path: Path, capsys) -> None:
+    rc, rows, _ = _run(tmp_path, capsys, "--variants", "scalar,rows:share_size_rows=true")
+    assert rc == 0
+    assert [r["variant"] for r in rows] == ["scalar", "rows:share_size_rows=true", "floor"]
+    assert bench.parse_variant_spec("rows:pause_gc=false").options == {"pause_gc": False}
+
+
+@pytest.mark.parametrize(
+    ("variants", "message"),
+    [
+        ("scalar,nope", "unknown variant 'nope'"),
+        ("noop", "computes no addresses"),
+        ("rows:bogus=1", "bogus"),
+        ("rows:oops", "expected NAME:key=value"),
+    ],
+)
+def test_bad_variants_are_one_line_errors(tmp_path: Path, capsys, variants, message) -> None:
+    rc, _, out = _run(tmp_path, capsys, "--variants", variants)
+    assert rc == 2
+    assert message in out and "Traceback" not in out
+
+
+def test_bad_geometry_names_the_field(tmp_path: Path, capsys) -> None:
+    csv = tmp_path / "x.csv"
+    rc = main(["bench", "connectors", "--regions", "2", "--block-len", "1,2,3", "--csv", str(csv)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "block_len" in err and not csv.exists()
+
+
+class _Wrong(AddressVariant):
+    name = "test-wrong-addresses"
+    description = "test only: off by one"
+
+    def prepare_values(self, chunks: Any, block_ids: Any) -> Any:
+        out = [self.db.prepare_value(s, e, block_ids) for s, e in chunks]
+        return [[a + 1 for a in o[0]] for o in out], [o[1] for o in out], [o[2] for o in out]
+
+
+def test_a_variant_with_wrong_addresses_gets_no_figure(tmp_path: Path, capsys) -> None:
+    _ADDRESS[_Wrong.name] = _Wrong
+    try:
+        rc, rows, out = _run(tmp_path, capsys, "--variants", f"scalar,{_Wrong.name}")
+    finally:
+        _ADDRESS.pop(_Wrong.name, None)
+    assert rc == 1 and rows == []
+    assert "differ from scalar" in out

@@ -143,7 +143,8 @@ def _ratio_text(ratio: Any) -> str:
     text = f"{ratio.value:.2f}×"
     if not math.isnan(ratio.low):
         text += f" [{ratio.low:.2f}, {ratio.high:.2f}]"
-        if ratio.excludes_one:
+        # Marked only when the interval excludes 1 as printed: no "[1.00, 1.00]*".
+        if round(ratio.low, 2) > 1.0 or round(ratio.high, 2) < 1.0:
             text += "*"
     return text
 

@@ -43,15 +43,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _dry_run(cfg: Any, points: list[Any], out_dir: Path) -> int:
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
     from sim.experiment import plan_sweep
 
     plan = plan_sweep(cfg, points, out_dir)
-    table = Table(title=f"kvsim · {cfg.name} · {out_dir}", title_justify="left")
+    table = Table(
+        box=box.SIMPLE_HEAD, title=f"kvsim · {cfg.name} · {out_dir}", title_justify="left"
+    )
+    widest = max((len(p.label) for p in points), default=5)
     for col in ("#", "point", "repeat", "requests", "state"):
-        table.add_column(col, justify="right" if col in ("#", "repeat", "requests") else "left")
+        table.add_column(
+            col,
+            justify="right" if col in ("#", "repeat", "requests") else "left",
+            min_width=widest if col == "point" else None,
+            no_wrap=col != "state",
+        )
     colour = {"done": "green", "failed": "red", "interrupted": "yellow", "pending": "default"}
     for run in plan.runs:
         state = f"[{colour[run.state]}]{run.state}[/]"
@@ -72,6 +81,8 @@ def _dry_run(cfg: Any, points: list[Any], out_dir: Path) -> int:
             f"{out_dir} holds a run of a different config ({plan.difference}): "
             "--resume would refuse; --force replaces it"
         )
+    elif plan.existing and not todo:
+        out.print(f"all {len(plan.runs)} point run(s) are done in {out_dir}")
     elif plan.existing:
         out.print(f"{todo} of {len(plan.runs)} point run(s) to do; `--resume` runs only those")
     else:

@@ -106,6 +106,10 @@ class Combiner:
         self._runs: dict[tuple[int, int], tuple[RepRun, dict[str, Any], dict[str, list]]] = {}
 
     def add(self, rep: RepRun, status: dict[str, Any]) -> None:
+        """Record a run that ended; an interrupted one is left out (it is pending, not failed)."""
+        if status.get("status") == "interrupted":
+            self._runs.pop((rep.point.index, rep.repeat), None)
+            return
         tables: dict[str, list[dict[str, str]]] = {}
         if status.get("status") == "ok":
             for path in sorted(rep.dir.glob("*.csv")):

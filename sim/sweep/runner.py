@@ -117,7 +117,7 @@ def run_rep(
             except BaseException:
                 _stop(proc)
                 if not rep.done:
-                    write_status(rep.dir, "interrupted", error="interrupted by the user")
+                    write_status(rep.dir, "interrupted", error="stopped by Ctrl-C or SIGTERM")
                 raise
         status = read_status(rep.dir)
         if status is None:

@@ -14,13 +14,28 @@ from sim.config import parse_config
 from sim.env import HybridEnvironment
 from sim.metrics import SUMMARY_METRICS
 from sim.point import run_point
-from sim.probe import ProbeAddOn, SentinelProbe, busy_fraction, probe_addon, run_delay_ns
+from sim.probe import (
+    ProbeAddOn,
+    SentinelProbe,
+    busy_fraction,
+    core_late_fraction,
+    probe_addon,
+    run_delay_ns,
+)
 
 
 def test_busy_fraction_counts_targets_later_than_tau() -> None:
     assert busy_fraction([10, 20, 300, 5_000_000], 100) == 0.5
     assert busy_fraction([100], 100) == 0.0  # exactly tau is free
     assert math.isnan(busy_fraction([], 100))  # no samples, no estimate
+
+
+def test_core_late_fraction_counts_lateness_that_was_mostly_core_wait() -> None:
+    late = [10, 300, 300, 5_000_000]
+    offcore = [0, 250, 50, 0]  # the 2nd was late only because it waited for a core
+    assert core_late_fraction(late, offcore, 100) == 0.25
+    assert busy_fraction(late, 100) - core_late_fraction(late, offcore, 100) == 0.5
+    assert math.isnan(core_late_fraction([], [], 100))
 
 
 def test_probe_lifecycle() -> None:

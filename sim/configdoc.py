@@ -77,8 +77,11 @@ def _constraints(field: Any) -> str:
             extra.append(f"at least {meta.min_length} item(s)")
         if getattr(meta, "pattern", None):
             extra.append(f"pattern `{meta.pattern}`")
-    parts = [f"{b[0]} {b[1]:,}" if isinstance(b[1], int) else f"{b[0]} {b[1]:g}"
-             for b in (lower, upper) if b is not None]
+    parts = [
+        f"{b[0]} {b[1]:,}" if isinstance(b[1], int) else f"{b[0]} {b[1]:g}"
+        for b in (lower, upper)
+        if b is not None
+    ]
     return ", ".join(parts + extra)
 
 
@@ -94,9 +97,7 @@ def _section(model: type[BaseModel], prefix: str, out: list[str], seen: set[str]
     for name, field in model.model_fields.items():
         members = _members(field.annotation)
         path = f"{prefix}.{name}" if prefix else name
-        kind = " or ".join(m.__name__ for m in members) if members else _type_name(
-            field.annotation
-        )
+        kind = " or ".join(m.__name__ for m in members) if members else _type_name(field.annotation)
         desc = (field.description or "").replace("|", "\\|")
         out.append(f"| `{name}` | {kind} | {_default(field)} | {_constraints(field)} | {desc} |")
         for m in members:

@@ -106,7 +106,13 @@ def run_point(point: Point, repeat: int = 0, progress: ProgressFn | None = None)
         pool = WorkerPool(env, cfg.connector.workers)
         store = StoreModel(env, cfg.store)
         pipeline = LoadPipeline(
-            env, pool, store, variants, cfg.connector.handler, cfg.model, on_done,
+            env,
+            pool,
+            store,
+            variants,
+            cfg.connector.handler,
+            cfg.model,
+            on_done,
             cfg.limits.request_timeout_s,
         )
         all_done = env.event()

@@ -22,13 +22,13 @@ class _Flaky(AddressVariant):
     name = "test-flaky"
     description = "test only"
 
-    def prepare_values(self, chunks, block_ids):  # noqa: ANN001, ANN201
+    def prepare_values(self, chunks, block_ids):
         raise RuntimeError("store said no")
 
     def warm_up(self) -> None:
         return None
 
-    def run(self, job, group, handler):  # noqa: ANN001, ANN201
+    def run(self, job, group, handler):
         if job.request_id % 2:
             raise RuntimeError(f"request {job.request_id} exploded")
         return [], None

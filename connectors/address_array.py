@@ -21,9 +21,9 @@ import numpy as np
 
 from .address_numba import (
     OK,
+    call_kernel,
     chunk_array,
     compile_kernel,
-    kernel,
     kernel_inputs,
     raise_status,
     table_array,
@@ -69,24 +69,8 @@ class ArrayVariant(AddressVariant):
         spans = chunk_array(chunks)
         table = table_array(block_ids)
         counts = np.empty(n, dtype=np.int64)
-        b = ki.bounds
-        fn = kernel()
         with gil_free() if declare_free else nullcontext():
-            status, c, _prefix = fn(
-                spans,
-                table,
-                ki.base,
-                ki.blen,
-                db.block_size,
-                db.hash_block_size,
-                b.bid_lo,
-                b.bid_hi,
-                b.count_hi,
-                addrs,
-                sizes,
-                bids,
-                counts,
-            )
+            status, c, _prefix = call_kernel(db, ki, spans, table, addrs, sizes, bids, counts)
         if status != OK:
             raise_status(db, status, c, chunks, block_ids)
         return addrs, sizes, bids

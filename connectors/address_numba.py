@@ -30,6 +30,7 @@ from .token_database import ChunkAlignmentError, TokenDatabase
 __all__ = [
     "KernelInputs",
     "NumbaVariant",
+    "call_kernel",
     "chunk_array",
     "kernel",
     "kernel_inputs",
@@ -165,6 +166,35 @@ class KernelInputs:
         self.blen = np.asarray(self.region_blen, dtype=np.int64)
 
 
+def call_kernel(
+    db: TokenDatabase,
+    ki: KernelInputs,
+    spans: np.ndarray,
+    table: np.ndarray,
+    addrs: np.ndarray,
+    sizes: np.ndarray,
+    bids: np.ndarray,
+    counts: np.ndarray,
+) -> tuple[int, int, int]:
+    """The kernel with the geometry's arguments filled in: (status, bad chunk, prefix)."""
+    b = ki.bounds
+    return kernel()(
+        spans,
+        table,
+        ki.base,
+        ki.blen,
+        db.block_size,
+        db.hash_block_size,
+        b.bid_lo,
+        b.bid_hi,
+        b.count_hi,
+        addrs,
+        sizes,
+        bids,
+        counts,
+    )
+
+
 def kernel_inputs(variant: Any) -> KernelInputs:
     """``variant``'s cached KernelInputs (built on first use, not in the constructor)."""
     ki = variant.__dict__.get("_kernel_inputs")
@@ -218,24 +248,8 @@ class NumbaVariant(AddressVariant):
         sizes = np.empty((n, regions), dtype=np.int64)
         bids = np.empty(n, dtype=np.int64)
         counts = np.empty(n, dtype=np.int64)
-        b = ki.bounds
-        fn = kernel()
         with gil_free():
-            status, c, _prefix = fn(
-                spans,
-                table,
-                ki.base,
-                ki.blen,
-                db.block_size,
-                db.hash_block_size,
-                b.bid_lo,
-                b.bid_hi,
-                b.count_hi,
-                addrs,
-                sizes,
-                bids,
-                counts,
-            )
+            status, c, _prefix = call_kernel(db, ki, spans, table, addrs, sizes, bids, counts)
         if status != OK:
             raise_status(db, status, c, chunks, block_ids)
         return addrs.tolist(), sizes.tolist(), bids.tolist()
@@ -260,22 +274,7 @@ class NumbaVariant(AddressVariant):
         addrs = np.empty((1, regions), dtype=np.int64)
         sizes = np.empty((1, regions), dtype=np.int64)
         bids = np.empty(1, dtype=np.int64)
-        b = ki.bounds
-        status, _c, _p = kernel()(
-            span,
-            table,
-            ki.base,
-            ki.blen,
-            db.block_size,
-            db.hash_block_size,
-            b.bid_lo,
-            b.bid_hi,
-            b.count_hi,
-            addrs,
-            sizes,
-            bids,
-            z.copy(),
-        )
+        status, _c, _p = call_kernel(db, ki, span, table, addrs, sizes, bids, z.copy())
         if status != OK:
             raise db.overflow_error((start, end), int(bid))
         return addrs[0].tolist(), sizes[0].tolist(), int(bids[0])

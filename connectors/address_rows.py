@@ -44,9 +44,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .address_numba import (
     OK,
+    call_kernel,
     chunk_array,
     compile_kernel,
-    kernel,
     kernel_inputs,
     raise_status,
     table_array,
@@ -205,24 +205,8 @@ class RowsVariant(AddressVariant):
         table = table_array(block_ids)
         n = len(spans)
         addrs, bids, counts = self._scratch(n, len(ki.base))
-        b = ki.bounds
-        fn = kernel()
         with gil_free():
-            status, c, prefix = fn(
-                spans,
-                table,
-                ki.base,
-                ki.blen,
-                db.block_size,
-                db.hash_block_size,
-                b.bid_lo,
-                b.bid_hi,
-                b.count_hi,
-                addrs,
-                _NO_SIZES,
-                bids,
-                counts,
-            )
+            status, c, prefix = call_kernel(db, ki, spans, table, addrs, _NO_SIZES, bids, counts)
         if status != OK:
             raise_status(db, status, c, chunks, block_ids)
         addr_lists = addrs.tolist()

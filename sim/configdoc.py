@@ -13,17 +13,9 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from .config import ExperimentConfig
+from .config.loader import _members
 
 __all__ = ["render"]
-
-
-def _members(annotation: Any) -> list[type[BaseModel]]:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return [annotation]
-    out: list[type[BaseModel]] = []
-    for arg in get_args(annotation):
-        out.extend(_members(arg))
-    return out
 
 
 def _type_name(tp: Any) -> str:

@@ -138,13 +138,19 @@ class AddressVariant:
         keyed = self.db.chunk_list(job.tokens, job.block_hashes, job.hash_len)
         keys = [k for _s, _e, k in keyed]
         chunks = [(s, e) for s, e, _k in keyed]
-        bids = job.block_ids[group]
-        if handler == "per_chunk":
-            out_a, out_s, out_b = [], [], []
-            for s, e in chunks:
-                a, sz, b = self.prepare_value(s, e, bids)
-                out_a.append(a)
-                out_s.append(sz)
-                out_b.append(b)
-            return keys, (out_a, out_s, out_b)
-        return keys, self.prepare_values(chunks, bids)
+        return keys, self.addresses(chunks, job.block_ids[group], handler)
+
+    def addresses(
+        self, chunks: Sequence[tuple[int, int]], block_ids: Sequence[int], handler: str
+    ) -> Any:
+        """The request handler's address stage: one ``prepare_value`` call per chunk
+        (``per_chunk``, before PR #48531) or one ``prepare_values`` call (``per_group``)."""
+        if handler != "per_chunk":
+            return self.prepare_values(chunks, block_ids)
+        out_a, out_s, out_b = [], [], []
+        for s, e in chunks:
+            a, sz, b = self.prepare_value(s, e, block_ids)
+            out_a.append(a)
+            out_s.append(sz)
+            out_b.append(b)
+        return out_a, out_s, out_b

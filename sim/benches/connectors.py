@@ -179,19 +179,6 @@ def bench_geometry(args: argparse.Namespace) -> BenchGeometry:
     return BenchGeometry(geo, max(gran, tokens - tokens % gran))
 
 
-def _address_stage(variant: Any, chunks: list[tuple[int, int]], table: list[int], handler: str):
-    """What AddressVariant.run does after the chunk list, for one group."""
-    if handler == "per_group":
-        return variant.prepare_values(chunks, table)
-    out_a, out_s, out_b = [], [], []
-    for s, e in chunks:
-        a, sz, b = variant.prepare_value(s, e, table)
-        out_a.append(a)
-        out_s.append(sz)
-        out_b.append(b)
-    return out_a, out_s, out_b
-
-
 def _as_lists(part: Any) -> Any:
     """Arrays (the ``array`` what-if) as lists, so that every variant compares with scalar."""
     if isinstance(part, (list, tuple)):
@@ -301,16 +288,13 @@ def _warm_up_and_check(
 
     ref = registry.get_address_variant(BASELINE)
     want = [
-        _as_lists(_address_stage(ref(db), chunks, t, handler))
-        for db, t in zip(dbs, tables, strict=True)
+        _as_lists(ref(db).addresses(chunks, t, handler)) for db, t in zip(dbs, tables, strict=True)
     ]
     for label, insts in runners.items():
         for inst in insts:
             inst.warm_up()
         for _ in range(2):
-            got = [
-                _address_stage(v, chunks, t, handler) for v, t in zip(insts, tables, strict=True)
-            ]
+            got = [v.addresses(chunks, t, handler) for v, t in zip(insts, tables, strict=True)]
         if [_as_lists(g) for g in got] != want:
             raise RuntimeError(f"variant {label!r} computed addresses that differ from scalar")
 
@@ -374,7 +358,7 @@ def run_bench(
 
                     def fn(insts: list[Any] = insts, tables: list[list[int]] = tables) -> Any:
                         return [
-                            _address_stage(v, chunks, t, handler)
+                            v.addresses(chunks, t, handler)
                             for v, t in zip(insts, tables, strict=True)
                         ]
 

@@ -116,11 +116,11 @@ def run_point(point: Point, repeat: int = 0, progress: ProgressFn | None = None)
             cfg.limits.request_timeout_s,
         )
         all_done = env.event()
-        t0 = time.perf_counter()
         with pool:
             try:
                 for addon in addons:
-                    addon.attach(env)
+                    addon.attach(env)  # may run a baseline first (engine alone): not timed
+                t0 = time.perf_counter()
                 _drive(env, pipeline, workload)
                 env.run(until=all_done)
             finally:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from connectors.base import gil_free
 
+from .gilmeter import ENGINE, measure
 from .metrics import percentiles
 
 if TYPE_CHECKING:
@@ -162,6 +163,14 @@ class EngineLoop:
             env.complete(cmd.event, True, row)
 
     def _run_step(self, cmd: _Command) -> dict[str, Any]:
+        """One step, through the GIL meter so that its hold counts (as ``engine``) in the
+        probe's ledger: the probe sees the engine holding the GIL, so must the meter."""
+        row, error, _timing = measure(self._step, cmd, source=ENGINE)
+        if error is not None:
+            raise error
+        return row
+
+    def _step(self, cmd: _Command) -> dict[str, Any]:
         cfg = self._cfg
         started = time.perf_counter_ns()
         meta = self._factory.make(cfg.query_lens())

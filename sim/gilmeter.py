@@ -11,7 +11,9 @@ GIL wait (which also holds any wait for a core, see the method note).
 
 A :class:`HoldLedger` sums the holds of every job measured while it is open, so
 that a probe can set the meter's total beside its own independent estimate of
-how busy the GIL was over the same window.
+how busy the GIL was over the same window. Each job names its source
+(``requests`` for load jobs, ``engine`` for engine steps), so the probe can
+compare like with like and report each share.
 """
 
 from __future__ import annotations
@@ -24,7 +26,19 @@ from typing import Any
 
 from connectors.base import free_time
 
-__all__ = ["HoldLedger", "JobTiming", "close_ledger", "measure", "open_ledger"]
+__all__ = [
+    "ENGINE",
+    "REQUESTS",
+    "HoldLedger",
+    "JobTiming",
+    "close_ledger",
+    "measure",
+    "open_ledger",
+]
+
+#: Ledger sources: load requests' CPU stages, and the engine loop's steps (sim.engine).
+REQUESTS = "requests"
+ENGINE = "engine"
 
 
 @dataclass(frozen=True)
@@ -62,25 +76,32 @@ class JobTiming:
 
 
 class HoldLedger:
-    """Holds of every job measured (on any thread) while the ledger is open.
+    """Holds of every job measured (on any thread) while the ledger is open, by source.
 
-    ``list.append`` is atomic under the GIL, so worker threads add without a
-    lock; read the totals after closing the ledger.
+    ``dict.setdefault`` and ``list.append`` are atomic under the GIL, so worker
+    threads add without a lock; read the totals after closing the ledger.
+    ``jobs`` and ``total_ns`` count load requests (source ``requests``) only.
     """
 
     def __init__(self) -> None:
-        self._holds: list[int] = []
+        self._holds: dict[str, list[int]] = {}
 
-    def add(self, hold_ns: int) -> None:
-        self._holds.append(hold_ns)
+    def add(self, hold_ns: int, source: str = REQUESTS) -> None:
+        self._holds.setdefault(source, []).append(hold_ns)
+
+    def jobs_of(self, source: str) -> int:
+        return len(self._holds.get(source, ()))
+
+    def total_of(self, source: str) -> int:
+        return sum(self._holds.get(source, ()))
 
     @property
     def jobs(self) -> int:
-        return len(self._holds)
+        return self.jobs_of(REQUESTS)
 
     @property
     def total_ns(self) -> int:
-        return sum(self._holds)
+        return self.total_of(REQUESTS)
 
 
 _ledger_lock = threading.Lock()
@@ -104,8 +125,13 @@ def close_ledger(ledger: HoldLedger) -> None:
         _open_ledgers = tuple(x for x in _open_ledgers if x is not ledger)
 
 
-def measure(fn: Callable[..., Any], *args: Any) -> tuple[Any, BaseException | None, JobTiming]:
-    """Run ``fn(*args)`` on this thread; return (result, error, timing). Never raises."""
+def measure(
+    fn: Callable[..., Any], *args: Any, source: str = REQUESTS
+) -> tuple[Any, BaseException | None, JobTiming]:
+    """Run ``fn(*args)`` on this thread; return (result, error, timing). Never raises.
+
+    The hold goes to every open ledger under ``source``.
+    """
     free_time.cpu_ns = 0
     free_time.wall_ns = 0
     w0 = time.perf_counter_ns()
@@ -120,5 +146,5 @@ def measure(fn: Callable[..., Any], *args: Any) -> tuple[Any, BaseException | No
     w1 = time.perf_counter_ns()
     timing = JobTiming(w0, w1, c1 - c0, free_time.cpu_ns, free_time.wall_ns)
     for ledger in _open_ledgers:
-        ledger.add(timing.hold_ns)
+        ledger.add(timing.hold_ns, source)
     return result, error, timing

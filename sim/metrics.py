@@ -49,6 +49,7 @@ SUMMARY_METRICS = [
     "gil_busy_probe_core",
     "gil_busy_requests",
     "gil_busy_harness",
+    "gil_busy_engine",
     "gil_busy_agreement",
     "core_wait_frac",
     # engine step loop (sim.engine), when engine.enabled

@@ -75,6 +75,7 @@ class LoadPipeline:
             chunks=req.chunks(self._geometry) * self._geometry.kv_groups,
             bytes=request_bytes(self._geometry, req.tokens),
             arrival_s=env.to_run_time(arrival_ns),
+            trace_line=req.trace_line,
         )
         job = req.job(self._geometry)
         submitted = self._cpu.submit(cpu_stages, self._variants, self._handler, job)

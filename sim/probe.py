@@ -15,8 +15,9 @@ sees the GIL's wall-clock occupancy, including time a holder spends preempted by
 the OS; docs/gil-method.md lists this and the other error sources.
 
 :class:`ProbeAddOn` runs the probe beside a point and sets its estimate beside
-the GIL meter's: the sum of per-request holds (a :class:`~sim.gilmeter.HoldLedger`)
-and the simulation thread's own CPU time, both over the same window, with the
+the GIL meter's: the sum of per-request holds (a :class:`~sim.gilmeter.HoldLedger`),
+the engine loop's step holds (same ledger, when the engine runs) and the
+simulation thread's own CPU time, all over the same window, with the
 time the process's threads waited for a core (a thread preempted while holding
 the GIL keeps it without using CPU time, which the meter cannot see).
 """
@@ -24,6 +25,7 @@ the GIL keeps it without using CPU time, which the meter cannot see).
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 import random
 import sys
@@ -31,7 +33,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from .gilmeter import HoldLedger, close_ledger, open_ledger
+from .gilmeter import ENGINE, HoldLedger, close_ledger, open_ledger
 from .metrics import percentiles
 
 if TYPE_CHECKING:
@@ -190,7 +192,9 @@ class ProbeAddOn:
     core rather than a busy GIL: the truth lies between the two); ``gil_busy_requests``
     (sum of per-request holds over the window); ``gil_busy_harness`` (the simulation
     thread's CPU time over the window — it holds the GIL whenever it runs);
-    ``gil_busy_agreement`` = probe / (requests + harness), 1.0 when they agree;
+    ``gil_busy_engine`` (sum of the engine loop's step holds over the window, NaN
+    when no engine ran); ``gil_busy_agreement`` = probe / (requests + harness +
+    engine), 1.0 when they agree;
     ``core_wait_frac``: time the threads other than the probe spent runnable but
     waiting for a core, over the window — an upper bound on the GIL occupancy that
     CPU-time holds miss because a holder was preempted (NaN off Linux).
@@ -234,13 +238,15 @@ class ProbeAddOn:
         probe_core = core_late_fraction(
             self._probe.target_late_ns, self._probe.target_offcore_ns, self._tau_ns
         )
-        requests = harness = core_wait = nan
+        requests = harness = engine = core_wait = nan
         if window_ns > 0 and self._ledger is not None:
             requests = self._ledger.total_ns / window_ns
             harness = (self._sim_cpu1_ns - self._sim_cpu0_ns) / window_ns
+            if self._ledger.jobs_of(ENGINE):
+                engine = self._ledger.total_of(ENGINE) / window_ns
             if self._core_wait_ns is not None:
                 core_wait = self._core_wait_ns / window_ns
-        accounted = requests + harness
+        accounted = requests + harness + (0.0 if math.isnan(engine) else engine)
         return {
             "stall_p50_ms": s50,
             "stall_p99_ms": s99,
@@ -249,6 +255,7 @@ class ProbeAddOn:
             "gil_busy_probe_core": probe_core,
             "gil_busy_requests": requests,
             "gil_busy_harness": harness,
+            "gil_busy_engine": engine,
             "gil_busy_agreement": probe / accounted if accounted > 0 else nan,
             "core_wait_frac": core_wait,
         }

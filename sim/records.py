@@ -28,9 +28,14 @@ class RequestRecord:
     thread: str = ""
     status: str = "pending"
     error: str = ""
+    #: 1-based line of the trace file the request replays (empty when not a trace replay).
+    trace_line: int | None = None
 
     def as_row(self) -> dict[str, object]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        row = {f.name: getattr(self, f.name) for f in fields(self)}
+        if row["trace_line"] is None:
+            row["trace_line"] = ""  # an empty CSV cell, not the text "None"
+        return row
 
 
 REQUEST_COLUMNS = [f.name for f in fields(RequestRecord)]

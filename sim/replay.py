@@ -33,6 +33,8 @@ class ReplayPlan:
     """The replayed requests that load something, in arrival order."""
 
     trace_index: np.ndarray
+    #: 1-based line in the trace file of each replayed request (requests.csv ``trace_line``).
+    trace_line: np.ndarray
     tokens: np.ndarray
     arrival_s: np.ndarray
     stats: dict[str, float]
@@ -93,4 +95,5 @@ def plan_replay(trace: Trace, arrival: TraceArrival, geometry: GeometryConfig) -
         float(hit_blocks / max(len(ids), 1)),
     )
     stats = dict(zip(PLANNED_METRICS, values, strict=True))
-    return ReplayPlan(chosen, loads[chosen], t[chosen], stats)
+    lines = trace.lines if trace.lines is not None else np.arange(1, n + 1, dtype=np.int64)
+    return ReplayPlan(chosen, lines[chosen], loads[chosen], t[chosen], stats)

@@ -58,6 +58,15 @@ def _with_spread(r: dict[str, Any], metric: str, digits: int) -> str:
     return f"{text}\n[dim]±{spread:.{digits}f}[/dim]"  # second line keeps the column narrow
 
 
+def _present(rows: Sequence[dict[str, Any]], metric: str) -> bool:
+    """Whether any row has a value for ``metric`` (an add-on that did not run leaves NaN)."""
+    return any(not math.isnan(_num(r.get(metric))) for r in rows)
+
+
+def _times(v: float) -> str:
+    return f"{_fmt(v)}×" if not math.isnan(v) else "—"
+
+
 def comparison_table(
     rows: Sequence[dict[str, Any]], axes: Sequence[str], baseline: str | None, title: str
 ) -> Any:
@@ -65,7 +74,10 @@ def comparison_table(
     over repeats.
 
     Headers are short and no cell ever shrinks, so the table still reads in an
-    80-column terminal; the caption spells the abbreviations out.
+    80-column terminal (100 with the probe and engine columns); the caption spells
+    the abbreviations out. ``stall p99`` appears when the sentinel probe ran, and
+    ``step p99`` / ``step ×alone`` when the engine loop did: the interference the
+    tool exists to show is otherwise only in summary.csv.
     """
     from rich import box
     from rich.table import Table
@@ -75,6 +87,9 @@ def comparison_table(
     reps = {str(r.get("repeats", "")) for r in rows}
     spread = any(f"{m}_std" in r for r in rows for m in ("latency_p99_ms",))
     show_rep = len(reps) > 1  # a column only when points differ (some repeats failed)
+    ratios = len({str(r.get("variant")) for r in rows}) >= 2  # else nothing to divide by
+    stall = _present(rows, "stall_p99_ms")
+    engine = _present(rows, "engine_step_p99_ms")
     body = []
     for r, hr, pr in zip(rows, hold_ratio, p99_ratio, strict=False):
         cells = [str(r.get(a, "")) for a in axes]
@@ -92,29 +107,46 @@ def comparison_table(
             _with_spread(r, "latency_p99_ms", 1),
             _with_spread(r, "gil_hold_mean_ms", 2),
             _fmt(r.get("gil_wait_mean_ms"), 2),
-            f"{_fmt(hr)}×" if not math.isnan(hr) else "—",
-            f"{_fmt(pr)}×" if not math.isnan(pr) else "—",
         ]
+        if ratios:
+            cells += [_times(hr), _times(pr)]
+        if stall:
+            cells.append(_with_spread(r, "stall_p99_ms", 1))
+        if engine:
+            cells += [
+                _with_spread(r, "engine_step_p99_ms", 1),
+                _times(_num(r.get("engine_p99_inflation"))),
+            ]
         body.append(cells)
     heads = [*axes, *(["repeats"] if show_rep else [])]
     fixed = len(heads) + 1  # identifying columns and ok/req keep their width
-    heads += ["ok/req", "p50 ms", "p99 ms", "hold ms", "wait ms", "hold ×", "p99 ×"]
-    if len({str(r.get("variant")) for r in rows}) < 2:  # nothing to take a ratio against
-        heads, body = heads[:-2], [c[:-2] for c in body]
+    heads += ["ok/req", "p50 ms", "p99 ms", "hold ms", "wait ms"]
+    heads += ["hold ×", "p99 ×"] if ratios else []
+    heads += ["stall p99 ms"] if stall else []
+    heads += ["step p99 ms", "step ×alone"] if engine else []
+    notes = ["hold/wait: GIL hold/wait per request"]
+    if ratios:
+        notes.append(f"×: ratio to {baseline} at the same other axes")
+    if stall:
+        notes.append("stall: how late a Python thread gets to run (probe)")
+    if engine:
+        notes.append("step: engine step time; ×alone: step p99 / engine-alone p99")
+    if spread and not show_rep:
+        notes.append(f"mean of {reps.pop()} repeats, ± their sd")
     table = Table(
         box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
         title=title,
         title_justify="left",
-        caption="hold/wait: GIL hold/wait per request"
-        + (f" · ×: ratio to {baseline} at the same other axes" if len(heads) > fixed + 5 else "")
-        + (f" · mean of {reps.pop()} repeats, ± their sd" if spread and not show_rep else ""),
+        caption=" · ".join(notes),
         caption_justify="left",
     )
     for i, head in enumerate(heads):
         # Numbers never shrink (a cut number misleads); headers may wrap instead.
         width = max([0, *(len(line) for c in body for line in _plain(c[i]).splitlines())])
-        if i < fixed:
-            width = max(width, len(head))
+        # A header wraps between words but never inside one ("×alo…" would say nothing).
+        width = max(width, len(head) if i < fixed else max(len(w) for w in head.split()))
         table.add_column(
             head, justify="left" if i < fixed - 1 else "right", min_width=width, no_wrap=i < fixed
         )

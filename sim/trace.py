@@ -40,6 +40,8 @@ class Trace:
     output_length: np.ndarray
     offsets: np.ndarray
     hash_ids: np.ndarray
+    #: 1-based line of each request in the file (blank lines are skipped, so not i + 1).
+    lines: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.input_length)
@@ -105,6 +107,7 @@ def read_trace(path: str | Path, limit: int | None = None) -> Trace:
     outputs: list[int] = []
     offsets = [0]
     ids: list[int] = []
+    lines: list[int] = []
     last_t = -math.inf
     for lineno, rec in _records(path):
         t = rec.get("timestamp")
@@ -131,6 +134,7 @@ def read_trace(path: str | Path, limit: int | None = None) -> Trace:
         ids.extend(hashes)
         offsets.append(len(ids))
         times.append(float(t))
+        lines.append(lineno)
         last_t = t
         if limit is not None and len(times) >= limit:
             break
@@ -143,6 +147,7 @@ def read_trace(path: str | Path, limit: int | None = None) -> Trace:
         np.asarray(outputs, dtype=np.int64),
         np.asarray(offsets, dtype=np.int64),
         np.asarray(ids, dtype=np.int64),
+        np.asarray(lines, dtype=np.int64),
     )
 
 

@@ -30,7 +30,7 @@ from .metrics import PLANNED_METRICS
 from .replay import plan_replay
 from .trace import read_trace
 
-__all__ = ["PlannedRequest", "Workload", "plan_workload", "request_bytes"]
+__all__ = ["PlannedRequest", "Workload", "plan_workload", "planned_requests", "request_bytes"]
 
 HASH_LEN = 32
 
@@ -43,6 +43,8 @@ class PlannedRequest:
     gap_s: float | None
     job_seed: int
     draw: float
+    #: 1-based line of the trace file this request replays; None when not replaying a trace.
+    trace_line: int | None = None
 
     def chunks(self, geometry: GeometryConfig) -> int:
         return -(-self.tokens // geometry.block_size)
@@ -110,11 +112,13 @@ def plan_workload(cfg: ExperimentConfig, rng: np.random.Generator) -> Workload:
     stats: dict[str, float] = dict.fromkeys(PLANNED_METRICS, float("nan"))
     clients, think = None, 0.0
     gaps: list[float | None]
+    lines: list[int | None]
     if isinstance(arrival, TraceArrival):
         replay = plan_replay(read_trace(arrival.path, arrival.limit), arrival, cfg.model)
         tokens = replay.tokens
         gaps = list(gaps_from_times(replay.arrival_s))
         stats = replay.stats
+        lines = list(replay.trace_line.tolist())
     else:
         tokens = _draw_tokens(cfg, rng, cfg.workload.requests)
         if isinstance(arrival, ClosedLoopArrival):
@@ -122,8 +126,36 @@ def plan_workload(cfg: ExperimentConfig, rng: np.random.Generator) -> Workload:
             clients, think = arrival.clients, arrival.think_ms / 1e3
         else:
             gaps = list(open_loop_gaps(arrival, rng, len(tokens)))
+        lines = [None] * len(tokens)
     n = len(tokens)
     seeds = rng.integers(0, 2**63 - 1, size=n, dtype=np.int64).tolist()
     draws = rng.random(size=n).tolist()
-    reqs = tuple(PlannedRequest(i, int(tokens[i]), gaps[i], seeds[i], draws[i]) for i in range(n))
+    reqs = tuple(
+        PlannedRequest(i, int(tokens[i]), gaps[i], seeds[i], draws[i], lines[i]) for i in range(n)
+    )
     return Workload(reqs, clients, think, stats)
+
+
+def planned_requests(
+    cfg: ExperimentConfig, memo: dict[str, tuple[int, Mapping[str, float]]] | None = None
+) -> tuple[int, Mapping[str, float]]:
+    """(requests a point will run, PLANNED_METRICS) without running or drawing anything.
+
+    With a trace the count is what the replay keeps (``arrival.limit`` requests
+    read, those with no stored prefix skipped), not ``workload.requests``; planning
+    the replay is cheap (one pass over the trace), so callers that show a count
+    (``kvsim validate``, the progress bar) ask here instead of reading the config.
+    Pass the same ``memo`` for the points of one sweep so that points sharing a
+    trace and geometry replay it once.
+    """
+    arrival = cfg.workload.arrival
+    if not isinstance(arrival, TraceArrival):
+        return cfg.workload.requests, dict.fromkeys(PLANNED_METRICS, float("nan"))
+    key = arrival.model_dump_json() + cfg.model.model_dump_json()
+    if memo is not None and key in memo:
+        return memo[key]
+    replay = plan_replay(read_trace(arrival.path, arrival.limit), arrival, cfg.model)
+    out = (len(replay.tokens), replay.stats)
+    if memo is not None:
+        memo[key] = out
+    return out

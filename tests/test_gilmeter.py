@@ -167,3 +167,16 @@ def test_gil_free_time_not_counted(free_kind: str) -> None:
             assert t.free_cpu_ns / 1e6 >= 0.3 * free_ms
         else:
             assert t.free_wall_ns / 1e6 >= free_ms
+
+
+def test_ledger_keeps_sources_apart() -> None:
+    """Engine steps go into the same ledger as requests but are not counted as requests."""
+    ledger = open_ledger()
+    try:
+        req = measure(lambda: sum(range(20_000)))[2].hold_ns
+        eng = measure(lambda: sum(range(40_000)), source=gilmeter.ENGINE)[2].hold_ns
+    finally:
+        close_ledger(ledger)
+    assert (ledger.jobs, ledger.total_ns) == (1, req)
+    assert ledger.jobs_of(gilmeter.ENGINE) == 1 and ledger.total_of(gilmeter.ENGINE) == eng > 0
+    assert ledger.jobs_of("nothing") == 0 == ledger.total_of("nothing")

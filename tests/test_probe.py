@@ -108,6 +108,21 @@ def test_addon_columns_are_summary_metrics_and_ledger_is_closed() -> None:
     assert summary["gil_busy_requests"] > 0
     assert summary["stall_p50_ms"] <= summary["stall_max_ms"]
     assert addon.tables() == {}
+    assert math.isnan(summary["gil_busy_engine"])  # no engine ran
+
+
+def test_engine_holds_are_accounted_in_the_agreement() -> None:
+    """The probe sees the engine thread hold the GIL, so the accounted side must too."""
+    addon = ProbeAddOn(interval_ms=1.0, threshold_ms=0.1)
+    addon.attach(HybridEnvironment())
+    gilmeter.measure(lambda: sum(range(10_000)))
+    gilmeter.measure(lambda: sum(range(200_000)), source=gilmeter.ENGINE)
+    time.sleep(0.01)
+    addon.detach()
+    s = addon.summary()
+    assert s["gil_busy_engine"] > 0 and s["gil_busy_requests"] > 0
+    accounted = s["gil_busy_requests"] + s["gil_busy_harness"] + s["gil_busy_engine"]
+    assert s["gil_busy_agreement"] == pytest.approx(s["gil_busy_probe"] / accounted)
 
 
 def test_run_delay_of_this_thread() -> None:

@@ -192,3 +192,95 @@ def test_ctrl_c_mid_sweep_then_resume_completes_without_redoing(write_config, tm
     assert read_status(rep_runs(out, points, 1)[0].dir) == first_status
     assert [r.state for r in plan_sweep(cfg, points, out).runs] == ["done"] * 3
     assert len(read_csv(out / "requests.csv")) == 18
+
+
+#: A tiny trace (3 of its 5 requests load something with 128-token chunks).
+TRACE_ROWS = [
+    {"timestamp": 0, "input_length": 1200, "output_length": 1, "hash_ids": [0, 1, 2]},
+    {"timestamp": 10, "input_length": 700, "output_length": 1, "hash_ids": [0, 3]},
+    {"timestamp": 20, "input_length": 1100, "output_length": 1, "hash_ids": [0, 1, 2]},
+    {"timestamp": 30, "input_length": 300, "output_length": 1, "hash_ids": [9]},
+    {"timestamp": 40, "input_length": 2000, "output_length": 1, "hash_ids": [0, 1, 7, 8]},
+]
+
+
+def _trace_experiment(write_config, tmp_path: Path) -> Path:
+    from sim.trace import write_trace
+
+    write_trace(tmp_path / "trace.jsonl", TRACE_ROWS)
+    return write_config(
+        {
+            "model": {"regions": 4, "block_len": [1024], "block_size": 128, "num_blocks": 256},
+            "workload": {
+                "requests": 40,
+                "tokens": 131072,
+                "arrival": {"kind": "trace", "path": "trace.jsonl", "speedup": 50.0},
+            },
+        }
+    )
+
+
+def test_resume_refuses_an_edited_trace_and_names_the_file(write_config, tmp_path) -> None:
+    """The config records the trace by path; its contents are part of the identity too."""
+    from sim.experiment import check_resumable
+
+    path = _trace_experiment(write_config, tmp_path)
+    out = tmp_path / "out"
+    cfg, _points, _ = _run(path, out, isolate=False)
+    assert [r["trace_line"] for r in read_csv(out / "requests.csv")] == ["2", "3", "5"]
+    check_resumable(cfg, out)  # unchanged: resumable
+    assert plan_sweep(*parse_config(path), out).difference == ""
+
+    from sim.trace import write_trace
+
+    write_trace(tmp_path / "trace.jsonl", [*TRACE_ROWS, TRACE_ROWS[2] | {"timestamp": 50}])
+    cfg, points = parse_config(path)  # same config text, edited trace
+    msg = r"workload\.arrival\.path: the file's contents changed \(sha256:\w{12} → sha256:\w{12}\)"
+    with pytest.raises(RunDirError, match=msg):
+        check_resumable(cfg, out)
+    plan = plan_sweep(cfg, points, out)
+    assert "contents changed" in plan.difference and len(plan.pending) == 1
+    assert main(["run", "-q", "--resume", str(path)]) == 2
+
+
+def test_identity_hashes_every_data_file_and_only_when_there_is_one(write_config, tmp_path) -> None:
+    from sim.sweep import config_hash, config_identity, first_difference
+    from sim.sweep.identity import data_files
+
+    plain, _ = parse_config(write_config())
+    assert "data_files" not in config_identity(plain)  # old runs keep their hash
+
+    (tmp_path / "model").mkdir()
+    hf = tmp_path / "model" / "config.json"
+    hf.write_text(
+        json.dumps(
+            {
+                "model_type": "llama",
+                "num_hidden_layers": 2,
+                "num_attention_heads": 4,
+                "num_key_value_heads": 2,
+                "hidden_size": 256,
+                "torch_dtype": "bfloat16",
+            }
+        )
+    )
+    (tmp_path / "lengths.jsonl").write_text(
+        json.dumps({"timestamp": 0, "input_length": 900, "hash_ids": [1]}) + "\n"
+    )
+    text = (
+        "name: files\n"
+        "model: {hf_config: model, block_size: 16, num_blocks: 256}\n"
+        "workload: {requests: 4, tokens: {dist: empirical, path: lengths.jsonl}}\n"
+    )
+    path = write_config(text=text, name="files.yaml")
+    cfg, _ = parse_config(path)
+    assert [f for f, _ in data_files(cfg)] == ["workload.tokens.path", "model.hf_config"]
+    before = config_identity(cfg)
+    assert set(before["data_files"]) == {"workload.tokens.path", "model.hf_config"}
+    hash_before = config_hash(cfg)
+    hf.write_text(hf.read_text().replace('"hidden_size": 256', '"hidden_size": 256 '))
+    cfg2, _ = parse_config(path)  # same geometry, different bytes
+    assert cfg2.model == cfg.model and config_hash(cfg2) != hash_before
+    assert first_difference(before, config_identity(cfg2)).startswith(
+        "model.hf_config: the file's contents changed"
+    )

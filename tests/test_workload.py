@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import pickle
 from pathlib import Path
@@ -15,7 +16,7 @@ from sim.metrics import PLANNED_METRICS
 from sim.point import run_point
 from sim.replay import cache_capacity_blocks, trace_block_bytes
 from sim.trace import TraceError, write_trace
-from sim.workload import plan_workload
+from sim.workload import plan_workload, planned_requests
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -130,6 +131,31 @@ def test_trace_replay_tokens_arrivals_and_hit_ratio(write_config, tmp_path: Path
     }
 
 
+def test_each_replayed_request_names_its_trace_line(write_config, tmp_path: Path) -> None:
+    """Rows 1, 2 and 4 load something; a blank line in the file shifts the later ones."""
+    _, plan = _plan(_trace_config(write_config, tmp_path))
+    assert [r.trace_line for r in plan] == [2, 3, 5]
+    assert pickle.dumps(plan) == pickle.dumps(_plan(tmp_path / "exp.yaml")[1])
+    text = (tmp_path / "trace.jsonl").read_text().splitlines()
+    (tmp_path / "trace.jsonl").write_text("\n".join([*text[:2], "", *text[2:]]) + "\n")
+    _, plan = _plan(tmp_path / "exp.yaml")
+    assert [r.trace_line for r in plan] == [2, 4, 6]
+    lines = (tmp_path / "trace.jsonl").read_text().splitlines()
+    assert [json.loads(lines[r.trace_line - 1])["input_length"] for r in plan] == [700, 1100, 2000]
+
+
+def test_planned_requests_is_the_replayed_count_not_workload_requests(
+    write_config, tmp_path: Path
+) -> None:
+    _, points = parse_config(_trace_config(write_config, tmp_path, limit=3))
+    memo: dict = {}
+    count, stats = planned_requests(points[0].config, memo)
+    assert (count, stats["trace_requests"], stats["skipped_requests"]) == (2, 3.0, 1.0)
+    assert len(memo) == 1 and planned_requests(points[0].config, memo)[0] == 2
+    _, (plain,) = parse_config(write_config({"workload": {"requests": 7}}, name="plain.yaml"))
+    assert planned_requests(plain.config)[0] == 7
+
+
 def test_limit_replays_only_the_first_requests(write_config, tmp_path: Path) -> None:
     _, plan = _plan(_trace_config(write_config, tmp_path, limit=3))
     assert plan.stats["trace_requests"] == 3 and len(plan) == 2
@@ -195,6 +221,7 @@ def test_a_replayed_run_follows_the_trace(write_config, tmp_path: Path) -> None:
     _, points = parse_config(_trace_config(write_config, tmp_path, speedup=20.0))
     res = run_point(points[0])
     assert [r.tokens for r in res.records] == [512, 1024, 1024]
+    assert [r.as_row()["trace_line"] for r in res.records] == [2, 3, 5]
     assert all(r.status == "ok" for r in res.records)
     # Planned at 0, 0.1 and 0.2 s of run time: never early, and not far late.
     arrivals = np.array([r.arrival_s for r in res.records])
@@ -207,8 +234,9 @@ def test_a_replayed_run_follows_the_trace(write_config, tmp_path: Path) -> None:
 @pytest.mark.realthreads
 def test_planned_columns_are_nan_without_a_trace(write_config) -> None:
     _, points = parse_config(write_config({"workload": {"requests": 2}}))
-    summary = run_point(points[0]).summary
-    assert all(math.isnan(summary[k]) for k in PLANNED_METRICS)
+    res = run_point(points[0])
+    assert all(math.isnan(res.summary[k]) for k in PLANNED_METRICS)
+    assert {r.as_row()["trace_line"] for r in res.records} == {""}  # an empty CSV cell
 
 
 @pytest.mark.realthreads

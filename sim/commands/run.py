@@ -42,6 +42,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress display or table")
 
 
+def _planned_counts(points: list[Any]) -> dict[int, int]:
+    """Requests each point will run, by point index: from the trace replay when there is
+    one (its limit, less the requests with nothing to load), else ``workload.requests``."""
+    from sim.workload import planned_requests
+
+    memo: dict[str, Any] = {}
+    return {p.index: planned_requests(p.config, memo)[0] for p in points}
+
+
 def _dry_run(cfg: Any, points: list[Any], out_dir: Path) -> int:
     from rich import box
     from rich.console import Console
@@ -50,6 +59,7 @@ def _dry_run(cfg: Any, points: list[Any], out_dir: Path) -> int:
     from sim.experiment import plan_sweep
 
     plan = plan_sweep(cfg, points, out_dir)
+    counts = _planned_counts(points)
     table = Table(
         box=box.SIMPLE_HEAD, title=f"kvsim · {cfg.name} · {out_dir}", title_justify="left"
     )
@@ -70,7 +80,7 @@ def _dry_run(cfg: Any, points: list[Any], out_dir: Path) -> int:
             str(run.rep.point.index),
             run.rep.point.label,
             str(run.rep.repeat),
-            str(run.rep.point.config.workload.requests),
+            str(counts[run.rep.point.index]),
             state,
         )
     out = Console()
@@ -104,10 +114,11 @@ def _run_with_progress(cfg: Any, points: list[Any], args: argparse.Namespace, ou
 
     todo = plan_sweep(cfg, points, out_dir).pending if args.resume else None
     runs = len(todo) if todo is not None else len(points) * cfg.repeats
+    counts = _planned_counts(points)
     planned = (
-        sum(r.rep.point.config.workload.requests for r in todo)
+        sum(counts[r.rep.point.index] for r in todo)
         if todo is not None
-        else sum(p.config.workload.requests for p in points) * cfg.repeats
+        else sum(counts.values()) * cfg.repeats
     )
     err = Console(stderr=True)
     with Progress(
@@ -125,7 +136,7 @@ def _run_with_progress(cfg: Any, points: list[Any], args: argparse.Namespace, ou
 
         def on_point_start(point: Any, rep: int) -> None:
             state["n"] += 1
-            state["current"] = point.config.workload.requests
+            state["current"] = counts[point.index]
             rep_txt = f" rep {rep}" if cfg.repeats > 1 else ""
             bar.update(task, description=f"[{state['n']}/{runs}] {point.label}{rep_txt}")
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import math
+from collections.abc import Mapping, Sequence
 
 HELP = "check a config file and list its points without running anything"
 
@@ -11,15 +13,48 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("config", help="experiment YAML file")
 
 
+def requests_phrase(counts: Sequence[int], stats: Sequence[Mapping[str, float]]) -> str:
+    """How many requests each point runs, e.g. ``40 requests each`` or, for a trace
+    replay, ``212 requests each (from trace: 250 read, 38 with nothing to load)``.
+
+    A trace decides its own count (``arrival.limit``, requests with no stored
+    prefix skipped), so ``workload.requests`` would be wrong there; the count
+    printed is the one the run will really plan.
+    """
+    lo, hi = min(counts), max(counts)
+    text = f"{lo} requests each" if lo == hi else f"{lo}–{hi} requests per point"
+    read = [s.get("trace_requests", math.nan) for s in stats]
+    if all(math.isnan(r) for r in read):
+        return text
+    skipped = [s.get("skipped_requests", math.nan) for s in stats]
+    if len({*read}) == 1 and len({*skipped}) == 1:
+        detail = f"{read[0]:.0f} read, {skipped[0]:.0f} with nothing to load"
+    else:
+        detail = "read and skipped per point below"
+    return f"{text} (from trace: {detail})"
+
+
 def main(args: argparse.Namespace) -> int:
     from sim.config import parse_config
+    from sim.workload import planned_requests
 
     cfg, points = parse_config(args.config)
+    memo: dict[str, tuple[int, Mapping[str, float]]] = {}  # points sharing a trace replay once
+    planned = [planned_requests(p.config, memo) for p in points]
+    counts = [n for n, _ in planned]
+    stats = [s for _, s in planned]
     print(
         f"{args.config}: ok — experiment '{cfg.name}', {len(points)} point(s) × "
-        f"{cfg.repeats} repeat(s), {cfg.workload.requests} requests each, "
+        f"{cfg.repeats} repeat(s), {requests_phrase(counts, stats)}, "
         f"output {cfg.output_dir}"
     )
-    for p in points:
-        print(f"  {p.index:3d}  {p.label}")
+    varies = len(set(counts)) > 1
+    for p, n, s in zip(points, counts, stats, strict=True):
+        line = f"  {p.index:3d}  {p.label}"
+        if varies:
+            line += f"  ({n} requests"
+            if not math.isnan(s.get("trace_requests", math.nan)):
+                line += f"; {s['trace_requests']:.0f} read, {s['skipped_requests']:.0f} skipped"
+            line += ")"
+        print(line)
     return 0

@@ -2,26 +2,60 @@
 
 The identity of an experiment is its resolved config (defaults filled in) minus
 where the results go: moving a run directory or passing ``--out`` does not change
-what was measured, any other field does.
+what was measured, any other field does. The config names its data files (a
+trace, an empirical token file, a model's ``hf_config``) by path only, so the
+identity also carries a content hash of each: an edited trace is a different
+experiment even though the config text is the same.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 from typing import Any
 
 from ..config import ExperimentConfig
 
-__all__ = ["config_hash", "config_identity", "first_difference"]
+__all__ = ["DATA_FILES_KEY", "config_hash", "config_identity", "data_files", "first_difference"]
 
 _IGNORED = ("output",)
 
+#: Identity key holding ``{field: "sha256:<hex>"}`` of the config's data files.
+DATA_FILES_KEY = "data_files"
+
+
+def data_files(cfg: ExperimentConfig) -> list[tuple[str, Path]]:
+    """(field, file) of every file whose contents the experiment's results depend on."""
+    out = [(field, Path(path)) for field, path in cfg.workload.data_files()]
+    if cfg.model.hf_config is not None:
+        hf = Path(cfg.model.hf_config)
+        out.append(("model.hf_config", hf / "config.json" if hf.is_dir() else hf))
+    return out
+
+
+def _file_digest(path: Path) -> str:
+    """``sha256:<hex>`` of the file's bytes, or ``missing`` when it cannot be read."""
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    except OSError:
+        return "missing"
+    return f"sha256:{h.hexdigest()}"
+
 
 def config_identity(cfg: ExperimentConfig) -> dict[str, Any]:
+    """The resolved config without ``output``, plus the data files' content hashes
+    (under ``data_files``, present only when the config names any, so that the
+    identity of a config without data files is what it always was)."""
     data = cfg.model_dump(mode="json")
     for key in _IGNORED:
         data.pop(key, None)
+    files = {field: _file_digest(path) for field, path in data_files(cfg)}
+    if files:
+        data[DATA_FILES_KEY] = files
     return data
 
 
@@ -31,24 +65,56 @@ def config_hash(cfg: ExperimentConfig) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def first_difference(old: Any, new: Any, path: str = "") -> str | None:
-    """``"dotted.path: old → new"`` for the first place two JSON trees differ, else None."""
+def _short(digest: Any) -> str:
+    text = str(digest)
+    return text[:19] if text.startswith("sha256:") else text  # "sha256:" + 12 hex digits
+
+
+def _files_difference(old: Any, new: Any) -> str | None:
+    """The first data file whose contents differ, said as such (not as a hash path)."""
+    old = old if isinstance(old, dict) else {}
+    new = new if isinstance(new, dict) else {}
+    for field in sorted(set(old) | set(new)):
+        a, b = old.get(field), new.get(field)
+        if a != b:
+            if a is None:
+                return f"{field}: the run recorded no content hash for this file"
+            return f"{field}: the file's contents changed ({_short(a)} → {_short(b)})"
+    return None
+
+
+def first_difference(old: Any, new: Any) -> str | None:
+    """``"dotted.path: old → new"`` for the first place two identities differ, else None.
+
+    The data files' hashes are compared last, so a changed path is reported as
+    the field that changed, and an edited file as ``"workload.arrival.path: the
+    file's contents changed (sha256:… → sha256:…)"``.
+    """
+    if not (isinstance(old, dict) and isinstance(new, dict)):
+        return _tree_difference(old, new, "")
+    found = _tree_difference(
+        {k: v for k, v in old.items() if k not in (*_IGNORED, DATA_FILES_KEY)},
+        {k: v for k, v in new.items() if k not in (*_IGNORED, DATA_FILES_KEY)},
+        "",
+    )
+    return found or _files_difference(old.get(DATA_FILES_KEY), new.get(DATA_FILES_KEY))
+
+
+def _tree_difference(old: Any, new: Any, path: str) -> str | None:
     if isinstance(old, dict) and isinstance(new, dict):
         for key in sorted(set(old) | set(new), key=str):
-            if key in _IGNORED and not path:
-                continue
             sub = f"{path}.{key}" if path else str(key)
             if key not in old:
                 return f"{sub}: (absent) → {new[key]!r}"
             if key not in new:
                 return f"{sub}: {old[key]!r} → (absent)"
-            found = first_difference(old[key], new[key], sub)
+            found = _tree_difference(old[key], new[key], sub)
             if found:
                 return found
         return None
     if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
         for i, (a, b) in enumerate(zip(old, new, strict=True)):
-            found = first_difference(a, b, f"{path}[{i}]")
+            found = _tree_difference(a, b, f"{path}[{i}]")
             if found:
                 return found
         return None

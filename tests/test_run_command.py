@@ -1,0 +1,64 @@
+"""``kvsim run``: the dry-run listing and the progress bar count the requests a point
+will really run (a trace replay decides its own count, not ``workload.requests``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from sim.cli import main
+from sim.trace import write_trace
+
+#: 5 trace requests; with 128-token chunks 3 of them load something.
+ROWS = [
+    {"timestamp": 10 * i, "input_length": n, "output_length": 1, "hash_ids": ids}
+    for i, (n, ids) in enumerate(
+        [(1200, [0, 1, 2]), (700, [0, 3]), (1100, [0, 1, 2]), (300, [9]), (2000, [0, 1, 7, 8])]
+    )
+]
+
+
+def trace_config(write_config, tmp_path: Path) -> Path:
+    write_trace(tmp_path / "trace.jsonl", ROWS)
+    return write_config(
+        {
+            "model": {"regions": 4, "block_len": [1024], "block_size": 128, "num_blocks": 256},
+            "workload": {
+                "requests": 40,
+                "tokens": 131072,
+                "arrival": {"kind": "trace", "path": "trace.jsonl"},
+            },
+        }
+    )
+
+
+def test_dry_run_lists_the_replayed_count(write_config, tmp_path, capsys) -> None:
+    path = trace_config(write_config, tmp_path)
+    assert main(["run", "--dry-run", str(path)]) == 0
+    row = next(ln for ln in capsys.readouterr().out.splitlines() if "pending" in ln)
+    assert row.split()[-2] == "3"  # requests column: 3 replayed, not workload.requests = 40
+
+
+def test_progress_total_is_the_replayed_count(write_config, tmp_path, capsys, monkeypatch):
+    """The bar's total is planned before any child reports: it must already say 3."""
+    path = trace_config(write_config, tmp_path)
+
+    def fake_run(cfg, points, config_path, out_dir, on_point_start, progress, **kw) -> Any:
+        for p in points:
+            on_point_start(p, 0)  # no progress report: the total stays what was planned
+            rep = SimpleNamespace(label=p.label)
+            kw["on_point_done"](rep, SimpleNamespace(status="ok", elapsed_s=0.1, error=""))
+        return SimpleNamespace(
+            summary_rows=[],
+            axes=[],
+            skipped=0,
+            crashed_points=[],
+            empty_points=[],
+            failed_points=[],
+        )
+
+    monkeypatch.setattr("sim.experiment.run_experiment", fake_run)
+    assert main(["run", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert "3/3 req" in err and "/40 req" not in err

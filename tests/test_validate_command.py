@@ -1,0 +1,61 @@
+"""``kvsim validate``: the request count it prints is the one the run will plan."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from sim.cli import main
+from sim.commands.validate import requests_phrase
+from sim.trace import write_trace
+
+#: 5 trace requests; with 128-token chunks 3 of them load something (lines 2, 3, 5).
+ROWS = [
+    {"timestamp": 0, "input_length": 1200, "output_length": 1, "hash_ids": [0, 1, 2]},
+    {"timestamp": 10, "input_length": 700, "output_length": 1, "hash_ids": [0, 3]},
+    {"timestamp": 20, "input_length": 1100, "output_length": 1, "hash_ids": [0, 1, 2]},
+    {"timestamp": 30, "input_length": 300, "output_length": 1, "hash_ids": [9]},
+    {"timestamp": 40, "input_length": 2000, "output_length": 1, "hash_ids": [0, 1, 7, 8]},
+]
+
+
+def trace_config(write_config, tmp_path: Path, **arrival) -> Path:
+    write_trace(tmp_path / "trace.jsonl", ROWS)
+    return write_config(
+        {
+            "model": {"regions": 4, "block_len": [1024], "block_size": 128, "num_blocks": 256},
+            "workload": {
+                "requests": 40,
+                "tokens": 131072,
+                "arrival": {"kind": "trace", "path": "trace.jsonl", **arrival},
+            },
+        }
+    )
+
+
+def test_validate_prints_the_trace_replay_count(write_config, tmp_path, capsys) -> None:
+    assert main(["validate", str(trace_config(write_config, tmp_path))]) == 0
+    out = capsys.readouterr().out
+    assert "3 requests each (from trace: 5 read, 2 with nothing to load)" in out
+    assert "40 requests" not in out  # workload.requests, which a trace ignores
+
+
+def test_validate_follows_the_limit_per_point(write_config, tmp_path, capsys) -> None:
+    path = trace_config(write_config, tmp_path)
+    text = path.read_text() + "sweep:\n  workload.arrival.limit: [3, 5]\n"
+    path.write_text(text)
+    assert main(["validate", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "2–3 requests per point (from trace: read and skipped per point below)" in out
+    assert "(2 requests; 3 read, 1 skipped)" in out and "(3 requests; 5 read, 2 skipped)" in out
+
+
+def test_validate_without_a_trace_prints_workload_requests(write_config, capsys) -> None:
+    assert main(["validate", str(write_config())]) == 0
+    assert "8 requests each, output" in capsys.readouterr().out
+
+
+def test_requests_phrase() -> None:
+    nan = {"trace_requests": math.nan}
+    assert requests_phrase([40, 40], [nan, nan]) == "40 requests each"
+    assert requests_phrase([10, 40], [nan, nan]) == "10–40 requests per point"

@@ -19,11 +19,28 @@ containers, scans those lists while they are being built. This variant:
 4. pauses the cyclic GC while it builds (``pause_gc``), restoring the previous
    state. This does NOT remove the GC's work (about 0.25 µs per new list of 61
    ints): the new lists stay in generation 0 and the next container allocation,
-   on whatever thread, collects them — in ``kvsim run`` that is usually the same
-   job a moment later, so the job's GIL hold still includes it. It only moves
-   the work out of this call (and avoids several partial collections inside it);
-   ``kvsim bench connectors`` reports it as ``gc_debt_ms`` beside the hold so
-   the trade is visible. ``share_size_rows`` halves it (half as many lists).
+   on whatever thread, collects them while they are alive — in ``kvsim run``
+   usually the same job a moment later, or another thread while the transfer
+   runs. It only moves the work out of this call (and avoids several partial
+   collections inside it); ``kvsim bench connectors`` reports it as
+   ``gc_debt_ms`` and the sustained hold includes it. ``share_size_rows``
+   halves it (half as many lists);
+5. optionally (``promote_young: true``, off by default) ends the pause with
+   ``gc.freeze(); gc.unfreeze()``: in CPython 3.11 (read in its gcmodule.c) both
+   are O(1) list splices (``gc_list_merge`` of every generation into the permanent
+   one, then of the permanent one into the oldest) that also zero the
+   generation counters. The result lists land in the oldest generation, which
+   only full collections scan, so results freed by refcount before the next
+   full collection are never scanned: the debt is gone, not moved. The price,
+   which is why it is an explicit option: it promotes EVERY young object of the
+   process, on every thread, so their cyclic garbage waits for a full
+   collection (more memory held longer; full collections also come later, as
+   promoted objects do not count towards their trigger); and ``unfreeze`` hands
+   anything frozen before (e.g. a server's ``gc.freeze()`` after start-up) back
+   to the collector, so the next full collection scans it. Do not use it in a
+   process that relies on ``gc.freeze()``. Other versions are unverified: free-threaded
+   builds make ``freeze`` a no-op, and 3.14's incremental collector scans the
+   old generation in increments, so the saving may vanish there.
 
 ``prepare_value`` (the per_chunk handler) is a pure-Python fast path: ``map`` over
 precomputed per-region lists, and a copy of the cached size row.
@@ -55,7 +72,14 @@ from .base import AddressVariant, PreparedValues, gil_free
 from .registry import register
 from .token_database import TokenDatabase, cdiv
 
-__all__ = ["RowsOptions", "RowsVariant", "gc_paused", "pause_gc", "resume_gc"]
+__all__ = [
+    "RowsOptions",
+    "RowsVariant",
+    "gc_paused",
+    "pause_gc",
+    "promote_young",
+    "resume_gc",
+]
 
 #: Scratch buffers larger than this (elements) are not kept between requests.
 _SCRATCH_KEEP = 1 << 21
@@ -105,6 +129,17 @@ def resume_gc() -> None:
         gc.enable()
 
 
+def promote_young() -> None:
+    """Move every tracked object of the process to the oldest generation, in O(1).
+
+    ``gc.freeze()`` splices every generation onto the permanent one and zeroes
+    the counters; ``gc.unfreeze()`` splices the permanent one onto the oldest.
+    Objects frozen before are unfrozen too (see the module docstring).
+    """
+    gc.freeze()
+    gc.unfreeze()
+
+
 @contextmanager
 def gc_paused() -> Iterator[None]:
     """``with gc_paused():`` — :func:`pause_gc` / :func:`resume_gc` around a block."""
@@ -129,6 +164,12 @@ class RowsOptions(BaseModel):
         False,
         description="Equal size rows are one list object (no copies); a consumer that "
         "mutates a size row then changes every equal row.",
+    )
+    promote_young: bool = Field(
+        False,
+        description="After building, gc.freeze(); gc.unfreeze(): every young object of "
+        "the process (not only the result) moves to the oldest generation, so young "
+        "collections never scan the result; unfreezes anything frozen before.",
     )
 
 
@@ -187,14 +228,23 @@ class RowsVariant(AddressVariant):
     ) -> PreparedValues:
         if not chunks:
             return [], [], []
-        paused = self._opts.pause_gc
+        opts = self._opts
+        paused = opts.pause_gc or opts.promote_young
         if paused:
             pause_gc()
         try:
-            return self._prepare(chunks, block_ids)
+            out = self._prepare(chunks, block_ids)
+            if opts.promote_young:
+                promote_young()
+            return out
         finally:
             if paused:
                 resume_gc()
+
+    @property
+    def promotes_young(self) -> bool:
+        """Whether each call promotes the process's young objects (``promote_young``)."""
+        return self._opts.promote_young
 
     def _prepare(
         self, chunks: Sequence[tuple[int, int]], block_ids: Sequence[int]

@@ -95,6 +95,11 @@ class AddressVariant:
     Options: ClassVar[type[BaseModel] | None] = None
     #: Whether this variant computes addresses (False for synthetic/noop workloads).
     computes_addresses: ClassVar[bool] = True
+    #: True for a what-if whose ``prepare_values``/``addresses`` natively take chunks as
+    #: an ``(n, 2)`` int64 array and block tables as int64 arrays (as a buffer-accepting
+    #: binding would); ``kvsim bench connectors`` then converts its inputs outside the
+    #: measured region. Lists are still accepted.
+    buffer_inputs: ClassVar[bool] = False
 
     def __init__(self, db: TokenDatabase, options: Any = None) -> None:
         self.db = db

@@ -313,3 +313,40 @@ def test_listing_variants_does_not_import_numba() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_array_takes_int64_buffers_natively_and_equals_the_reference() -> None:
+    """buffer_inputs: an (n, 2) int64 chunk array and an int64 table give scalar's addresses."""
+    assert registry.get_address_variant("array").buffer_inputs
+    assert not registry.get_address_variant("scalar").buffer_inputs
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        db = random_geometry(rng)
+        chunks, table = random_request(rng, db)
+        v = make("array", db)
+        spans, tab = np.asarray(chunks, dtype=np.int64), np.asarray(table, dtype=np.int64)
+        assert as_lists(v.prepare_values(spans, tab)) == reference(db, chunks, table)
+        got = v.addresses(spans, tab, "per_chunk")
+        assert as_lists(got) == reference(db, chunks, table)
+    v = make("array", TokenDatabase((0, 100), (4,), 16, 4))
+    with pytest.raises(ChunkAlignmentError, match=r"\(16, 19\)"):
+        v.prepare_values(np.array([[0, 16], [16, 19]], dtype=np.int64), np.arange(4))
+    with pytest.raises(ValueError, match=r"\(n, 2\)"):
+        v.prepare_values(np.zeros((2, 3), dtype=np.int64), np.arange(4))
+    with pytest.raises(TypeError, match="int64"):
+        v.prepare_values(np.zeros((2, 2), dtype=np.float64), np.arange(4))
+
+
+def test_rows_promote_young_equals_the_reference_and_leaves_nothing_young() -> None:
+    db = TokenDatabase(tuple(range(0, 61 << 30, 1 << 30)), (1 << 16,), 16, 16)
+    v = make("rows", db, {"promote_young": True})
+    assert v.promotes_young and not make("rows", db).promotes_young
+    chunks = [(i * 16, i * 16 + 16) for i in range(300)]
+    table = list(range(300))
+    assert v.prepare_values(chunks, table) == tuple(reference(db, chunks, table))
+    gc.collect()
+    was = gc.get_freeze_count()
+    result = v.prepare_values(chunks, table)
+    assert gc.get_count()[0] < 50  # the 600 new lists are no longer young
+    assert gc.isenabled() and gc.get_freeze_count() == 0 == was
+    del result

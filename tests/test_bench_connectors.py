@@ -31,27 +31,37 @@ def test_bench_writes_every_variant_and_the_floor(tmp_path: Path, capsys) -> Non
     assert rc == 0
     assert list(rows[0]) == bench.CSV_COLUMNS
     names = [r["variant"] for r in rows]
-    assert names[0] == "scalar" and names[-1] == "floor"
+    assert names[0] == "scalar" and names[-2:] == ["floor", "floor:promote"]
     assert {"numpy", "numba", "rows", "array"} <= set(names)
     assert "noop" not in names and "synthetic" not in names  # they compute no addresses
     for r in rows:
         assert (r["regions"], r["chunks"], r["block_size"], r["repeats"]) == ("4", "12", "16", "3")
         assert float(r["gil_hold_ms"]) > 0 and float(r["wall_ms"]) > 0
         assert float(r["gc_debt_ms"]) >= 0 and float(r["free_cpu_ms"]) >= 0
+        assert float(r["sustained_hold_ms"]) > 0 and float(r["sustained_gc_ms"]) >= 0
+        # Only a buffer_inputs what-if is handed arrays; every other row gets lists.
+        assert r["inputs"] == ("arrays" if r["variant"] == "array" else "lists")
     for name in names:
         assert name in out
     assert "÷scalar" in out and "÷floor" in out and "GC debt" in out
 
 
 def test_ratios_are_the_measured_medians_divided(tmp_path: Path, capsys) -> None:
-    rc, rows, _ = _run(tmp_path, capsys, "--variants", "scalar,rows,array")
+    promoted = "rows:promote_young=true"
+    rc, rows, _ = _run(tmp_path, capsys, "--variants", f"scalar,rows,{promoted},array")
     assert rc == 0
     by = {r["variant"]: {k: _num(v) for k, v in r.items()} for r in rows}
-    assert list(by) == ["scalar", "rows", "array", "floor"]
-    s, f = by["scalar"], by["floor"]
+    assert list(by) == ["scalar", "rows", promoted, "array", "floor", "floor:promote"]
+    s = by["scalar"]
+    # A promoting variant is compared with the floor that promotes too.
+    assert by[promoted]["floor"] == "floor:promote" and by["rows"]["floor"] == "floor"
     for r in by.values():
+        f = by[r["floor"]]
         assert math.isclose(r["hold_vs_scalar"], r["gil_hold_ms"] / s["gil_hold_ms"], rel_tol=1e-4)
         assert math.isclose(r["hold_vs_floor"], r["gil_hold_ms"] / f["gil_hold_ms"], rel_tol=1e-4)
+        sus = r["sustained_hold_ms"]
+        assert math.isclose(r["sustained_vs_scalar"], sus / s["sustained_hold_ms"], rel_tol=1e-4)
+        assert math.isclose(r["sustained_vs_floor"], sus / f["sustained_hold_ms"], rel_tol=1e-4)
         assert math.isclose(r["wall_vs_scalar"], r["wall_ms"] / s["wall_ms"], rel_tol=1e-4)
         both = (r["gil_hold_ms"] + r["gc_debt_ms"]) / (s["gil_hold_ms"] + s["gc_debt_ms"])
         assert math.isclose(r["hold_plus_debt_vs_scalar"], both, rel_tol=1e-3)
@@ -68,11 +78,24 @@ def _num(v: str) -> float | str:
         return v
 
 
-def test_bench_leaves_the_gc_as_it_found_it(tmp_path: Path, capsys) -> None:
+@pytest.mark.parametrize("handler", ["per_chunk", "per_group"])
+def test_bench_leaves_the_gc_as_it_found_it(tmp_path: Path, capsys, handler: str) -> None:
     callbacks = list(gc.callbacks)
-    rc, _, _ = _run(tmp_path, capsys, "--variants", "rows", "--handler", "per_chunk")
+    variants = "rows,rows:promote_young=true,array"
+    rc, _, _ = _run(tmp_path, capsys, "--variants", variants, "--handler", handler)
     assert rc == 0
     assert gc.isenabled() and gc.get_freeze_count() == 0 and gc.callbacks == callbacks
+
+
+def test_promoting_leaves_no_young_collection_behind(tmp_path: Path, capsys) -> None:
+    """The per-call GC debt of a promoting run is a small fraction of the pausing one's."""
+    rc, rows, _ = _run(
+        tmp_path, capsys, "--variants", "rows,rows:promote_young=true", "--chunks", "400"
+    )
+    assert rc == 0
+    by = {r["variant"]: float(r["gc_debt_ms"]) for r in rows}
+    assert by["rows:promote_young=true"] < by["rows"] / 3
+    assert by["floor:promote"] < by["floor"] / 3
 
 
 def test_geometry_from_a_config(tmp_path: Path, capsys, write_config) -> None:
@@ -90,7 +113,12 @@ def test_geometry_from_a_config(tmp_path: Path, capsys, write_config) -> None:
 def test_variant_options_in_the_spec(tmp_path: Path, capsys) -> None:
     rc, rows, _ = _run(tmp_path, capsys, "--variants", "scalar,rows:share_size_rows=true")
     assert rc == 0
-    assert [r["variant"] for r in rows] == ["scalar", "rows:share_size_rows=true", "floor"]
+    assert [r["variant"] for r in rows] == [
+        "scalar",
+        "rows:share_size_rows=true",
+        "floor",
+        "floor:promote",
+    ]
     assert bench.parse_variant_spec("rows:pause_gc=false").options == {"pause_gc": False}
 
 

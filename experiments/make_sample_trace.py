@@ -2,7 +2,7 @@
 
     python experiments/make_sample_trace.py [--seed 0] [--out configs/traces/mooncake_sample.jsonl]
 
-The trace is synthetic (see sim/trace_synth.py); nothing is downloaded. With the
+The trace is synthetic (see sim/workload/trace_synth.py); nothing is downloaded. With the
 defaults the output is byte-identical to the committed file, which a test checks.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sim.trace import write_trace
-from sim.trace_synth import synthesize_trace
+from sim.workload.trace import write_trace
+from sim.workload.trace_synth import synthesize_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "configs" / "traces" / "mooncake_sample.jsonl"

@@ -62,9 +62,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     from sim.config import ConfigError
-    from sim.env import StallError
-    from sim.pipeline import WatchdogError
-    from sim.rundir import RunDirError
+    from sim.rundir.guard import RunDirError
+    from sim.runtime.env import StallError
+    from sim.runtime.pipeline import WatchdogError
 
     mod = importlib.import_module(f"sim.commands.{COMMANDS[args.command]}")
     try:

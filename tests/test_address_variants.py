@@ -21,7 +21,7 @@ from connectors import registry
 from connectors.base import AddressVariant, LoadJob
 from connectors.token_database import INT64_MAX, ChunkAlignmentError, TokenDatabase
 from sim.config import GeometryConfig
-from sim.gilmeter import measure
+from sim.instruments.gilmeter import measure
 
 REFERENCE = "scalar"
 #: Variants that return arrays instead of lists (compared after conversion).

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.arrivals import gaps_from_times, onoff_times, open_loop_gaps
 from sim.config import parse_config
 from sim.config.workload import ConstantArrival, OnOffArrival, PoissonArrival
-from sim.point import run_point
+from sim.runtime.point import run_point
+from sim.workload.arrivals import gaps_from_times, onoff_times, open_loop_gaps
 
 
 def _times(gaps: list[float]) -> np.ndarray:

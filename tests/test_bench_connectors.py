@@ -13,7 +13,7 @@ from connectors.base import AddressVariant
 from connectors.registry import _ADDRESS
 from sim.benches import connectors as bench
 from sim.cli import main
-from sim.outputs import read_csv
+from sim.rundir.outputs import read_csv
 
 TINY = ["--regions", "4", "--chunks", "12", "--block-size", "16", "--repeats", "3"]
 

@@ -10,7 +10,7 @@ import pytest
 
 from sim.benches.index import CSV_COLUMNS, _check, default_cases, run_bench
 from sim.cli import main as cli_main
-from sim.outputs import read_csv
+from sim.rundir.outputs import read_csv
 
 
 def _cuda() -> bool:

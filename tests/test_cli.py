@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sim.cli import main
-from sim.outputs import read_csv
+from sim.rundir.outputs import read_csv
 
 
 def test_validate_ok(write_config, capsys) -> None:

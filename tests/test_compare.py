@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sim.bootstrap import ratio_interval, stat_interval
+from sim.analysis.bootstrap import ratio_interval, stat_interval
+from sim.analysis.compare import compare
 from sim.cli import main
-from sim.compare import compare
-from sim.outputs import read_csv, write_csv, write_json
-from sim.results import load_results
+from sim.rundir.outputs import read_csv, write_csv, write_json
+from sim.rundir.reader import load_results
 
 # --- a synthetic run directory --------------------------------------------------------
 

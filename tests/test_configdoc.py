@@ -5,14 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from sim.config import ExperimentConfig
-from sim.configdoc import render
+from sim.config.doc import render
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "config.md"
 
 
 def test_reference_is_up_to_date() -> None:
     assert DOC.read_text(encoding="utf-8") == render(), (
-        "docs/config.md is stale: run `python -m sim.configdoc > docs/config.md`"
+        "docs/config.md is stale: run `python -m sim.config.doc > docs/config.md`"
     )
 
 

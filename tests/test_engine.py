@@ -11,11 +11,11 @@ import pytest
 from pydantic import ValidationError
 
 from connectors import registry
-from sim.addons import build_addons
 from sim.config import ConfigError, EngineConfig, ExperimentConfig, parse_config
-from sim.engine import STEP_COLUMNS, EngineLoop, engine_addon, summarize_steps
-from sim.env import HybridEnvironment
-from sim.metrics import SUMMARY_METRICS
+from sim.instruments.engine import STEP_COLUMNS, EngineLoop, engine_addon, summarize_steps
+from sim.runtime.addons import build_addons
+from sim.runtime.env import HybridEnvironment
+from sim.runtime.metrics import SUMMARY_METRICS
 
 
 def _engine_threads() -> list[threading.Thread]:
@@ -118,7 +118,7 @@ def test_steps_have_sane_fields_and_the_thread_stops(variant: str) -> None:
 @pytest.mark.realthreads
 def test_engine_steps_go_through_the_gil_meter() -> None:
     """Every step's hold reaches an open ledger under ``engine``, none under requests."""
-    from sim import gilmeter
+    from sim.instruments import gilmeter
 
     cfg = EngineConfig(enabled=True, batch_size=8, forward_ms=1.0, baseline_steps=3)
     loop = EngineLoop(cfg)
@@ -218,7 +218,7 @@ def test_a_gil_holding_thread_inflates_the_step_against_the_alone_baseline() -> 
 
 @pytest.mark.realthreads
 def test_run_point_writes_engine_columns_and_steps(write_config) -> None:
-    from sim.point import run_point
+    from sim.runtime.point import run_point
 
     path = write_config(
         {"engine": {"enabled": True, "forward_ms": 0.5, "baseline_steps": 5, "batch_size": 4}}

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from sim.env import HybridEnvironment, StallError
+from sim.runtime.env import HybridEnvironment, StallError
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -9,10 +9,10 @@ import statistics
 import pytest
 
 from sim.config import parse_config
-from sim.experiment import axis_columns, plan_sweep, run_experiment
-from sim.outputs import read_csv
-from sim.rundir import prepare_run_dir
+from sim.rundir.guard import prepare_run_dir
+from sim.rundir.outputs import read_csv
 from sim.sweep import aggregate_repeats, config_hash, first_difference
+from sim.sweep.experiment import axis_columns, plan_sweep, run_experiment
 
 
 def test_aggregate_repeats_means_spreads_sums_and_statuses() -> None:

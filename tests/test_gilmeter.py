@@ -17,11 +17,11 @@ import pytest
 from connectors.address_synthetic import SyntheticOptions, SyntheticVariant
 from connectors.base import LoadJob, gil_free
 from connectors.token_database import TokenDatabase
-from sim import gilmeter
-from sim.env import HybridEnvironment
-from sim.gilmeter import JobTiming, close_ledger, measure, open_ledger
-from sim.pipeline import cpu_stages
-from sim.workers import JobOutcome, WorkerPool
+from sim.instruments import gilmeter
+from sim.instruments.gilmeter import JobTiming, close_ledger, measure, open_ledger
+from sim.runtime.env import HybridEnvironment
+from sim.runtime.pipeline import cpu_stages
+from sim.runtime.workers import JobOutcome, WorkerPool
 
 DB = TokenDatabase(kv_caches_base_addr=(0,), block_len=(4096,), block_size=128, hash_block_size=128)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sim.hf_config import HFConfigError, kv_layout, read_hf_config
+from sim.config.hf_config import HFConfigError, kv_layout, read_hf_config
 
 DATA = Path(__file__).resolve().parent / "data"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from sim.config import parse_config
-from sim.noise import measure_noise_floor, noise_floor_summary
-from sim.point import run_point
+from sim.instruments.noise import measure_noise_floor, noise_floor_summary
+from sim.runtime.point import run_point
 
 
 def test_summary_pools_every_side() -> None:

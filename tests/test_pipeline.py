@@ -9,9 +9,9 @@ import pytest
 from connectors.base import AddressVariant
 from connectors.registry import _ADDRESS
 from sim.config import parse_config
-from sim.point import run_point
-from sim.records import REQUEST_COLUMNS
-from sim.workload import request_bytes
+from sim.runtime.point import run_point
+from sim.runtime.records import REQUEST_COLUMNS
+from sim.workload.plan import request_bytes
 
 pytestmark = pytest.mark.realthreads
 

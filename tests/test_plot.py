@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from test_compare import write_run  # the synthetic run directory builder
 
+from sim.analysis.plot import choose_x_axis, plot_results
 from sim.cli import main
-from sim.plot import choose_x_axis, plot_results
-from sim.results import load_results
+from sim.rundir.reader import load_results
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

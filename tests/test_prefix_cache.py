@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sim.prefix_cache import PrefixCache
+from sim.workload.prefix_cache import PrefixCache
 
 
 def test_only_a_leading_run_of_stored_blocks_hits() -> None:

@@ -9,12 +9,9 @@ import time
 
 import pytest
 
-from sim import gilmeter
 from sim.config import parse_config
-from sim.env import HybridEnvironment
-from sim.metrics import SUMMARY_METRICS
-from sim.point import run_point
-from sim.probe import (
+from sim.instruments import gilmeter
+from sim.instruments.probe import (
     ProbeAddOn,
     SentinelProbe,
     busy_fraction,
@@ -22,6 +19,9 @@ from sim.probe import (
     probe_addon,
     run_delay_ns,
 )
+from sim.runtime.env import HybridEnvironment
+from sim.runtime.metrics import SUMMARY_METRICS
+from sim.runtime.point import run_point
 
 
 def test_busy_fraction_counts_targets_later_than_tau() -> None:

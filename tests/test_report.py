@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.console import Console
 
-from sim.report import comparison_table
+from sim.analysis.report import comparison_table
 
 
 def _rows(stall: float = math.nan, step: float = math.nan, infl: float = math.nan) -> list:

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from sim.cli import main
-from sim.trace import write_trace
+from sim.workload.trace import write_trace
 
 #: 5 trace requests; with 128-token chunks 3 of them load something.
 ROWS = [
@@ -58,7 +58,7 @@ def test_progress_total_is_the_replayed_count(write_config, tmp_path, capsys, mo
             failed_points=[],
         )
 
-    monkeypatch.setattr("sim.experiment.run_experiment", fake_run)
+    monkeypatch.setattr("sim.sweep.experiment.run_experiment", fake_run)
     assert main(["run", str(path)]) == 0
     err = capsys.readouterr().err
     assert "3/3 req" in err and "/40 req" not in err

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from sim.outputs import atomic_write_text, write_csv, write_json
-from sim.rundir import RunDirError, is_kvsim_run, prepare_run_dir
+from sim.rundir.guard import RunDirError, is_kvsim_run, prepare_run_dir
+from sim.rundir.outputs import atomic_write_text, write_csv, write_json
 
 
 def _fake_run(path: Path) -> None:
@@ -59,7 +59,7 @@ def test_atomic_write_leaves_old_file_whole_when_interrupted(tmp_path: Path, mon
     def boom(*_a, **_k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("sim.outputs.os.replace", boom)
+    monkeypatch.setattr("sim.rundir.outputs.os.replace", boom)
     with pytest.raises(KeyboardInterrupt):
         atomic_write_text(target, "half")
     assert target.read_text() == before

@@ -10,10 +10,10 @@ import pytest
 from connectors.base import AddressVariant
 from connectors.registry import _ADDRESS
 from sim.config import StoreConfig, parse_config
-from sim.env import HybridEnvironment
-from sim.pipeline import WatchdogError
-from sim.point import run_point
-from sim.store import StoreModel
+from sim.runtime.env import HybridEnvironment
+from sim.runtime.pipeline import WatchdogError
+from sim.runtime.point import run_point
+from sim.store.model import StoreModel
 
 pytestmark = pytest.mark.realthreads
 

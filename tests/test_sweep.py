@@ -14,10 +14,10 @@ import pytest
 
 from sim.cli import main
 from sim.config import parse_config
-from sim.experiment import plan_sweep, run_experiment
-from sim.outputs import read_csv
-from sim.rundir import RunDirError, prepare_run_dir
+from sim.rundir.guard import RunDirError, prepare_run_dir
+from sim.rundir.outputs import read_csv
 from sim.sweep import read_status, rep_runs
+from sim.sweep.experiment import plan_sweep, run_experiment
 
 pytestmark = pytest.mark.realthreads
 
@@ -93,10 +93,10 @@ def _crashy_child(tmp_path: Path) -> list[str]:
         "    sys.stderr.flush()\n"
         "    os._exit(3)\n"
         "if spec['index'] == 1:\n"
-        "    import sim.point\n"
+        "    import sim.runtime.point\n"
         "    def boom(*a, **k):\n"
         "        raise RuntimeError('variant exploded')\n"
-        "    sim.point.run_point = boom\n"
+        "    sim.runtime.point.run_point = boom\n"
         "from sim.sweep.child import main\n"
         "sys.exit(main(sys.argv[1:]))\n"
     )
@@ -205,7 +205,7 @@ TRACE_ROWS = [
 
 
 def _trace_experiment(write_config, tmp_path: Path) -> Path:
-    from sim.trace import write_trace
+    from sim.workload.trace import write_trace
 
     write_trace(tmp_path / "trace.jsonl", TRACE_ROWS)
     return write_config(
@@ -222,7 +222,7 @@ def _trace_experiment(write_config, tmp_path: Path) -> Path:
 
 def test_resume_refuses_an_edited_trace_and_names_the_file(write_config, tmp_path) -> None:
     """The config records the trace by path; its contents are part of the identity too."""
-    from sim.experiment import check_resumable
+    from sim.sweep.experiment import check_resumable
 
     path = _trace_experiment(write_config, tmp_path)
     out = tmp_path / "out"
@@ -231,7 +231,7 @@ def test_resume_refuses_an_edited_trace_and_names_the_file(write_config, tmp_pat
     check_resumable(cfg, out)  # unchanged: resumable
     assert plan_sweep(*parse_config(path), out).difference == ""
 
-    from sim.trace import write_trace
+    from sim.workload.trace import write_trace
 
     write_trace(tmp_path / "trace.jsonl", [*TRACE_ROWS, TRACE_ROWS[2] | {"timestamp": 50}])
     cfg, points = parse_config(path)  # same config text, edited trace

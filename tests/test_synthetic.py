@@ -19,11 +19,11 @@ from connectors.address_synthetic import (
 from connectors.base import LoadJob
 from connectors.token_database import TokenDatabase
 from sim.config import ConfigError, parse_config
-from sim.experiment import run_experiment
-from sim.outputs import read_csv
-from sim.point import run_point
-from sim.rundir import prepare_run_dir
-from sim.workload import plan_workload
+from sim.rundir.guard import prepare_run_dir
+from sim.rundir.outputs import read_csv
+from sim.runtime.point import run_point
+from sim.sweep.experiment import run_experiment
+from sim.workload.plan import plan_workload
 
 DB = TokenDatabase(kv_caches_base_addr=(0,), block_len=(4096,), block_size=128, hash_block_size=128)
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from sim.config import ConfigError, parse_config
-from sim.trace import TraceError, read_trace, write_trace
-from sim.trace_synth import SynthSpec, synthesize_trace
+from sim.workload.trace import TraceError, read_trace, write_trace
+from sim.workload.trace_synth import SynthSpec, synthesize_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "configs" / "traces" / "mooncake_sample.jsonl"

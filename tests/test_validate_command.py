@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sim.cli import main
 from sim.commands.validate import requests_phrase
-from sim.trace import write_trace
+from sim.workload.trace import write_trace
 
 #: 5 trace requests; with 128-token chunks 3 of them load something (lines 2, 3, 5).
 ROWS = [

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from sim.env import HybridEnvironment
-from sim.workers import JobOutcome, WorkerPool
+from sim.runtime.env import HybridEnvironment
+from sim.runtime.workers import JobOutcome, WorkerPool
 
 pytestmark = pytest.mark.realthreads
 

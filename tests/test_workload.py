@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 from sim.config import ConfigError, parse_config
-from sim.metrics import PLANNED_METRICS
-from sim.point import run_point
-from sim.replay import cache_capacity_blocks, trace_block_bytes
-from sim.trace import TraceError, write_trace
-from sim.workload import plan_workload, planned_requests
+from sim.runtime.metrics import PLANNED_METRICS
+from sim.runtime.point import run_point
+from sim.workload.plan import plan_workload, planned_requests
+from sim.workload.replay import cache_capacity_blocks, trace_block_bytes
+from sim.workload.trace import TraceError, write_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 

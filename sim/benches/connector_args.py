@@ -72,8 +72,8 @@ def bench_geometry(args: argparse.Namespace) -> BenchGeometry:
     """The geometry from --config and/or flags (flags win); ValueError with the field at fault."""
     from pydantic import ValidationError
 
-    from ..config import GeometryConfig, load_config
-    from ..config.workload import FixedTokens
+    from sim.config import GeometryConfig, load_config
+    from sim.config.workload import FixedTokens
 
     raw: dict[str, Any] = {}
     tokens = None

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .connector_floor import FLOOR, FLOOR_PROMOTE
+from sim.benches.connector_floor import FLOOR, FLOOR_PROMOTE
 
 __all__ = ["CSV_COLUMNS", "RowMeasure", "result_rows", "table"]
 

@@ -3,7 +3,7 @@
 Two measurements per variant:
 
 - **per call** (:func:`measure_once`): one request under the simulator's GIL
-  meter (``sim.gilmeter.measure``): hold (thread CPU minus declared GIL-free
+  meter (``sim.instruments.gilmeter.measure``): hold (thread CPU minus declared GIL-free
   CPU), wall, declared GIL-free CPU; with ``gc.callbacks`` timing every
   collection, the GC CPU inside the request (part of the hold) and its **GC
   debt**: every collection after the request ended plus a generation-0
@@ -75,7 +75,7 @@ def _fresh_heap(clock: GcClock) -> None:
 
 def measure_once(fn: Callable[[], Any], samples: dict[str, list[float]], clock: GcClock) -> None:
     """One request: its timing, the GC it ran inside, and the GC it left behind."""
-    from ..gilmeter import measure
+    from sim.instruments.gilmeter import measure
 
     _fresh_heap(clock)
     result, error, t = measure(fn)

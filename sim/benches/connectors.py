@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .connector_args import (
+from sim.benches.connector_args import (
     SEED_CHUNKS,
     BenchGeometry,
     VariantSpec,
@@ -36,7 +36,7 @@ from .connector_args import (
     int_list,
     parse_variant_spec,
 )
-from .connector_report import BASELINE, CSV_COLUMNS
+from sim.benches.connector_report import BASELINE, CSV_COLUMNS
 
 __all__ = [
     "CSV_COLUMNS",
@@ -108,7 +108,7 @@ class _Candidate:
 def _variant_candidate(insts: list[Any], chunks: list[tuple[int, int]], handler: str) -> _Candidate:
     import numpy as np
 
-    from .connector_floor import FLOOR, FLOOR_PROMOTE
+    from sim.benches.connector_floor import FLOOR, FLOOR_PROMOTE
 
     buffers = bool(type(insts[0]).buffer_inputs)
     native_chunks: Any = np.asarray(chunks, dtype=np.int64).reshape(-1, 2) if buffers else chunks
@@ -151,10 +151,9 @@ def run_bench(
 
     from connectors import registry
     from connectors.token_database import TokenDatabase
-
-    from .connector_floor import FLOOR, FLOOR_PROMOTE, Floor
-    from .connector_report import RowMeasure, result_rows
-    from .connector_timing import METRICS, gc_harness, measure_once, measure_sustained
+    from sim.benches.connector_floor import FLOOR, FLOOR_PROMOTE, Floor
+    from sim.benches.connector_report import RowMeasure, result_rows
+    from sim.benches.connector_timing import METRICS, gc_harness, measure_once, measure_sustained
 
     if repeats < 1:
         raise ValueError(f"--repeats must be >= 1, got {repeats}")
@@ -247,9 +246,9 @@ def default_specs() -> list[VariantSpec]:
 def main(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from ..manifest import machine_info, package_versions
-    from ..outputs import write_csv
-    from .connector_report import LEGEND, table
+    from sim.benches.connector_report import LEGEND, table
+    from sim.rundir.manifest import machine_info, package_versions
+    from sim.rundir.outputs import write_csv
 
     console = Console()
     if not console.is_terminal:  # piped or captured: room for the whole table

@@ -218,9 +218,8 @@ def main(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from connectors import registry
-
-    from ..manifest import machine_info
-    from ..outputs import write_csv
+    from sim.rundir.manifest import machine_info
+    from sim.rundir.outputs import write_csv
 
     known = registry.index_variant_names()
     wanted = [v.strip() for v in args.variants.split(",")] if args.variants else known

@@ -39,11 +39,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from sim.compare import compare
-    from sim.outputs import atomic_write_text, write_csv
-    from sim.report import comparison_markdown, comparison_rows
-    from sim.results import load_results
-    from sim.rundir import RunDirError
+    from sim.analysis.compare import compare
+    from sim.analysis.report import comparison_markdown, comparison_rows
+    from sim.rundir.guard import RunDirError
+    from sim.rundir.outputs import atomic_write_text, write_csv
+    from sim.rundir.reader import load_results
 
     if not 100 <= args.bootstrap <= 1_000_000:
         raise RunDirError(f"--bootstrap {args.bootstrap}: allowed 100 to 1000000 resamples")

@@ -21,9 +21,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from sim.plot import plot_results
-    from sim.results import load_results
-    from sim.rundir import RunDirError
+    from sim.analysis.plot import plot_results
+    from sim.rundir.guard import RunDirError
+    from sim.rundir.reader import load_results
 
     res = load_results(args.results)
     out = Path(args.out) if args.out else res.dir / "figures"

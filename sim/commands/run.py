@@ -45,7 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def _planned_counts(points: list[Any]) -> dict[int, int]:
     """Requests each point will run, by point index: from the trace replay when there is
     one (its limit, less the requests with nothing to load), else ``workload.requests``."""
-    from sim.workload import planned_requests
+    from sim.workload.plan import planned_requests
 
     memo: dict[str, Any] = {}
     return {p.index: planned_requests(p.config, memo)[0] for p in points}
@@ -56,7 +56,7 @@ def _dry_run(cfg: Any, points: list[Any], out_dir: Path) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from sim.experiment import plan_sweep
+    from sim.sweep.experiment import plan_sweep
 
     plan = plan_sweep(cfg, points, out_dir)
     counts = _planned_counts(points)
@@ -110,7 +110,7 @@ def _run_with_progress(cfg: Any, points: list[Any], args: argparse.Namespace, ou
         TimeRemainingColumn,
     )
 
-    from sim.experiment import plan_sweep, run_experiment
+    from sim.sweep.experiment import plan_sweep, run_experiment
 
     todo = plan_sweep(cfg, points, out_dir).pending if args.resume else None
     runs = len(todo) if todo is not None else len(points) * cfg.repeats
@@ -180,20 +180,20 @@ def _noise_floor(rows: list[dict[str, Any]]) -> float:
 
 def main(args: argparse.Namespace) -> int:
     from sim.config import parse_config
-    from sim.rundir import prepare_run_dir
+    from sim.rundir.guard import prepare_run_dir
 
     cfg, points = parse_config(args.config)
     out_dir = Path(args.out or cfg.output_dir)
     if args.dry_run:
         return _dry_run(cfg, points, out_dir)
     if args.resume:
-        from sim.experiment import check_resumable
+        from sim.sweep.experiment import check_resumable
 
         check_resumable(cfg, out_dir)
     prepare_run_dir(out_dir, args.force, args.resume)
 
     if args.quiet:
-        from sim.experiment import run_experiment
+        from sim.sweep.experiment import run_experiment
 
         result = run_experiment(
             cfg,
@@ -206,7 +206,7 @@ def main(args: argparse.Namespace) -> int:
     else:
         result = _run_with_progress(cfg, points, args, out_dir)
 
-    from sim.report import comparison_table, pick_baseline
+    from sim.analysis.report import comparison_table, pick_baseline
 
     rows = result.summary_rows
     if not args.quiet:
@@ -237,7 +237,7 @@ def main(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     if result.crashed_points:
-        from sim.experiment import plan_sweep
+        from sim.sweep.experiment import plan_sweep
 
         for run in plan_sweep(cfg, points, out_dir).pending:
             log = run.rep.dir / "stderr.log"

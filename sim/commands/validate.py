@@ -36,7 +36,7 @@ def requests_phrase(counts: Sequence[int], stats: Sequence[Mapping[str, float]])
 
 def main(args: argparse.Namespace) -> int:
     from sim.config import parse_config
-    from sim.workload import planned_requests
+    from sim.workload.plan import planned_requests
 
     cfg, points = parse_config(args.config)
     memo: dict[str, tuple[int, Mapping[str, float]]] = {}  # points sharing a trace replay once

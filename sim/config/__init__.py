@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from .engine import EngineConfig
-from .experiment import ExperimentConfig, Point, expand_points
-from .geometry import GeometryConfig
-from .loader import ConfigError, load_config, load_points, parse_config
-from .sections import ConnectorConfig, GilConfig, OutputConfig, StoreConfig
-from .workload import WorkloadConfig
+from sim.config.engine import EngineConfig
+from sim.config.experiment import ExperimentConfig, Point, expand_points
+from sim.config.geometry import GeometryConfig
+from sim.config.loader import ConfigError, load_config, load_points, parse_config
+from sim.config.sections import ConnectorConfig, GilConfig, OutputConfig, StoreConfig
+from sim.config.workload import WorkloadConfig
 
 __all__ = [
     "ConfigError",

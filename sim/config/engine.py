@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field, StrictBool, field_validator, model_validator
 
-from .types import FrozenModel, NonNegFloat, PosInt
+from sim.config.types import FrozenModel, NonNegFloat, PosInt
 
 __all__ = ["EngineConfig"]
 

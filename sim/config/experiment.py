@@ -8,11 +8,11 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from .engine import EngineConfig
-from .geometry import GeometryConfig
-from .sections import ConnectorConfig, GilConfig, LimitsConfig, OutputConfig, StoreConfig
-from .types import FrozenModel, NonNegInt, PosInt
-from .workload import WorkloadConfig
+from sim.config.engine import EngineConfig
+from sim.config.geometry import GeometryConfig
+from sim.config.sections import ConnectorConfig, GilConfig, LimitsConfig, OutputConfig, StoreConfig
+from sim.config.types import FrozenModel, NonNegInt, PosInt
+from sim.config.workload import WorkloadConfig
 
 __all__ = ["ExperimentConfig", "Point", "expand_points"]
 

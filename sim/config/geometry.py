@@ -6,9 +6,9 @@ from typing import Any
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from ..hf_config import DTYPE_BYTES
-from .model_source import resolve_model_source
-from .types import FrozenModel, PosInt
+from sim.config.hf_config import DTYPE_BYTES
+from sim.config.model_source import resolve_model_source
+from sim.config.types import FrozenModel, PosInt
 
 __all__ = ["INT64_MAX", "GeometryConfig"]
 

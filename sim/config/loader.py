@@ -13,8 +13,8 @@ from typing import Any, get_args
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from .experiment import ExperimentConfig, Point, expand_points
-from .paths import CONFIG_DIR
+from sim.config.experiment import ExperimentConfig, Point, expand_points
+from sim.config.paths import CONFIG_DIR
 
 __all__ = ["ConfigError", "load_config", "load_points", "parse_config"]
 
@@ -243,7 +243,7 @@ def _check_data_files(path: Path, node: yaml.Node | None, cfgs: list[ExperimentC
             if file in seen:
                 continue
             seen.add(file)
-            from sim.trace import read_trace
+            from sim.workload.trace import read_trace
 
             try:
                 read_trace(file)

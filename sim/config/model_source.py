@@ -13,9 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..hf_config import HFConfigError, KVLayout, kv_layout, read_hf_config
-from .paths import resolve_path
-from .presets import get_preset
+from sim.config.hf_config import HFConfigError, KVLayout, kv_layout, read_hf_config
+from sim.config.paths import resolve_path
+from sim.config.presets import get_preset
 
 __all__ = ["layout_for", "resolve_model_source"]
 

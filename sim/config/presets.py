@@ -1,7 +1,7 @@
 """Named model geometries: the config.json fields of well-known models that shape the KV cache.
 
 A preset is just the subset of a Hugging Face ``config.json`` that
-:func:`sim.hf_config.kv_layout` reads, so a preset and the model's own file
+:func:`sim.config.hf_config.kv_layout` reads, so a preset and the model's own file
 resolve through one code path and cannot disagree. Figures are those of the
 published model configs.
 """

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field, StrictBool
 
-from .types import FrozenModel, NonNegFloat, NonNegInt, PosFloat, PosInt, Prob
+from sim.config.types import FrozenModel, NonNegFloat, NonNegInt, PosFloat, PosInt, Prob
 
 __all__ = ["ConnectorConfig", "GilConfig", "LimitsConfig", "OutputConfig", "StoreConfig"]
 
@@ -44,7 +44,7 @@ class StoreConfig(FrozenModel):
 
 
 class GilConfig(FrozenModel):
-    """GIL settings and the sentinel probe that measures stalls and GIL busy (sim.probe)."""
+    """GIL settings and the sentinel probe that measures stalls and GIL busy."""
 
     switch_interval_ms: PosFloat = Field(
         5.0, le=1000, description="sys.setswitchinterval for the run (CPython default 5 ms)."

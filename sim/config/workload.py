@@ -6,8 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from .paths import resolve_path
-from .types import FrozenModel, NonNegFloat, PosFloat, PosInt
+from sim.config.paths import resolve_path
+from sim.config.types import FrozenModel, NonNegFloat, PosFloat, PosInt
 
 __all__ = [
     "ArrivalConfig",

@@ -8,10 +8,10 @@ finished runs become the run's top-level tables.
 
 from __future__ import annotations
 
-from .combine import Combiner, aggregate_repeats
-from .identity import config_hash, config_identity, first_difference
-from .layout import POINTS_DIR, RepRun, read_status, rep_runs
-from .runner import CHILD_COMMAND, RepOutcome, run_rep
+from sim.rundir.combine import Combiner, aggregate_repeats
+from sim.rundir.layout import POINTS_DIR, RepRun, read_status, rep_runs
+from sim.sweep.identity import config_hash, config_identity, first_difference
+from sim.sweep.runner import CHILD_COMMAND, RepOutcome, run_rep
 
 __all__ = [
     "CHILD_COMMAND",

@@ -26,8 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-from .identity import config_hash
-from .layout import SPEC_FILE, RepRun, write_status
+from sim.rundir.layout import SPEC_FILE, RepRun, write_status
+from sim.sweep.identity import config_hash
 
 __all__ = ["execute", "main", "one_line", "write_spec"]
 
@@ -44,7 +44,7 @@ def one_line(exc: BaseException) -> str:
 
 def write_spec(rep: RepRun, config_path: Path) -> Path:
     """What the child needs to find its point again; written by the parent."""
-    from ..outputs import write_json
+    from sim.rundir.outputs import write_json
 
     spec = {
         "config_path": str(config_path.resolve()),
@@ -69,12 +69,12 @@ def execute(rep_dir: Path, progress: ProgressFn | None = None) -> dict[str, Any]
 
     Raises whatever the point raised; the caller records the failure.
     """
-    from ..config import parse_config
-    from ..experiment import axis_columns
-    from ..metrics import SUMMARY_METRICS
-    from ..outputs import write_csv
-    from ..point import run_point
-    from ..records import REQUEST_COLUMNS
+    from sim.config import parse_config
+    from sim.rundir.outputs import write_csv
+    from sim.runtime.metrics import SUMMARY_METRICS
+    from sim.runtime.point import run_point
+    from sim.runtime.records import REQUEST_COLUMNS
+    from sim.sweep.experiment import axis_columns
 
     spec = json.loads((rep_dir / SPEC_FILE).read_text(encoding="utf-8"))
     _cfg, points = parse_config(spec["config_path"])

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..config import ExperimentConfig
+from sim.config import ExperimentConfig
 
 __all__ = ["DATA_FILES_KEY", "config_hash", "config_identity", "data_files", "first_difference"]
 

@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .child import execute, one_line, write_spec
-from .layout import LOG_FILE, RepRun, clear_rep_dir, read_status, write_status
+from sim.rundir.layout import LOG_FILE, RepRun, clear_rep_dir, read_status, write_status
+from sim.sweep.child import execute, one_line, write_spec
 
 __all__ = ["CHILD_COMMAND", "RepOutcome", "run_rep"]
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..config import Point
-from ..outputs import write_json
+from sim.config import Point
+from sim.rundir.outputs import write_json
 
 __all__ = [
     "LOG_FILE",

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from .outputs import read_csv
-from .rundir import RunDirError
+from sim.rundir.guard import RunDirError
+from sim.rundir.outputs import read_csv
 
 __all__ = ["RunResults", "as_float", "column", "load_results"]
 

@@ -2,7 +2,7 @@
 
 matplotlib is imported (with the non-interactive Agg backend) only inside
 :func:`plot_results`, so nothing else in kvsim pays for it. Every figure is
-drawn from the run directory's CSVs (see ``sim.figures``):
+drawn from the run directory's CSVs (see ``sim.analysis.figures``):
 
 * ``latency_cdf.png`` — load latency CDF per variant and workers, one panel per
   value of the other axes;
@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .results import RunResults, as_float
+from sim.rundir.reader import RunResults, as_float
 
 __all__ = ["Layout", "choose_x_axis", "label", "plot_results"]
 
@@ -126,7 +126,7 @@ def plot_results(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from . import figures
+    from sim.analysis import figures
 
     layout = Layout(list(res.axes), choose_x_axis(res, x))
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .config import GeometryConfig
-from .config.workload import PrefixCacheConfig, TraceArrival
-from .metrics import PLANNED_METRICS
-from .prefix_cache import PrefixCache
-from .trace import Trace, TraceError
+from sim.config import GeometryConfig
+from sim.config.workload import PrefixCacheConfig, TraceArrival
+from sim.runtime.metrics import PLANNED_METRICS
+from sim.workload.prefix_cache import PrefixCache
+from sim.workload.trace import Trace, TraceError
 
 __all__ = ["ReplayPlan", "cache_capacity_blocks", "plan_replay", "trace_block_bytes"]
 

@@ -13,17 +13,16 @@ import numpy as np
 
 from connectors import registry
 from connectors.token_database import TokenDatabase
-
-from .addons import build_addons
-from .config import ExperimentConfig, Point
-from .env import HybridEnvironment
-from .metrics import summarize_requests
-from .noise import measure_noise_floor, noise_floor_summary
-from .pipeline import LoadPipeline
-from .records import RequestRecord
-from .store import StoreModel
-from .workers import WorkerPool
-from .workload import Workload, plan_workload
+from sim.config import ExperimentConfig, Point
+from sim.instruments.noise import measure_noise_floor, noise_floor_summary
+from sim.runtime.addons import build_addons
+from sim.runtime.env import HybridEnvironment
+from sim.runtime.metrics import summarize_requests
+from sim.runtime.pipeline import LoadPipeline
+from sim.runtime.records import RequestRecord
+from sim.runtime.workers import WorkerPool
+from sim.store.model import StoreModel
+from sim.workload.plan import Workload, plan_workload
 
 __all__ = ["PointResult", "build_variants", "run_point", "switch_interval"]
 

@@ -15,10 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from connectors.base import LoadJob
-
-from .arrivals import gaps_from_times, open_loop_gaps
-from .config import ExperimentConfig, GeometryConfig
-from .config.workload import (
+from sim.config import ExperimentConfig, GeometryConfig
+from sim.config.workload import (
     ClosedLoopArrival,
     EmpiricalTokens,
     FixedTokens,
@@ -26,9 +24,10 @@ from .config.workload import (
     TraceArrival,
     UniformTokens,
 )
-from .metrics import PLANNED_METRICS
-from .replay import plan_replay
-from .trace import read_trace
+from sim.runtime.metrics import PLANNED_METRICS
+from sim.workload.arrivals import gaps_from_times, open_loop_gaps
+from sim.workload.replay import plan_replay
+from sim.workload.trace import read_trace
 
 __all__ = ["PlannedRequest", "Workload", "plan_workload", "planned_requests", "request_bytes"]
 

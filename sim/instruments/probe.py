@@ -15,7 +15,7 @@ sees the GIL's wall-clock occupancy, including time a holder spends preempted by
 the OS; docs/gil-method.md lists this and the other error sources.
 
 :class:`ProbeAddOn` runs the probe beside a point and sets its estimate beside
-the GIL meter's: the sum of per-request holds (a :class:`~sim.gilmeter.HoldLedger`),
+the GIL meter's: the sum of per-request holds (a :class:`~sim.instruments.gilmeter.HoldLedger`),
 the engine loop's step holds (same ledger, when the engine runs) and the
 simulation thread's own CPU time, all over the same window, with the
 time the process's threads waited for a core (a thread preempted while holding
@@ -33,12 +33,12 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from .gilmeter import ENGINE, HoldLedger, close_ledger, open_ledger
-from .metrics import percentiles
+from sim.instruments.gilmeter import ENGINE, HoldLedger, close_ledger, open_ledger
+from sim.runtime.metrics import percentiles
 
 if TYPE_CHECKING:
-    from .config import ExperimentConfig
-    from .env import HybridEnvironment
+    from sim.config import ExperimentConfig
+    from sim.runtime.env import HybridEnvironment
 
 __all__ = [
     "ProbeAddOn",

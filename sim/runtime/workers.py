@@ -15,8 +15,8 @@ from typing import Any
 
 import simpy
 
-from .env import HybridEnvironment
-from .gilmeter import JobTiming, measure
+from sim.instruments.gilmeter import JobTiming, measure
+from sim.runtime.env import HybridEnvironment
 
 __all__ = ["JobOutcome", "WorkerPool"]
 

@@ -36,7 +36,7 @@ __all__ = [
     "open_ledger",
 ]
 
-#: Ledger sources: load requests' CPU stages, and the engine loop's steps (sim.engine).
+#: Ledger sources: load requests' CPU stages, and the engine loop's steps (sim.instruments.engine).
 REQUESTS = "requests"
 ENGINE = "engine"
 

@@ -3,7 +3,7 @@
 Each process turns the run's one generator into ``n`` gaps (seconds from the
 previous arrival; the first from the start of the run), so the same config and
 seed give the same arrival times however the threads interleave. A closed loop
-has no gaps: its clients decide when to send (see ``sim.point``); a trace's
+has no gaps: its clients decide when to send (see ``sim.runtime.point``); a trace's
 gaps come from its timestamps (:func:`gaps_from_times`).
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .config.workload import ConstantArrival, OnOffArrival, PoissonArrival
+from sim.config.workload import ConstantArrival, OnOffArrival, PoissonArrival
 
 __all__ = ["gaps_from_times", "onoff_times", "open_loop_gaps"]
 

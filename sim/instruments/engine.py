@@ -25,15 +25,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from connectors.base import gil_free
-
-from .gilmeter import ENGINE, measure
-from .metrics import percentiles
+from sim.instruments.gilmeter import ENGINE, measure
+from sim.runtime.metrics import percentiles
 
 if TYPE_CHECKING:
     import simpy
 
-    from .config import EngineConfig, ExperimentConfig
-    from .env import HybridEnvironment
+    from sim.config import EngineConfig, ExperimentConfig
+    from sim.runtime.env import HybridEnvironment
 
 __all__ = ["STEP_COLUMNS", "EngineLoop", "engine_addon", "summarize_steps"]
 
@@ -97,8 +96,7 @@ class EngineLoop:
     def attach(self, env: HybridEnvironment) -> None:
         from connectors import registry
         from connectors.token_index import MetadataFactory, resolve_device
-
-        from .config import ConfigError
+        from sim.config import ConfigError
 
         cfg = self._cfg
         try:

@@ -22,9 +22,9 @@ import time
 from collections.abc import Generator, Sequence
 from typing import Any
 
-from .env import HybridEnvironment
-from .metrics import percentiles
-from .workers import WorkerPool
+from sim.runtime.env import HybridEnvironment
+from sim.runtime.metrics import percentiles
+from sim.runtime.workers import WorkerPool
 
 __all__ = ["NOISE_SAMPLES", "measure_noise_floor", "noise_floor_summary"]
 

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from ..outputs import read_csv, write_csv
-from .layout import RepRun
+from sim.rundir.layout import RepRun
+from sim.rundir.outputs import read_csv, write_csv
 
 __all__ = ["SUM_COLUMNS", "Combiner", "aggregate_repeats"]
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import simpy
 
-from .config import StoreConfig
+from sim.config import StoreConfig
 
 __all__ = ["StoreError", "StoreModel", "TransferOutcome"]
 

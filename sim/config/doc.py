@@ -1,6 +1,6 @@
 """Generate docs/config.md from the config models, so the reference cannot drift.
 
-Run ``python -m sim.configdoc > docs/config.md``; a test fails when the file is stale.
+Run ``python -m sim.config.doc > docs/config.md``; a test fails when the file is stale.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from .config import ExperimentConfig
-from .config.loader import _members
+from sim.config import ExperimentConfig
+from sim.config.loader import _members
 
 __all__ = ["render"]
 
@@ -105,7 +105,7 @@ def render() -> str:
     out = [
         "# Config reference",
         "",
-        "Generated from the config models by `python -m sim.configdoc`; do not edit by hand.",
+        "Generated from the config models by `python -m sim.config.doc`; do not edit by hand.",
         "Unknown keys are errors. Times are in the unit their name ends with (`_ms`, `_s`).",
         "Every field can be a sweep axis by its dotted path, e.g. `connector.workers`.",
     ]

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .config import ConfigError
+from sim.config import ConfigError
 
 __all__ = ["Trace", "TraceError", "read_trace", "write_trace"]
 

@@ -13,7 +13,7 @@ import os
 import shutil
 from pathlib import Path
 
-from .manifest import MANIFEST_TOOL
+from sim.rundir.manifest import MANIFEST_TOOL
 
 __all__ = ["OWNED", "RunDirError", "is_kvsim_run", "prepare_run_dir"]
 

@@ -1,6 +1,6 @@
 """Run an experiment: every point × repeat in its own child process, resumable.
 
-The run directory keeps one sub-directory per point run (see ``sim.sweep.layout``);
+The run directory keeps one sub-directory per point run (see ``sim.rundir.layout``);
 after each one finishes, the top-level ``requests.csv``, ``summary.csv``,
 ``summary_repeats.csv``, add-on tables and ``manifest.json`` are rewritten
 atomically, so an interrupted sweep leaves consistent files for the points it
@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .config import ExperimentConfig, Point
-from .manifest import MANIFEST_TOOL, machine_info
-from .outputs import write_json
-from .rundir import RunDirError, is_kvsim_run
-from .sweep import (
+from sim.config import ExperimentConfig, Point
+from sim.rundir.guard import RunDirError, is_kvsim_run
+from sim.rundir.manifest import MANIFEST_TOOL, machine_info
+from sim.rundir.outputs import write_json
+from sim.sweep import (
     Combiner,
     RepOutcome,
     RepRun,
@@ -249,7 +249,7 @@ def run_experiment(
     ``isolate=False`` runs points in this process (debugging; no crash isolation).
     ``child_command`` replaces how a child is started (default: ``sweep.runner.CHILD_COMMAND``).
     """
-    from .sweep import runner
+    from sim.sweep import runner
 
     command = tuple(child_command) if child_command is not None else runner.CHILD_COMMAND
     previous = _read_manifest(out_dir) if resume else None

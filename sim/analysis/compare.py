@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .bootstrap import Interval, ratio_interval, stat_interval
-from .results import RunResults, as_float
+from sim.analysis.bootstrap import Interval, ratio_interval, stat_interval
+from sim.rundir.reader import RunResults, as_float
 
 __all__ = [
     "DEFAULT_METRICS",

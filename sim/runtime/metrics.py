@@ -8,11 +8,11 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from .records import RequestRecord
+from sim.runtime.records import RequestRecord
 
 __all__ = ["PLANNED_METRICS", "SUMMARY_METRICS", "percentiles", "summarize_requests"]
 
-#: Columns known from the workload plan alone (sim.replay): requests replayed from a
+#: Columns known from the workload plan alone (sim.workload.replay): requests replayed from a
 #: trace, those with nothing to load, and the token and block hit ratios of the
 #: store memory. NaN unless workload.arrival.kind is trace.
 PLANNED_METRICS = ("trace_requests", "skipped_requests", "hit_ratio", "block_hit_ratio")
@@ -41,7 +41,7 @@ SUMMARY_METRICS = [
     "transfer_p50_ms",
     "noise_floor_p50_ms",
     "noise_floor_p99_ms",
-    # sentinel probe (sim.probe), when gil.probe: stalls and the GIL-busy cross-check
+    # sentinel probe (sim.instruments.probe), when gil.probe: stalls and the GIL-busy cross-check
     "stall_p50_ms",
     "stall_p99_ms",
     "stall_max_ms",
@@ -52,7 +52,7 @@ SUMMARY_METRICS = [
     "gil_busy_engine",
     "gil_busy_agreement",
     "core_wait_frac",
-    # engine step loop (sim.engine), when engine.enabled
+    # engine step loop (sim.instruments.engine), when engine.enabled
     "engine_steps",
     "engine_step_p50_ms",
     "engine_step_p99_ms",

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from .config import ExperimentConfig
-    from .env import HybridEnvironment
+    from sim.config import ExperimentConfig
+    from sim.runtime.env import HybridEnvironment
 
 __all__ = ["ADDON_FACTORIES", "AddOn", "build_addons"]
 
@@ -27,7 +27,7 @@ class AddOn(Protocol):
         """Stop and join everything started by attach; must not raise."""
 
     def summary(self) -> dict[str, float]:
-        """Summary columns this add-on contributes (names listed in sim.metrics)."""
+        """Summary columns this add-on contributes (names listed in sim.runtime.metrics)."""
 
     def tables(self) -> dict[str, list[dict[str, Any]]]:
         """Extra long-format tables: file stem -> rows (e.g. {"steps": [...]})."""
@@ -38,8 +38,8 @@ ADDON_FACTORIES: list[Callable[[ExperimentConfig], AddOn | None]] = []
 
 
 def _engine(cfg: ExperimentConfig) -> AddOn | None:
-    """The engine step loop (sim.engine), imported only when a point builds its add-ons."""
-    from .engine import engine_addon
+    """The engine step loop, imported only when a point builds its add-ons."""
+    from sim.instruments.engine import engine_addon
 
     return engine_addon(cfg)
 
@@ -48,8 +48,8 @@ ADDON_FACTORIES.append(_engine)
 
 
 def _probe(cfg: ExperimentConfig) -> AddOn | None:
-    """The sentinel probe (sim.probe): stalls and the GIL-busy cross-check, when gil.probe."""
-    from .probe import probe_addon
+    """The sentinel probe: stalls and the GIL-busy cross-check, when gil.probe."""
+    from sim.instruments.probe import probe_addon
 
     return probe_addon(cfg)
 

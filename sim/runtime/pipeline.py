@@ -16,12 +16,11 @@ import numpy as np
 import simpy
 
 from connectors.base import AddressVariant, LoadJob
-
-from .config import GeometryConfig
-from .env import HybridEnvironment
-from .records import RequestRecord
-from .store import StoreModel
-from .workload import PlannedRequest, request_bytes
+from sim.config import GeometryConfig
+from sim.runtime.env import HybridEnvironment
+from sim.runtime.records import RequestRecord
+from sim.store.model import StoreModel
+from sim.workload.plan import PlannedRequest, request_bytes
 
 __all__ = ["CpuExecutor", "LoadPipeline", "WatchdogError", "cpu_stages"]
 

@@ -1,0 +1,1 @@
+"""Reading finished runs: comparisons with bootstrap intervals, reports, plots."""

@@ -1,0 +1,1 @@
+"""The per-point runtime: the hybrid clock, worker threads, the load pipeline, one point's run."""

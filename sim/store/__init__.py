@@ -1,0 +1,1 @@
+"""Where loaded KV blocks come from: the modelled store (and real stores beside it)."""

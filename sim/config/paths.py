@@ -3,8 +3,9 @@
 The loader passes ``{"config_dir": <dir of the YAML>}`` as pydantic validation
 context; configs built in code without that context resolve relative paths
 against the working directory. The config keeps the resolved absolute path, so a
-run's manifest says which file was read, and the config is the same however the
-YAML file itself was named (a sweep's child processes re-read it by absolute path).
+run's manifest says which file was read, the config is the same however the
+YAML file itself was named, and a sweep's child processes, which get the resolved
+config in their spec, find the same files.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Every grid point × repeat gets a directory of its own::
 
     RUN/points/<slug>/rep-<k>/
-        spec.json       what the child process runs (config file, point index, repeat)
+        spec.json       what the child process runs (resolved config, point, repeat)
         requests.csv    that run's requests, with the axis and repeat columns
         summary.csv     its one summary row
         <stem>.csv      extra tables of add-ons (steps.csv, ...)

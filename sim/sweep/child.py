@@ -6,9 +6,11 @@ interpreter costs only that point. The parent starts::
 
     python -m sim.sweep.child RUN/points/<slug>/rep-<k>/spec.json
 
-The child re-reads the config file named in the spec and checks that the point
-it resolves to is the one the parent planned (same hash), so a config edited
-mid-sweep fails the point instead of silently mixing experiments.
+The spec carries the point's resolved config (see ``sim.sweep.spec``), so the
+child needs no config file: a config built in Python runs here as one loaded
+from YAML does. The child checks the point's hash, which covers the data files
+the config names, so a trace edited mid-sweep fails the point instead of
+silently mixing experiments.
 
 Protocol: the process's original stdout carries JSON lines to the parent
 (``{"progress": [done, total]}``); fd 1 is then pointed at stderr, so stray
@@ -26,10 +28,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-from sim.rundir.layout import SPEC_FILE, RepRun, write_status
-from sim.sweep.identity import config_hash
+from sim.config import Point
+from sim.rundir.layout import write_status
+from sim.sweep.spec import PointSpec, read_spec, write_spec
 
-__all__ = ["execute", "main", "one_line", "write_spec"]
+__all__ = ["execute", "execute_spec", "main", "one_line", "write_spec"]
 
 ProgressFn = Callable[[int, int], None]
 
@@ -40,21 +43,6 @@ PROGRESS_EVERY_S = 0.1
 def one_line(exc: BaseException) -> str:
     text = f"{type(exc).__name__}: {exc}".strip().splitlines()
     return (text[0] if text else type(exc).__name__)[:300]
-
-
-def write_spec(rep: RepRun, config_path: Path) -> Path:
-    """What the child needs to find its point again; written by the parent."""
-    from sim.rundir.outputs import write_json
-
-    spec = {
-        "config_path": str(config_path.resolve()),
-        "index": rep.point.index,
-        "repeat": rep.repeat,
-        "axes": rep.point.axes,
-        "point_hash": config_hash(rep.point.config),
-    }
-    write_json(rep.dir / SPEC_FILE, spec)
-    return rep.dir / SPEC_FILE
 
 
 def _columns(rows: list[dict[str, Any]]) -> list[str]:
@@ -69,23 +57,22 @@ def execute(rep_dir: Path, progress: ProgressFn | None = None) -> dict[str, Any]
 
     Raises whatever the point raised; the caller records the failure.
     """
-    from sim.config import parse_config
+    return execute_spec(read_spec(rep_dir), rep_dir, progress)
+
+
+def execute_spec(
+    spec: PointSpec, rep_dir: Path, progress: ProgressFn | None = None
+) -> dict[str, Any]:
+    """Run ``spec`` and fill ``rep_dir`` (its CSVs, then the ``ok`` status, last)."""
     from sim.rundir.outputs import write_csv
     from sim.runtime.metrics import SUMMARY_METRICS
     from sim.runtime.point import run_point
     from sim.runtime.records import REQUEST_COLUMNS
-    from sim.sweep.experiment import axis_columns
 
-    spec = json.loads((rep_dir / SPEC_FILE).read_text(encoding="utf-8"))
-    _cfg, points = parse_config(spec["config_path"])
-    point = next((p for p in points if p.index == spec["index"]), None)
-    if point is None or config_hash(point.config) != spec["point_hash"]:
-        raise RuntimeError(
-            f"{spec['config_path']}: the config changed since the sweep was planned "
-            f"(point {spec['index']} is no longer the same); rerun with --force"
-        )
-    axes = axis_columns(points)
-    repeat = int(spec["repeat"])
+    spec.check()
+    point = Point(index=spec.index, axes=spec.axes, config=spec.config)
+    axes = list(spec.columns)
+    repeat = spec.repeat
     t0 = time.perf_counter()
     res = run_point(point, repeat, progress)
     base = {**{a: point.axes.get(a, "") for a in axes}, "repeat": repeat}

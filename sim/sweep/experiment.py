@@ -162,7 +162,7 @@ class _Manifest:
     def __init__(
         self,
         cfg: ExperimentConfig,
-        config_path: Path,
+        source: str,
         points: Sequence[Point],
         out_dir: Path,
         previous: dict[str, Any] | None,
@@ -173,7 +173,7 @@ class _Manifest:
         self._data: dict[str, Any] = {
             "tool": MANIFEST_TOOL,
             "status": "running",
-            "config_path": str(config_path),
+            "config_path": source,
             "config": config_identity(cfg),
             "config_hash": config_hash(cfg),
             "seed": cfg.seed,
@@ -232,7 +232,7 @@ def _sigterm_unwinds() -> Generator[None, None, None]:
 def run_experiment(
     cfg: ExperimentConfig,
     points: Sequence[Point],
-    config_path: Path,
+    config_path: str | Path | None,
     out_dir: Path,
     on_point_start: Callable[[Point, int], None] | None = None,
     progress: Callable[[int, int], None] | None = None,
@@ -248,6 +248,8 @@ def run_experiment(
     that the config is the same experiment); without it every run is done afresh.
     ``isolate=False`` runs points in this process (debugging; no crash isolation).
     ``child_command`` replaces how a child is started (default: ``sweep.runner.CHILD_COMMAND``).
+    ``config_path`` is the file the config came from, recorded in the manifest (``None``
+    for a config built in Python): children get the resolved config, not the file.
     """
     from sim.sweep import runner
 
@@ -258,7 +260,8 @@ def run_experiment(
     plan = plan_sweep(cfg, points, out_dir) if resume else None
     reps = rep_runs(out_dir, list(points), cfg.repeats)
     axes = axis_columns(points)
-    manifest = _Manifest(cfg, config_path, points, out_dir, previous)
+    source = str(config_path) if config_path is not None else ""
+    manifest = _Manifest(cfg, source, points, out_dir, previous)
     combiner = Combiner(out_dir, axes, cfg.repeats)
     finished = {
         (run.rep.point.index, run.rep.repeat)
@@ -292,8 +295,9 @@ def run_experiment(
                     outcome = run_rep(
                         rep,
                         out_dir,
-                        config_path,
+                        axes,
                         progress,
+                        source=source,
                         isolate=isolate,
                         child_command=command,
                     )

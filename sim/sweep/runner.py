@@ -84,19 +84,24 @@ def _in_process(rep: RepRun, progress: ProgressFn | None) -> None:
 def run_rep(
     rep: RepRun,
     run_dir: Path,
-    config_path: Path,
+    columns: Sequence[str],
     progress: ProgressFn | None = None,
     *,
+    source: str | Path = "",
     isolate: bool = True,
     child_command: Sequence[str] = CHILD_COMMAND,
 ) -> RepOutcome:
     """Run ``rep`` from a clean directory and return how it ended.
 
+    ``columns`` are the sweep's axis columns (every table carries them all);
+    ``source`` names where the config came from, for messages only: the child
+    gets the resolved config itself in its spec.
+
     On KeyboardInterrupt (or any other exception in the parent) the child is
     stopped, the directory is marked ``interrupted`` and the exception re-raised.
     """
     clear_rep_dir(run_dir, rep.dir)
-    spec = write_spec(rep, config_path)
+    spec = write_spec(rep, columns, source)
     t0 = time.perf_counter()
     if not isolate:
         _in_process(rep, progress)

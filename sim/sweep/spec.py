@@ -1,0 +1,147 @@
+"""What a child process is told to run: one point × repeat, with its whole resolved config.
+
+The spec carries the point's validated config as JSON (every default filled in,
+every data-file path already absolute), not the name of a YAML file. So a config
+built in Python runs in isolated child processes exactly like one loaded from a
+file, and a spec could be shipped to another process or host as it is. The
+parent writes it to ``RUN/points/<slug>/rep-<k>/spec.json``; the child rebuilds
+the config from it and checks the point's hash, which covers the contents of
+the data files it names (traces, token files, a model's ``config.json``), so a
+file edited mid-sweep fails the point instead of silently mixing experiments.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from sim.config import ExperimentConfig
+from sim.rundir.layout import SPEC_FILE, RepRun
+from sim.sweep.identity import DATA_FILES_KEY, config_hash, config_identity, first_difference
+
+__all__ = ["SPEC_VERSION", "PointSpec", "SpecError", "read_spec", "write_spec"]
+
+#: Version of the spec.json format; 2 carries the resolved config (1 named a YAML file).
+SPEC_VERSION = 2
+
+
+class SpecError(ValueError):
+    """A spec that cannot be run: unreadable, of another version, or no longer the same point."""
+
+
+@dataclass(frozen=True)
+class PointSpec:
+    """One point × repeat, self-contained: everything a child needs, nothing it must re-read."""
+
+    #: The point's resolved config.
+    config: ExperimentConfig
+    #: Index of the point in the sweep (its directory's ``NNN_`` prefix).
+    index: int
+    repeat: int
+    #: The point's axis values by column label.
+    axes: dict[str, Any]
+    #: Axis columns of the whole sweep, in order: every table of every point has them all.
+    columns: tuple[str, ...]
+    #: ``config_hash`` of ``config`` when the parent planned the sweep (data files included).
+    point_hash: str
+    #: Content hashes of the data files when planned (``{field: "sha256:…"}``).
+    data_files: dict[str, str]
+    #: Where the config came from (a file path), or "" when it was built in Python.
+    source: str = ""
+
+    @classmethod
+    def for_rep(cls, rep: RepRun, columns: Sequence[str], source: str | Path = "") -> PointSpec:
+        identity = config_identity(rep.point.config)
+        return cls(
+            config=rep.point.config,
+            index=rep.point.index,
+            repeat=rep.repeat,
+            axes=dict(rep.point.axes),
+            columns=tuple(columns),
+            point_hash=config_hash(rep.point.config),
+            data_files=dict(identity.get(DATA_FILES_KEY, {})),
+            source=str(source),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": SPEC_VERSION,
+            "index": self.index,
+            "repeat": self.repeat,
+            "axes": self.axes,
+            "columns": list(self.columns),
+            "point_hash": self.point_hash,
+            "data_files": self.data_files,
+            "source": self.source,
+            "config": self.config.model_dump(mode="json"),
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> PointSpec:
+        """Rebuild the spec (and validate its config); SpecError with one line otherwise."""
+        if not isinstance(data, dict) or data.get("version") != SPEC_VERSION:
+            version = data.get("version", 1) if isinstance(data, dict) else None
+            raise SpecError(
+                f"spec version {version!r} is not {SPEC_VERSION} (written by another kvsim); "
+                "rerun with --force"
+            )
+        try:
+            config = ExperimentConfig.model_validate(data["config"])
+            return cls(
+                config=config,
+                index=int(data["index"]),
+                repeat=int(data["repeat"]),
+                axes=dict(data["axes"]),
+                columns=tuple(str(c) for c in data["columns"]),
+                point_hash=str(data["point_hash"]),
+                data_files={str(k): str(v) for k, v in dict(data.get("data_files", {})).items()},
+                source=str(data.get("source", "")),
+            )
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(x) for x in err["loc"]) or "(top level)"
+            raise SpecError(f"spec config: {where}: {err['msg']}") from None
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SpecError(f"spec is malformed ({type(exc).__name__}: {exc})") from None
+
+    def check(self) -> None:
+        """Raise SpecError when the point is no longer what the parent planned.
+
+        The config itself travels in the spec, so what can change is the contents
+        of a data file it names; the message says which one.
+        """
+        if config_hash(self.config) == self.point_hash:
+            return
+        planned = {**self.config.model_dump(mode="json"), DATA_FILES_KEY: self.data_files}
+        planned.pop("output", None)
+        if not self.data_files:
+            planned.pop(DATA_FILES_KEY)
+        diff = first_difference(planned, config_identity(self.config)) or "its hash differs"
+        where = f"{self.source}: " if self.source else ""
+        raise SpecError(
+            f"{where}point {self.index} changed since the sweep was planned ({diff}); "
+            "rerun with --force"
+        )
+
+
+def write_spec(rep: RepRun, columns: Sequence[str], source: str | Path = "") -> Path:
+    """Write ``rep``'s spec.json (parent side) and return its path."""
+    from sim.rundir.outputs import write_json
+
+    write_json(rep.dir / SPEC_FILE, PointSpec.for_rep(rep, columns, source).to_json())
+    return rep.dir / SPEC_FILE
+
+
+def read_spec(rep_dir: Path) -> PointSpec:
+    """The spec of the point run in ``rep_dir`` (child side); SpecError if unusable."""
+    path = rep_dir / SPEC_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SpecError(f"{path}: cannot read the spec ({exc})") from None
+    return PointSpec.from_json(data)

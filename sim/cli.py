@@ -1,7 +1,8 @@
 """The ``kvsim`` command line: one sub-command per module under ``sim.commands``.
 
 Sub-command modules are imported only when chosen, so ``kvsim --help`` and
-``kvsim validate`` start without loading torch or numba.
+``kvsim validate`` start without loading torch or numba. Errors kvsim foresaw
+are :class:`sim.errors.KvsimError`: printed as one line, exit code from the class.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+
+from sim.errors import KvsimError
 
 __all__ = ["COMMANDS", "main"]
 
@@ -61,20 +64,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
-    from sim.config import ConfigError
-    from sim.rundir.guard import RunDirError
-    from sim.runtime.env import StallError
-    from sim.runtime.pipeline import WatchdogError
-
     mod = importlib.import_module(f"sim.commands.{COMMANDS[args.command]}")
     try:
         return int(mod.main(args) or 0)
-    except (ConfigError, RunDirError) as exc:
+    except KvsimError as exc:  # foreseen and explained in one line: no traceback
         print(f"kvsim: error: {exc}", file=sys.stderr)
-        return 2
-    except (WatchdogError, StallError) as exc:
-        print(f"kvsim: error: {exc}", file=sys.stderr)
-        return 1
+        return exc.exit_code
     except KeyboardInterrupt:
         print("kvsim: interrupted", file=sys.stderr)
         return 130

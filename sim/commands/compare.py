@@ -41,17 +41,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from sim.analysis.compare import compare
     from sim.analysis.report import comparison_markdown, comparison_rows
-    from sim.rundir.guard import RunDirError
+    from sim.errors import UsageError
     from sim.rundir.outputs import atomic_write_text, write_csv
     from sim.rundir.reader import load_results
 
     if not 100 <= args.bootstrap <= 1_000_000:
-        raise RunDirError(f"--bootstrap {args.bootstrap}: allowed 100 to 1000000 resamples")
+        raise UsageError(f"--bootstrap {args.bootstrap}: allowed 100 to 1000000 resamples")
     res = load_results(args.results)
     try:
         comp = compare(res, args.baseline, args.metric, args.bootstrap, args.seed, args.by)
     except ValueError as exc:
-        raise RunDirError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     text = comparison_markdown(comp, str(Path(args.results)))
     cols, rows = comparison_rows(comp)
     stem = Path(args.out) if args.out else res.dir / "compare"

@@ -115,13 +115,13 @@ def _preset_list() -> list[str]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from sim.config import ConfigError
+    from sim.errors import UsageError
 
     if args.model is None:
         print("\n".join(_preset_list()))
         return 0
     for flag, value in (("--tp", args.tp), ("--block-size", args.block_size)):
         if value < 1:
-            raise ConfigError(f"{flag}: must be a positive integer (got {value})")
+            raise UsageError(f"{flag}: must be a positive integer (got {value})")
     print("\n".join(_lines(args.model, args.tp, args.block_size, args.kv_dtype)))
     return 0

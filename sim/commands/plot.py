@@ -22,7 +22,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from sim.analysis.plot import plot_results
-    from sim.rundir.guard import RunDirError
+    from sim.errors import UsageError
     from sim.rundir.reader import load_results
 
     res = load_results(args.results)
@@ -30,7 +30,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         paths = plot_results(res, out, args.x, seed=args.seed)
     except ValueError as exc:
-        raise RunDirError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     for p in paths:
         print(p)
     return 0

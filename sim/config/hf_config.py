@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sim.errors import HFConfigError
+
 __all__ = [
     "DTYPE_BYTES",
     "HFConfigError",
@@ -53,10 +55,6 @@ DTYPE_BYTES: dict[str, int] = {
 _ATTENTION_LAYER_KINDS = {"attention", "full_attention", "sliding_attention", "global", "local"}
 
 MAX_CONFIG_BYTES = 4 << 20
-
-
-class HFConfigError(ValueError):
-    """A config.json kvsim cannot turn into a KV layout; ``str()`` is one line."""
 
 
 @dataclass(frozen=True)

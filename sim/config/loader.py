@@ -15,15 +15,12 @@ from pydantic import BaseModel, ValidationError
 
 from sim.config.experiment import ExperimentConfig, Point, expand_points
 from sim.config.paths import CONFIG_DIR
+from sim.errors import ConfigError
 
 __all__ = ["ConfigError", "load_config", "load_points", "parse_config"]
 
 MAX_NODES = 100_000
 MAX_FILE_BYTES = 4 << 20
-
-
-class ConfigError(Exception):
-    """A config that cannot be run; ``str()`` is the whole one-line message."""
 
 
 def _read_yaml(path: Path) -> tuple[Any, yaml.Node | None]:

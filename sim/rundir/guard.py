@@ -13,6 +13,7 @@ import os
 import shutil
 from pathlib import Path
 
+from sim.errors import RunDirError
 from sim.rundir.manifest import MANIFEST_TOOL
 
 __all__ = ["OWNED", "RunDirError", "is_kvsim_run", "prepare_run_dir"]
@@ -29,10 +30,6 @@ OWNED = (
     "compare.md",
     "compare.csv",
 )
-
-
-class RunDirError(Exception):
-    """The output directory cannot be used; ``str()`` is a one-line message."""
 
 
 def is_kvsim_run(path: Path) -> bool:

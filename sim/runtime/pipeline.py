@@ -17,16 +17,13 @@ import simpy
 
 from connectors.base import AddressVariant, LoadJob
 from sim.config import GeometryConfig
+from sim.errors import WatchdogError
 from sim.runtime.env import HybridEnvironment
 from sim.runtime.records import RequestRecord
 from sim.store.model import StoreModel
 from sim.workload.plan import PlannedRequest, request_bytes
 
 __all__ = ["CpuExecutor", "LoadPipeline", "WatchdogError", "cpu_stages"]
-
-
-class WatchdogError(RuntimeError):
-    """A request or worker hung past the configured limit; the run cannot finish."""
 
 
 class CpuExecutor(Protocol):

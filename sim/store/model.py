@@ -16,12 +16,9 @@ import numpy as np
 import simpy
 
 from sim.config import StoreConfig
+from sim.errors import StoreError
 
 __all__ = ["StoreError", "StoreModel", "TransferOutcome"]
-
-
-class StoreError(RuntimeError):
-    """A transfer that failed every attempt the retry policy allows."""
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from sim.config import ExperimentConfig
+from sim.errors import SpecError
 from sim.rundir.layout import SPEC_FILE, RepRun
 from sim.sweep.identity import DATA_FILES_KEY, config_hash, config_identity, first_difference
 
@@ -28,10 +29,6 @@ __all__ = ["SPEC_VERSION", "PointSpec", "SpecError", "read_spec", "write_spec"]
 
 #: Version of the spec.json format; 2 carries the resolved config (1 named a YAML file).
 SPEC_VERSION = 2
-
-
-class SpecError(ValueError):
-    """A spec that cannot be run: unreadable, of another version, or no longer the same point."""
 
 
 @dataclass(frozen=True)

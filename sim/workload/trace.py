@@ -19,15 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from sim.config import ConfigError
+from sim.errors import TraceError
 
 __all__ = ["Trace", "TraceError", "read_trace", "write_trace"]
 
 MAX_LINE_CHARS = 1 << 20
-
-
-class TraceError(ConfigError):
-    """A trace that cannot be replayed; ``str()`` is one line naming file and line."""
 
 
 @dataclass(frozen=True, eq=False)

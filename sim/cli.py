@@ -38,11 +38,36 @@ _HELP: dict[str, str] = {
 }
 
 
+def _version() -> str:
+    """``kvsim 0.1.0 (commit abc1234)``: the package version, and the commit when known."""
+    from sim import __version__
+
+    text = f"kvsim {__version__}"
+    try:
+        from sim.rundir.manifest import machine_info
+
+        commit = machine_info().get("git_commit")
+    except Exception:  # the version must print even where git or /proc is unusable
+        commit = None
+    return text + (f" (commit {commit[:12]})" if commit else "")
+
+
+class _VersionAction(argparse.Action):
+    """``--version``, computed only when asked (it runs git)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: object, **_kw: object) -> None:
+        print(_version())
+        parser.exit()
+
+
 def _parser(chosen: str | None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kvsim",
         description="Measure how GIL hold per request on the KV-cache load path turns into "
         "load latency and engine stalls.",
+    )
+    parser.add_argument(
+        "--version", action=_VersionAction, nargs=0, help="print the version and exit"
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module in COMMANDS.items():
@@ -71,7 +96,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"kvsim: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print("kvsim: interrupted", file=sys.stderr)
+        hint_fn = getattr(mod, "interrupt_hint", None)
+        hint = hint_fn(args) if hint_fn is not None else ""
+        print("kvsim: interrupted" + (f"; {hint}" if hint else ""), file=sys.stderr)
         return 130
 
 

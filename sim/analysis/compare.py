@@ -53,7 +53,10 @@ class Metric:
         if self.table is None:
             return f"summary.csv {self.column} (interval over repeats)"
         cond = "".join(f" where {c}={v}" for c, v in self.where)
-        return f"{self.table}.csv {self.column}{cond}, {self.stat} over rows"
+        return (
+            f"{self.table}.csv {self.column}{cond}, {self.stat} over the rows of all "
+            "repeats pooled (the run table's figure is the mean of per-repeat values)"
+        )
 
 
 _LOAD = (("phase", "load"),)

@@ -132,7 +132,10 @@ def comparison_table(
     if engine:
         notes.append("step: engine step time; ×alone: step p99 / engine-alone p99")
     if spread and not show_rep:
-        notes.append(f"mean of {reps.pop()} repeats, ± their sd")
+        notes.append(
+            f"each value is the mean of {reps.pop()} repeats' own figures (p99: mean of "
+            "per-repeat p99s; kvsim compare pools all repeats' requests), ± their sd"
+        )
     table = Table(
         box=box.SIMPLE_HEAD,
         pad_edge=False,

@@ -1,23 +1,38 @@
-"""``kvsim compare RUN_DIR``: variants side by side per level, with bootstrap intervals."""
+"""``kvsim compare RUN_DIR [RUN_B]``: variants side by side per level, with bootstrap
+intervals; with two run directories, the same points of two runs side by side."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
+from typing import Any
 
-HELP = "compare variants of a finished run, with bootstrap confidence intervals"
+HELP = (
+    "compare variants of a finished run, or the same points of two runs (before/after), "
+    "with bootstrap confidence intervals"
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("results", help="run directory (what `kvsim run` wrote)")
     p.add_argument(
-        "--by",
-        default="variant",
-        metavar="AXIS",
-        help="sweep axis whose values are compared side by side (default: variant)",
+        "results",
+        nargs="+",
+        metavar="RUN",
+        help="run directory (what `kvsim run` wrote); give two (RUN_A RUN_B) to compare "
+        "the points the runs share, B against A",
     )
     p.add_argument(
-        "--baseline", help="value of that axis the ratios are taken against (default: scalar)"
+        "--by",
+        default=None,
+        metavar="AXIS",
+        help="sweep axis whose values are compared side by side (default: variant; "
+        "with two runs: the run)",
+    )
+    p.add_argument(
+        "--baseline",
+        help="value of that axis the ratios are taken against (default: scalar; with two "
+        "runs: RUN_A)",
     )
     p.add_argument(
         "--metric",
@@ -34,30 +49,127 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--out",
         metavar="STEM",
-        help="write STEM.md and STEM.csv (default: RESULTS/compare.md and RESULTS/compare.csv)",
+        help="write STEM.md and STEM.csv (default: RUN/compare.md and RUN/compare.csv; with "
+        "two runs RUN_B/compare_vs_<name of RUN_A>.md and .csv)",
     )
 
 
-def main(args: argparse.Namespace) -> int:
-    from sim.analysis.compare import compare
-    from sim.analysis.report import comparison_markdown, comparison_rows
+def _error(msg: str) -> Exception:
     from sim.errors import UsageError
-    from sim.rundir.outputs import atomic_write_text, write_csv
-    from sim.rundir.reader import load_results
 
-    if not 100 <= args.bootstrap <= 1_000_000:
-        raise UsageError(f"--bootstrap {args.bootstrap}: allowed 100 to 1000000 resamples")
-    res = load_results(args.results)
-    try:
-        comp = compare(res, args.baseline, args.metric, args.bootstrap, args.seed, args.by)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    text = comparison_markdown(comp, str(Path(args.results)))
-    cols, rows = comparison_rows(comp)
-    stem = Path(args.out) if args.out else res.dir / "compare"
+    return UsageError(msg)
+
+
+def _warn(res: Any) -> list[str]:
+    from sim.analysis.completeness import completeness_warnings
+
+    lines = completeness_warnings(res)
+    for line in lines:
+        print(f"warning: {line}", file=sys.stderr)
+    return lines
+
+
+def _write(stem: Path, text: str, cols: list[str], rows: list[dict[str, Any]]) -> None:
+    from sim.rundir.outputs import atomic_write_text, write_csv
+
+    stem = stem.absolute()
     md, csv = stem.with_name(stem.name + ".md"), stem.with_name(stem.name + ".csv")
     atomic_write_text(md, text)
     write_csv(csv, cols, rows)
     print(text, end="")
     print(f"\n(written: {md}, {csv})")
+
+
+def _one(args: argparse.Namespace) -> int:
+    from sim.analysis.compare import compare
+    from sim.analysis.report import comparison_markdown, comparison_rows
+    from sim.rundir.reader import load_results
+
+    res = load_results(args.results[0])
+    warnings = _warn(res)
+    try:
+        comp = compare(
+            res, args.baseline, args.metric, args.bootstrap, args.seed, args.by or "variant"
+        )
+    except ValueError as exc:
+        raise _error(str(exc)) from None
+    text = comparison_markdown(comp, str(Path(args.results[0]).absolute()))
+    if warnings:
+        text = _with_warnings(text, warnings)
+    cols, rows = comparison_rows(comp)
+    _write(Path(args.out) if args.out else res.dir / "compare", text, cols, rows)
     return 0
+
+
+def _with_warnings(text: str, warnings: list[str]) -> str:
+    head, _, rest = text.partition("\n\n")
+    notes = "\n".join(f"> **Warning:** {w}" for w in warnings)
+    return f"{head}\n\n{notes}\n\n{rest}"
+
+
+def _two(args: argparse.Namespace) -> int:
+    from sim.analysis.compare import compare
+    from sim.analysis.crossrun import RUN_AXIS, pair_runs, unpaired_lines
+    from sim.analysis.manifest_diff import manifest_differences
+    from sim.analysis.report import comparison_markdown, comparison_rows
+    from sim.rundir.reader import load_results
+
+    a, b = (load_results(p) for p in args.results)
+    if a.dir.resolve() == b.dir.resolve():
+        raise _error(f"{a.dir}: RUN_A and RUN_B are the same directory")
+    warnings = _warn(a) + _warn(b)
+    pairing = pair_runs(a, b)
+    la, lb = pairing.labels
+    diffs = manifest_differences(a.manifest, b.manifest)
+    lines = [f"A = {la}: {a.dir.absolute()}", f"B = {lb}: {b.dir.absolute()}", ""]
+    if diffs:
+        lines.append("What differs between the runs (A → B):")
+        lines += [f"- {what}: {va} → {vb}" for what, va, vb in diffs]
+    else:
+        lines.append("The manifests agree on commit, machine, versions and config.")
+    left_out = unpaired_lines(pairing)
+    if left_out:
+        lines += [
+            "",
+            f"Not compared — {len(left_out)} point(s) have no twin with the same "
+            f"{', '.join(pairing.axes)} in the other run:",
+        ]
+        lines += [f"- {x}" for x in left_out]
+    preface = "\n".join(lines)
+    if pairing.combined is None:
+        print(preface)
+        raise _error(
+            f"no point of {la} has the same axis values ({', '.join(pairing.axes)}) as a "
+            f"point of {lb}; nothing to compare"
+        )
+    by = args.by or RUN_AXIS
+    if by != RUN_AXIS and by not in pairing.combined.axes:
+        raise _error(f"--by {by!r} is not an axis of these runs: {', '.join(pairing.axes)}")
+    baseline = args.baseline or (la if by == RUN_AXIS else None)
+    try:
+        comp = compare(pairing.combined, baseline, args.metric, args.bootstrap, args.seed, by)
+    except ValueError as exc:
+        raise _error(str(exc)) from None
+    text = comparison_markdown(comp, f"{la} vs {lb}")
+    head, _, rest = text.partition("\n\n")
+    text = f"{head}\n\n```\n{preface}\n```\n\n{rest}"
+    if warnings:
+        text = _with_warnings(text, warnings)
+    cols, rows = comparison_rows(comp)
+    stem = Path(args.out) if args.out else b.dir / f"compare_vs_{_safe(a.dir.name)}"
+    _write(stem, text, cols, rows)
+    return 0
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "-" for c in name) or "A"
+
+
+def main(args: argparse.Namespace) -> int:
+    if not 100 <= args.bootstrap <= 1_000_000:
+        raise _error(f"--bootstrap {args.bootstrap}: allowed 100 to 1000000 resamples")
+    if len(args.results) > 2:
+        raise _error(
+            f"compare takes one run directory or two (RUN_A RUN_B), got {len(args.results)}"
+        )
+    return _one(args) if len(args.results) == 1 else _two(args)

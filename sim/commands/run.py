@@ -17,7 +17,11 @@ HELP = "run an experiment and print a comparison of its points"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("config", help="experiment YAML file")
-    p.add_argument("--out", help="run directory (default: output.dir of the config)")
+    p.add_argument(
+        "--out",
+        help="run directory (default: output.dir of the config, else results/<name>; "
+        "a relative path is taken from the working directory)",
+    )
     mode = p.add_mutually_exclusive_group()
     mode.add_argument(
         "--force", action="store_true", help="replace a previous run in that directory"
@@ -40,6 +44,47 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "(for debuggers; a crash then ends the sweep)",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress display or table")
+    add_set_argument(p)
+
+
+def add_set_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one config field (repeatable), e.g. --set connector.workers=8 or "
+        "--set sweep.connector.variant=[scalar,numpy]; a swept field gets that value only",
+    )
+
+
+def interrupt_hint(args: argparse.Namespace) -> str:
+    """What to say after Ctrl-C: finished points are kept, and how to finish the run."""
+    out = getattr(args, "resolved_out", None)
+    if out is None:
+        return ""
+    cmd = ["kvsim", "run", args.config, *(f"--set {s}" for s in args.set)]
+    if args.out:
+        cmd += ["--out", args.out]
+    return f"finished point runs are kept in {out}; `{' '.join(cmd)} --resume` runs the rest"
+
+
+def check_baseline(baseline: str | None, points: list[Any]) -> None:
+    """Refuse a ``--baseline`` that is not among the variants, before any work is done."""
+    if baseline is None:
+        return
+    import difflib
+
+    from sim.errors import UsageError
+
+    variants = list(dict.fromkeys(str(p.axes.get("variant")) for p in points))
+    if baseline not in variants:
+        close = difflib.get_close_matches(baseline, variants, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise UsageError(
+            f"--baseline {baseline!r}: not a variant this config runs; {hint}"
+            f"allowed: {', '.join(variants)}"
+        )
 
 
 def _planned_counts(points: list[Any]) -> dict[int, int]:
@@ -94,7 +139,10 @@ def _dry_run(cfg: Any, points: list[Any], out_dir: Path) -> int:
     elif plan.existing and not todo:
         out.print(f"all {len(plan.runs)} point run(s) are done in {out_dir}")
     elif plan.existing:
-        out.print(f"{todo} of {len(plan.runs)} point run(s) to do; `--resume` runs only those")
+        out.print(
+            f"{todo} of {len(plan.runs)} point run(s) to do in {out_dir}; "
+            "`--resume` runs only those"
+        )
     else:
         out.print(f"{todo} point run(s) to do; nothing has run in {out_dir} yet")
     return 0
@@ -131,10 +179,15 @@ def _run_with_progress(cfg: Any, points: list[Any], args: argparse.Namespace, ou
         console=err,
         transient=False,
     ) as bar:
-        task = bar.add_task("starting", total=planned)
+        # The bar's task appears with the first point: an error before it (an unusable
+        # output directory) then leaves no "starting 0/0 req" line behind.
+        task: Any = None
         state = {"n": 0, "base": 0, "current": 0}
 
         def on_point_start(point: Any, rep: int) -> None:
+            nonlocal task
+            if task is None:
+                task = bar.add_task("starting", total=planned)
             state["n"] += 1
             state["current"] = counts[point.index]
             rep_txt = f" rep {rep}" if cfg.repeats > 1 else ""
@@ -164,6 +217,24 @@ def _run_with_progress(cfg: Any, points: list[Any], args: argparse.Namespace, ou
             resume=args.resume,
             isolate=not args.in_process,
             on_point_done=on_point_done,
+            overrides=args.set,
+        )
+
+
+def _drop_stale(cfg: Any, points: list[Any], out_dir: Path) -> None:
+    """A resume that will add points makes compare.md and figures/ of the partial run stale."""
+    from sim.rundir.derived import remove_stale_derived
+    from sim.sweep.experiment import plan_sweep
+
+    if not plan_sweep(cfg, points, out_dir).pending:
+        return
+    gone = remove_stale_derived(out_dir)
+    if gone:
+        names = ", ".join(str(p.relative_to(out_dir)) for p in gone)
+        print(
+            f"note: removed {names} (made from the partial run); run `kvsim compare` / "
+            "`kvsim plot` again when the run is complete",
+            file=sys.stderr,
         )
 
 
@@ -182,8 +253,10 @@ def main(args: argparse.Namespace) -> int:
     from sim.config import parse_config
     from sim.rundir.guard import prepare_run_dir
 
-    cfg, points = parse_config(args.config)
-    out_dir = Path(args.out or cfg.output_dir)
+    cfg, points = parse_config(args.config, args.set)
+    check_baseline(args.baseline, points)
+    # Relative to the working directory; printed in full so that it is never ambiguous.
+    out_dir = Path(args.out or cfg.output_dir).absolute()
     if args.dry_run:
         return _dry_run(cfg, points, out_dir)
     if args.resume:
@@ -191,6 +264,9 @@ def main(args: argparse.Namespace) -> int:
 
         check_resumable(cfg, out_dir)
     prepare_run_dir(out_dir, args.force, args.resume)
+    args.resolved_out = out_dir
+    if args.resume:
+        _drop_stale(cfg, points, out_dir)
 
     if args.quiet:
         from sim.sweep.experiment import run_experiment
@@ -202,6 +278,7 @@ def main(args: argparse.Namespace) -> int:
             out_dir,
             resume=args.resume,
             isolate=not args.in_process,
+            overrides=args.set,
         )
     else:
         result = _run_with_progress(cfg, points, args, out_dir)

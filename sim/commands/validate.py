@@ -5,12 +5,16 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 HELP = "check a config file and list its points without running anything"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("config", help="experiment YAML file")
+    from sim.commands.run import add_set_argument
+
+    add_set_argument(p)
 
 
 def requests_phrase(counts: Sequence[int], stats: Sequence[Mapping[str, float]]) -> str:
@@ -38,7 +42,7 @@ def main(args: argparse.Namespace) -> int:
     from sim.config import parse_config
     from sim.workload.plan import planned_requests
 
-    cfg, points = parse_config(args.config)
+    cfg, points = parse_config(args.config, args.set)
     memo: dict[str, tuple[int, Mapping[str, float]]] = {}  # points sharing a trace replay once
     planned = [planned_requests(p.config, memo) for p in points]
     counts = [n for n, _ in planned]
@@ -46,7 +50,7 @@ def main(args: argparse.Namespace) -> int:
     print(
         f"{args.config}: ok — experiment '{cfg.name}', {len(points)} point(s) × "
         f"{cfg.repeats} repeat(s), {requests_phrase(counts, stats)}, "
-        f"output {cfg.output_dir}"
+        f"output {Path(cfg.output_dir).absolute()}"
     )
     varies = len(set(counts)) > 1
     for p, n, s in zip(points, counts, stats, strict=True):

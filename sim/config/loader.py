@@ -7,6 +7,7 @@ allowed, because the user's next move is to open the file at that line.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, get_args
 
@@ -14,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from sim.config.experiment import ExperimentConfig, Point, expand_points
+from sim.config.overrides import apply_overrides, parse_overrides
 from sim.config.paths import CONFIG_DIR
 from sim.errors import ConfigError
 
@@ -168,13 +170,23 @@ def _fmt_loc(loc: tuple[Any, ...]) -> str:
     return out or "(top level)"
 
 
-def _build(path: Path, node: yaml.Node | None, raw: dict[str, Any], where: str = ""):
+def _build(
+    path: Path,
+    node: yaml.Node | None,
+    raw: dict[str, Any],
+    where: str = "",
+    overridden: tuple[str, ...] = (),
+):
     try:
         cfg = ExperimentConfig.model_validate(raw, context={CONFIG_DIR: path.parent})
     except ValidationError as exc:
         loc, msg = _describe(exc.errors()[0])
         line = _line_of(node, loc)
         at = f"{path}:{line}" if line else str(path)
+        dotted = ".".join(str(x) for x in loc)
+        given = next((k for k in overridden if dotted == k or dotted.startswith(k + ".")), None)
+        if given is not None:
+            at = f"{path} (--set {given})"
         suffix = f" [at {where}]" if where else ""
         raise ConfigError(f"{at}: {_fmt_loc(loc)}: {msg}{suffix}") from None
     _check_variant(path, node, cfg, where)
@@ -203,8 +215,14 @@ def _check_variant(path: Path, node: yaml.Node | None, cfg: ExperimentConfig, wh
         raise ConfigError(f"{at}: connector.options: {exc}{suffix}") from None
 
 
-def parse_config(path: str | Path) -> tuple[ExperimentConfig, list[Point]]:
-    """Load, validate and expand ``path``; raises ConfigError with a one-line message."""
+def parse_config(
+    path: str | Path, overrides: Sequence[str] = ()
+) -> tuple[ExperimentConfig, list[Point]]:
+    """Load, validate and expand ``path``; raises ConfigError with a one-line message.
+
+    ``overrides`` are ``--set KEY=VALUE`` strings applied before validation
+    (``sim.config.overrides``).
+    """
     path = Path(path)
     raw, node = _read_yaml(path)
     if not isinstance(raw, dict):
@@ -214,7 +232,15 @@ def parse_config(path: str | Path) -> tuple[ExperimentConfig, list[Point]]:
     bad = [k for k in raw if not isinstance(k, str)]
     if bad:
         raise ConfigError(f"{path}: top-level key {bad[0]!r} must be a string")
-    cfg = _build(path, node, raw)
+    overridden: tuple[str, ...] = ()
+    if overrides:
+        try:
+            parsed = parse_overrides(overrides)
+            raw = apply_overrides(raw, parsed)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        overridden = tuple(k for k, _ in parsed)
+    cfg = _build(path, node, raw, overridden=overridden)
     known_top = set(ExperimentConfig.model_fields) - {"sweep", "repeats", "name"}
     for axis in cfg.sweep:
         head = axis.split(".", 1)[0]
@@ -224,7 +250,7 @@ def parse_config(path: str | Path) -> tuple[ExperimentConfig, list[Point]]:
             line = _line_of(node, ("sweep", axis))
             at = f"{path}:{line}" if line else str(path)
             raise ConfigError(f"{at}: sweep.{axis}: not a config field; {hint}")
-    points = expand_points(raw, lambda r, where: _build(path, node, r, where))
+    points = expand_points(raw, lambda r, where: _build(path, node, r, where, overridden))
     _check_data_files(path, node, [cfg, *(p.config for p in points)])
     return cfg, points
 

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, StrictBool
+from pydantic import Field, Strict, StrictBool, field_validator
 
 from sim.config.types import FrozenModel, NonNegFloat, NonNegInt, PosFloat, PosInt, Prob
 
-__all__ = ["ConnectorConfig", "GilConfig", "LimitsConfig", "OutputConfig", "StoreConfig"]
+__all__ = [
+    "BASE_PERCENTILES",
+    "ConnectorConfig",
+    "GilConfig",
+    "LimitsConfig",
+    "OutputConfig",
+    "StoreConfig",
+    "percentile_label",
+]
 
 
 class ConnectorConfig(FrozenModel):
@@ -76,8 +84,41 @@ class LimitsConfig(FrozenModel):
     )
 
 
+#: Latency percentiles every run reports (the compare, table and plots read them).
+BASE_PERCENTILES = (50.0, 90.0, 99.0)
+
+
 class OutputConfig(FrozenModel):
+    """Where a run's files go and which latency percentiles its tables carry."""
+
     dir: str | None = Field(
         None,
-        description="Run directory, relative to the working directory; default results/<name>.",
+        description="Run directory. A relative path is taken from the directory kvsim is "
+        "started in (the working directory, like any output path on a command line), not "
+        "from the config file's; default results/<name>. kvsim prints the full path.",
     )
+    percentiles: tuple[Annotated[float, Strict(), Field(allow_inf_nan=False)], ...] = Field(
+        BASE_PERCENTILES,
+        max_length=20,
+        description="Latency percentiles in summary.csv and results.json, e.g. "
+        "[50, 90, 95, 99, 99.9]: each q gives a column latency_p<q>_ms (99.9 -> "
+        "latency_p99.9_ms). 50, 90 and 99 are always reported.",
+    )
+
+    @field_validator("percentiles")
+    @classmethod
+    def _in_range(cls, v: tuple[float, ...]) -> tuple[float, ...]:
+        for q in v:
+            if not 0 < q < 100:
+                raise ValueError(f"each percentile must be a number above 0 and below 100, got {q}")
+        return v
+
+    @property
+    def all_percentiles(self) -> tuple[float, ...]:
+        """The base percentiles and the configured ones, sorted, without repeats."""
+        return tuple(sorted({*BASE_PERCENTILES, *(float(q) for q in self.percentiles)}))
+
+
+def percentile_label(q: float) -> str:
+    """``99`` -> ``p99``, ``99.9`` -> ``p99.9`` (the name used in column names)."""
+    return f"p{q:g}"

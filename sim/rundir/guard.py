@@ -24,6 +24,7 @@ OWNED = (
     "requests.csv",
     "summary.csv",
     "summary_repeats.csv",
+    "results.json",
     "steps.csv",
     "points",
     "figures",

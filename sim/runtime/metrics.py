@@ -10,7 +10,14 @@ import numpy as np
 
 from sim.runtime.records import RequestRecord
 
-__all__ = ["PLANNED_METRICS", "SUMMARY_METRICS", "percentiles", "summarize_requests"]
+__all__ = [
+    "PLANNED_METRICS",
+    "SUMMARY_METRICS",
+    "extra_latency_columns",
+    "percentiles",
+    "summarize_requests",
+    "summary_columns",
+]
 
 #: Columns known from the workload plan alone (sim.workload.replay): requests replayed from a
 #: trace, those with nothing to load, and the token and block hit ratios of the
@@ -84,8 +91,35 @@ def errors_by_kind(records: Iterable[RequestRecord]) -> str:
     return ";".join(f"{k}={v}" for k, v in counts.most_common())
 
 
-def summarize_requests(records: Sequence[RequestRecord], elapsed_s: float) -> dict[str, float]:
-    """Metrics over all requests of a point; latency figures count finished (ok) requests."""
+def summary_columns(summary: dict[str, object]) -> list[str]:
+    """Column order of a summary row: SUMMARY_METRICS with configured latency percentiles
+    next to the others (after ``latency_p99_ms``), then any add-on's extra columns."""
+    latency = sorted(
+        (k for k in summary if k.startswith("latency_p") and k not in SUMMARY_METRICS),
+        key=lambda k: float(k[len("latency_p") : -len("_ms")]),
+    )
+    cols = list(SUMMARY_METRICS)
+    at = cols.index("latency_p99_ms")
+    cols[at:at] = [c for c in latency if float(c[len("latency_p") : -len("_ms")]) < 99]
+    at = cols.index("latency_p99_ms") + 1
+    cols[at:at] = [c for c in latency if float(c[len("latency_p") : -len("_ms")]) > 99]
+    return cols + [k for k in summary if k not in cols]
+
+
+def extra_latency_columns(qs: Sequence[float]) -> list[str]:
+    """Summary columns of configured latency percentiles beyond p50/p90/p99
+    (``output.percentiles``), e.g. ``latency_p95_ms``, ``latency_p99.9_ms``."""
+    base = {50.0, 90.0, 99.0}
+    return [f"latency_p{q:g}_ms" for q in sorted(set(map(float, qs)) - base)]
+
+
+def summarize_requests(
+    records: Sequence[RequestRecord], elapsed_s: float, extra_percentiles: Sequence[float] = ()
+) -> dict[str, float]:
+    """Metrics over all requests of a point; latency figures count finished (ok) requests.
+
+    ``extra_percentiles`` adds ``latency_p<q>_ms`` columns (``output.percentiles``).
+    """
     ok = [r for r in records if r.status == "ok"]
     lat = [r.latency_ms for r in ok]
     hold = [r.gil_hold_ms for r in records]
@@ -115,4 +149,11 @@ def summarize_requests(records: Sequence[RequestRecord], elapsed_s: float) -> di
         "queue_p50_ms": q50,
         "queue_p99_ms": q99,
         "transfer_p50_ms": t50,
+        **_extra_latency(lat, extra_percentiles),
     }
+
+
+def _extra_latency(lat: Sequence[float], qs: Sequence[float]) -> dict[str, float]:
+    cols = extra_latency_columns(qs)
+    wanted = [float(c[len("latency_p") : -len("_ms")]) for c in cols]
+    return dict(zip(cols, percentiles(lat, wanted), strict=True)) if cols else {}

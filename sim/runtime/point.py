@@ -128,7 +128,7 @@ def run_point(point: Point, repeat: int = 0, progress: ProgressFn | None = None)
         elapsed = time.perf_counter() - t0
         noise_after = measure_noise_floor(workers=cfg.connector.workers)
     records.sort(key=lambda r: r.request_id)
-    summary = summarize_requests(records, elapsed)
+    summary = summarize_requests(records, elapsed, cfg.output.percentiles)
     summary.update(noise_floor_summary(noise_before, noise_after))
     summary.update(workload.stats)
     tables: dict[str, list[dict[str, Any]]] = {}

@@ -65,7 +65,7 @@ def execute_spec(
 ) -> dict[str, Any]:
     """Run ``spec`` and fill ``rep_dir`` (its CSVs, then the ``ok`` status, last)."""
     from sim.rundir.outputs import write_csv
-    from sim.runtime.metrics import SUMMARY_METRICS
+    from sim.runtime.metrics import summary_columns
     from sim.runtime.point import run_point
     from sim.runtime.records import REQUEST_COLUMNS
 
@@ -81,10 +81,9 @@ def execute_spec(
         [*axes, "repeat", *REQUEST_COLUMNS],
         ({**base, **r.as_row()} for r in res.records),
     )
-    extra = [k for k in res.summary if k not in SUMMARY_METRICS]
     write_csv(
         rep_dir / "summary.csv",
-        [*axes, "repeat", *SUMMARY_METRICS, *extra],
+        [*axes, "repeat", *summary_columns(res.summary)],
         [{**base, **res.summary}],
     )
     for stem, rows in res.tables.items():
@@ -131,11 +130,22 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     rep_dir = Path(argv[0]).parent
+    parent = os.getppid()
     channel = _claim_stdout()
     try:
         execute(rep_dir, _Reporter(channel))
     except Exception as exc:
         traceback.print_exc()
+        if isinstance(exc, BrokenPipeError) or os.getppid() != parent:
+            # The parent is gone (kill -9, a closed terminal): the point did not fail, it
+            # was cut off, and a resume must run it again.
+            write_status(
+                rep_dir,
+                "interrupted",
+                error="the kvsim process that started this point went away",
+                pid=os.getpid(),
+            )
+            return 1
         write_status(rep_dir, "failed", error=one_line(exc), pid=os.getpid())
         return 1
     return 0

@@ -24,6 +24,7 @@ from sim.config import ExperimentConfig, Point
 from sim.rundir.guard import RunDirError, is_kvsim_run
 from sim.rundir.manifest import MANIFEST_TOOL, machine_info
 from sim.rundir.outputs import write_json
+from sim.rundir.results_json import RESULTS_FILE, write_results_json
 from sim.sweep import (
     Combiner,
     RepOutcome,
@@ -166,6 +167,7 @@ class _Manifest:
         points: Sequence[Point],
         out_dir: Path,
         previous: dict[str, Any] | None,
+        overrides: Sequence[str] = (),
     ) -> None:
         self._path = out_dir / "manifest.json"
         self._started = time.time()
@@ -174,6 +176,7 @@ class _Manifest:
             "tool": MANIFEST_TOOL,
             "status": "running",
             "config_path": source,
+            "overrides": list(overrides),
             "config": config_identity(cfg),
             "config_hash": config_hash(cfg),
             "seed": cfg.seed,
@@ -202,6 +205,10 @@ class _Manifest:
         ) + (now - self._started)
         self._data["sessions"][-1].update(status=status, elapsed_s=now - self._started)
         write_json(self._path, self._data)
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return self._data
 
 
 class _Terminated(SystemExit):
@@ -241,6 +248,7 @@ def run_experiment(
     isolate: bool = True,
     child_command: Sequence[str] | None = None,
     on_point_done: Callable[[RepRun, RepOutcome], None] | None = None,
+    overrides: Sequence[str] = (),
 ) -> ExperimentResult:
     """Run every unfinished point × repeat; the caller has prepared ``out_dir`` (see rundir).
 
@@ -250,6 +258,8 @@ def run_experiment(
     ``child_command`` replaces how a child is started (default: ``sweep.runner.CHILD_COMMAND``).
     ``config_path`` is the file the config came from, recorded in the manifest (``None``
     for a config built in Python): children get the resolved config, not the file.
+    ``overrides`` are the ``--set KEY=VALUE`` strings the config was parsed with (recorded
+    in the manifest and results.json, so a resume hint can repeat them).
     """
     from sim.sweep import runner
 
@@ -261,7 +271,7 @@ def run_experiment(
     reps = rep_runs(out_dir, list(points), cfg.repeats)
     axes = axis_columns(points)
     source = str(config_path) if config_path is not None else ""
-    manifest = _Manifest(cfg, source, points, out_dir, previous)
+    manifest = _Manifest(cfg, source, points, out_dir, previous, overrides)
     combiner = Combiner(out_dir, axes, cfg.repeats)
     finished = {
         (run.rep.point.index, run.rep.repeat)
@@ -283,8 +293,12 @@ def run_experiment(
             "skipped": skipped,
         }
 
+    def record(status: str) -> None:
+        manifest.write(status, counts(), [*files, RESULTS_FILE])
+        write_results_json(out_dir, manifest.data, combiner.summary_rows(), axes)
+
     files = combiner.write()
-    manifest.write("running", counts(), files)
+    record("running")
     status = "interrupted"
     try:
         with _sigterm_unwinds():
@@ -306,9 +320,9 @@ def run_experiment(
                     files = combiner.write()
                 if on_point_done is not None:
                     on_point_done(rep, outcome)
-                manifest.write("running", counts(), files)
+                record("running")
         c = counts()
         status = "complete" if c["done"] == c["total"] else "failed"
     finally:
-        manifest.write(status, counts(), files)
+        record(status)
     return ExperimentResult(out_dir, combiner.summary_rows(), combiner.repeat_rows(), axes, skipped)

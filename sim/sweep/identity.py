@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.config import ExperimentConfig
+from sim.config.sections import BASE_PERCENTILES
 
 __all__ = ["DATA_FILES_KEY", "config_hash", "config_identity", "data_files", "first_difference"]
 
@@ -47,12 +48,16 @@ def _file_digest(path: Path) -> str:
 
 
 def config_identity(cfg: ExperimentConfig) -> dict[str, Any]:
-    """The resolved config without ``output``, plus the data files' content hashes
+    """The resolved config without ``output`` (but with ``output.percentiles`` when they
+    add columns), plus the data files' content hashes
     (under ``data_files``, present only when the config names any, so that the
     identity of a config without data files is what it always was)."""
     data = cfg.model_dump(mode="json")
     for key in _IGNORED:
         data.pop(key, None)
+    if cfg.output.all_percentiles != BASE_PERCENTILES:
+        # The percentiles change summary.csv's columns: a resume must not mix two sets.
+        data["output_percentiles"] = list(cfg.output.all_percentiles)
     files = {field: _file_digest(path) for field, path in data_files(cfg)}
     if files:
         data[DATA_FILES_KEY] = files

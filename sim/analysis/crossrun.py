@@ -1,0 +1,124 @@
+"""Two runs side by side (before/after a change, machine A against B): ``compare A B``.
+
+Points are paired by their axis values — every axis of either run must have the
+same value in both — and only paired points are compared; a point of one run
+with no twin in the other is listed and left out, never set beside a point that
+merely looks similar. The pairs become one combined result with a ``run`` axis,
+so the comparison is the ordinary one (``sim.analysis.compare``): the same
+metrics and the same bootstrap intervals, with run B's values as ratios to A's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sim.rundir.reader import RunResults
+
+__all__ = ["RUN_AXIS", "Pairing", "pair_runs", "run_labels", "unpaired_lines"]
+
+#: The axis that tells the two runs apart in the combined result.
+RUN_AXIS = "run"
+
+
+def run_labels(a: Path, b: Path) -> tuple[str, str]:
+    """Short distinct names of two run directories: their names, else A and B."""
+    if a.name != b.name:
+        return a.name, b.name
+    if a.parent.name and a.parent.name != b.parent.name:
+        return f"{a.parent.name}/{a.name}", f"{b.parent.name}/{b.name}"
+    return "A", "B"
+
+
+@dataclass
+class _Combined(RunResults):
+    """A RunResults whose tables are the paired rows of two runs, with a ``run`` column."""
+
+    sources: tuple[tuple[str, RunResults], ...] = ()
+    keep: frozenset[tuple[str, ...]] = frozenset()
+    base_axes: tuple[str, ...] = ()
+    _merged: dict[str, list[dict[str, str]]] = field(default_factory=dict)
+
+    def has_table(self, stem: str) -> bool:
+        return all(res.has_table(stem) for _, res in self.sources)
+
+    def table(self, stem: str) -> list[dict[str, str]]:
+        if stem not in self._merged:
+            rows: list[dict[str, str]] = []
+            if self.has_table(stem):
+                for label, res in self.sources:
+                    rows += [
+                        {**r, RUN_AXIS: label}
+                        for r in res.table(stem)
+                        if res.key(r, list(self.base_axes)) in self.keep
+                    ]
+            self._merged[stem] = rows
+        return self._merged[stem]
+
+
+@dataclass
+class Pairing:
+    labels: tuple[str, str]
+    #: Axes used for pairing: every axis of either run.
+    axes: list[str]
+    paired: list[tuple[str, ...]]
+    only_a: list[tuple[str, ...]]
+    only_b: list[tuple[str, ...]]
+    combined: RunResults | None
+
+
+def _keys(res: RunResults, axes: list[str]) -> list[tuple[str, ...]]:
+    # An axis the run does not sweep has no value to pair on: "(not swept)" never matches
+    # a value, so points of runs swept over different axes stay apart.
+    return [
+        tuple(r.get(a, "(not swept)") if a in res.axes else "(not swept)" for a in axes)
+        for r in res.summary
+    ]
+
+
+def pair_runs(a: RunResults, b: RunResults) -> Pairing:
+    """Pair the points of ``a`` and ``b`` by their axis values."""
+    labels = run_labels(a.dir, b.dir)
+    axes = list(dict.fromkeys([*a.axes, *b.axes]))
+    ka, kb = _keys(a, axes), _keys(b, axes)
+    paired = [k for k in dict.fromkeys(ka) if k in set(kb)]
+    only_a = [k for k in dict.fromkeys(ka) if k not in set(kb)]
+    only_b = [k for k in dict.fromkeys(kb) if k not in set(ka)]
+    combined = None
+    if paired:
+        keep = frozenset(paired)
+        summary: list[dict[str, Any]] = []
+        for label, res, keys in ((labels[0], a, ka), (labels[1], b, kb)):
+            pairs = zip(res.summary, keys, strict=True)
+            summary += [{**r, RUN_AXIS: label} for r, k in pairs if k in keep]
+        repeats = max(int(m.manifest.get("repeats", 1) or 1) for m in (a, b))
+        manifest = {
+            "tool": "kvsim",
+            "config": {"name": f"{a.name} ({labels[0]}) vs {b.name} ({labels[1]})"},
+            "repeats": repeats,
+            "axes": [*axes, RUN_AXIS],
+        }
+        combined = _Combined(
+            dir=b.dir,
+            manifest=manifest,
+            axes=[*axes, RUN_AXIS],
+            summary=summary,
+            sources=((labels[0], a), (labels[1], b)),
+            keep=keep,
+            base_axes=tuple(axes),
+        )
+    return Pairing(labels, axes, paired, only_a, only_b, combined)
+
+
+def _label(axes: list[str], key: tuple[str, ...]) -> str:
+    return ", ".join(f"{a}={v}" for a, v in zip(axes, key, strict=True) if v != "(not swept)")
+
+
+def unpaired_lines(p: Pairing) -> list[str]:
+    """One line per point left out, saying which run has it."""
+    out = []
+    for label, keys in ((p.labels[0], p.only_a), (p.labels[1], p.only_b)):
+        for k in keys:
+            out.append(f"only in {label}: {_label(p.axes, k)}")
+    return out

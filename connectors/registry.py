@@ -1,10 +1,22 @@
-"""Registry of connector variants: each variant is one module that registers itself.
+"""Registries of connector variants: each variant is one module that registers itself.
 
-Built-in variants are the ``connectors.address_*`` and ``connectors.index_*``
-modules; other installed packages add theirs through the entry-point group
-``kvsim.connectors`` (an entry point names a module or object whose import
-registers it). Variant modules keep numba and torch imports inside functions so
-that listing variants stays fast.
+Two :class:`Registry` objects hold the variants by name: :data:`ADDRESS_VARIANTS`
+(the load path's address computation) and :data:`INDEX_VARIANTS` (the engine's
+token-to-request index). Built-in variants are the ``connectors.address_*`` and
+``connectors.index_*`` modules; other installed packages add theirs through the
+entry-point group ``kvsim.connectors`` (an entry point names a module or object
+whose import registers it). Both are found on the first lookup, not on import,
+and variant modules keep numba and torch imports inside functions so that
+listing variants stays fast.
+
+Tests add a variant for the length of a ``with`` block and leave the registry as
+they found it::
+
+    with ADDRESS_VARIANTS.temporary(MyTestVariant):
+        run_point(...)
+
+The module-level functions (``register``, ``get_address_variant``, …) are the
+default registries' methods under their historical names.
 """
 
 from __future__ import annotations
@@ -12,11 +24,17 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import pkgutil
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 __all__ = [
+    "ADDRESS_VARIANTS",
     "ENTRY_POINT_GROUP",
+    "INDEX_VARIANTS",
+    "Registry",
     "address_variant_names",
+    "discover_variants",
     "get_address_variant",
     "get_index_variant",
     "index_variant_names",
@@ -26,40 +44,107 @@ __all__ = [
 
 ENTRY_POINT_GROUP = "kvsim.connectors"
 
-_ADDRESS: dict[str, type] = {}
-_INDEX: dict[str, type] = {}
-_loaded = False
-
 T = TypeVar("T", bound=type)
 
 
-def register(cls: T) -> T:
-    """Class decorator: make an AddressVariant subclass selectable by its ``name``."""
-    _add(_ADDRESS, cls)
-    return cls
+class Registry:
+    """Classes of one kind by their ``name`` attribute, found lazily by ``discover``.
+
+    ``discover`` runs before the first lookup (and again after a failed one, so a
+    broken plugin is reported every time rather than leaving a silent partial
+    list). It is expected to import the modules whose decorators register here.
+    """
+
+    def __init__(self, kind: str, discover: Callable[[], None] | None = None) -> None:
+        #: What the entries are, for messages ("variant", "index variant").
+        self.kind = kind
+        self._discover = discover
+        self._entries: dict[str, type] = {}
+        self._discovered = discover is None
+
+    # -- registering ---------------------------------------------------------
+    def register(self, cls: T) -> T:
+        """Class decorator: make ``cls`` selectable by its ``name``.
+
+        Registering the same class again (a module reload) is allowed; another
+        class under a taken name is a ValueError naming the module that has it.
+        """
+        name = getattr(cls, "name", "")
+        if not name:
+            raise ValueError(f"{cls.__qualname__} has no name")
+        other = self._entries.get(name)
+        if other is not None and other is not cls and other.__qualname__ != cls.__qualname__:
+            raise ValueError(f"{self.kind} name {name!r} is taken by {other.__module__}")
+        self._entries[name] = cls
+        return cls
+
+    def unregister(self, name: str) -> type:
+        """Remove ``name`` and return its class; KeyError when it is not registered."""
+        try:
+            return self._entries.pop(name)
+        except KeyError:
+            raise KeyError(f"no {self.kind} {name!r} is registered") from None
+
+    # -- looking up ----------------------------------------------------------
+    def names(self) -> list[str]:
+        """Registered names, in registration order (built-ins first)."""
+        self._ensure_discovered()
+        return list(self._entries)
+
+    def get(self, name: str) -> Any:
+        """The class registered as ``name``; KeyError listing the known names otherwise."""
+        self._ensure_discovered()
+        try:
+            return self._entries[name]
+        except KeyError:
+            known = ", ".join(self._entries)
+            raise KeyError(f"unknown {self.kind} {name!r}; known: {known}") from None
+
+    def __contains__(self, name: object) -> bool:
+        self._ensure_discovered()
+        return name in self._entries
+
+    def rediscover(self) -> None:
+        """Run discovery again at the next lookup (plugins installed since, tests)."""
+        self._discovered = self._discover is None
+
+    def _ensure_discovered(self) -> None:
+        if self._discovered or self._discover is None:
+            return
+        self._discovered = True
+        try:
+            self._discover()
+        except BaseException:
+            self._discovered = False
+            raise
+
+    # -- scopes for tests ----------------------------------------------------
+    @contextmanager
+    def scoped(self) -> Iterator[Registry]:
+        """Whatever is registered, unregistered or rediscovered inside is undone at the end.
+
+        Discovery runs first, so a built-in module first imported inside the block
+        (which registers only once per process) is not lost when the block ends.
+        """
+        self._ensure_discovered()
+        saved = dict(self._entries), self._discovered
+        try:
+            yield self
+        finally:
+            self._entries = dict(saved[0])
+            self._discovered = saved[1]
+
+    @contextmanager
+    def temporary(self, *classes: type) -> Iterator[Registry]:
+        """``classes`` registered for the length of the block, then removed."""
+        with self.scoped():
+            for cls in classes:
+                self.register(cls)
+            yield self
 
 
-def register_index(cls: T) -> T:
-    """Class decorator: make a token-to-request index variant selectable by its ``name``."""
-    _add(_INDEX, cls)
-    return cls
-
-
-def _add(table: dict[str, type], cls: type) -> None:
-    name = getattr(cls, "name", "")
-    if not name:
-        raise ValueError(f"{cls.__qualname__} has no name")
-    other = table.get(name)
-    if other is not None and other is not cls and other.__qualname__ != cls.__qualname__:
-        raise ValueError(f"variant name {name!r} is taken by {other.__module__}")
-    table[name] = cls
-
-
-def _load_all() -> None:
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
+def discover_variants() -> None:
+    """Import the built-in variant modules and load the entry-point plugins."""
     import connectors
 
     for mod in pkgutil.iter_modules(connectors.__path__):
@@ -70,34 +155,34 @@ def _load_all() -> None:
         try:
             ep.load()
         except Exception as exc:
-            _loaded = False  # the next lookup reports it again instead of a partial registry
             raise ImportError(
                 f"connector plugin {ep.name!r} ({ep.value}, entry-point group "
                 f"{ENTRY_POINT_GROUP}) failed to load: {type(exc).__name__}: {exc}"
             ) from exc
 
 
+#: Address-computation variants (``connector.variant``).
+ADDRESS_VARIANTS = Registry("variant", discover_variants)
+#: Token-to-request index variants (``engine.index_variant``).
+INDEX_VARIANTS = Registry("index variant", discover_variants)
+
+#: Class decorator: make an AddressVariant subclass selectable by its ``name``.
+register = ADDRESS_VARIANTS.register
+#: Class decorator: make a token-to-request index variant selectable by its ``name``.
+register_index = INDEX_VARIANTS.register
+
+
 def address_variant_names() -> list[str]:
-    _load_all()
-    return list(_ADDRESS)
+    return ADDRESS_VARIANTS.names()
 
 
 def index_variant_names() -> list[str]:
-    _load_all()
-    return list(_INDEX)
+    return INDEX_VARIANTS.names()
 
 
 def get_address_variant(name: str) -> Any:
-    _load_all()
-    try:
-        return _ADDRESS[name]
-    except KeyError:
-        raise KeyError(f"unknown variant {name!r}; known: {', '.join(_ADDRESS)}") from None
+    return ADDRESS_VARIANTS.get(name)
 
 
 def get_index_variant(name: str) -> Any:
-    _load_all()
-    try:
-        return _INDEX[name]
-    except KeyError:
-        raise KeyError(f"unknown index variant {name!r}; known: {', '.join(_INDEX)}") from None
+    return INDEX_VARIANTS.get(name)

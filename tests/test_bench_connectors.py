@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from connectors.base import AddressVariant
-from connectors.registry import _ADDRESS
+from connectors.registry import ADDRESS_VARIANTS
 from sim.benches import connectors as bench
 from sim.cli import main
 from sim.rundir.outputs import read_csv
@@ -154,10 +154,7 @@ class _Wrong(AddressVariant):
 
 
 def test_a_variant_with_wrong_addresses_gets_no_figure(tmp_path: Path, capsys) -> None:
-    _ADDRESS[_Wrong.name] = _Wrong
-    try:
+    with ADDRESS_VARIANTS.temporary(_Wrong):
         rc, rows, out = _run(tmp_path, capsys, "--variants", f"scalar,{_Wrong.name}")
-    finally:
-        _ADDRESS.pop(_Wrong.name, None)
     assert rc == 1 and rows == []
     assert "differ from scalar" in out

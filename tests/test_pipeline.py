@@ -7,7 +7,7 @@ import math
 import pytest
 
 from connectors.base import AddressVariant
-from connectors.registry import _ADDRESS
+from connectors.registry import ADDRESS_VARIANTS
 from sim.config import parse_config
 from sim.runtime.point import run_point
 from sim.runtime.records import REQUEST_COLUMNS
@@ -36,9 +36,8 @@ class _Flaky(AddressVariant):
 
 @pytest.fixture
 def flaky_variant():
-    _ADDRESS[_Flaky.name] = _Flaky
-    yield _Flaky.name
-    _ADDRESS.pop(_Flaky.name, None)
+    with ADDRESS_VARIANTS.temporary(_Flaky):
+        yield _Flaky.name
 
 
 def test_every_request_ends_once_with_consistent_timestamps(write_config) -> None:

@@ -14,18 +14,11 @@ from connectors.base import AddressVariant
 
 
 @pytest.fixture
-def fresh_registry(monkeypatch: pytest.MonkeyPatch):
-    """The registry as if nothing had been looked up yet; restored afterwards.
-
-    Everything is loaded into the real registry first: a built-in module imported
-    only while the copy is in place would register into the copy and be missing
-    from the real registry afterwards (a cached import does not register again).
-    """
-    registry.address_variant_names()
-    monkeypatch.setattr(registry, "_ADDRESS", dict(registry._ADDRESS))
-    monkeypatch.setattr(registry, "_INDEX", dict(registry._INDEX))
-    monkeypatch.setattr(registry, "_loaded", False)
-    return registry
+def fresh_registry():
+    """The registries as if nothing had been looked up yet; restored afterwards."""
+    with registry.ADDRESS_VARIANTS.scoped(), registry.INDEX_VARIANTS.scoped():
+        registry.ADDRESS_VARIANTS.rediscover()
+        yield registry
 
 
 class _FakeEntryPoint:
@@ -128,3 +121,42 @@ def test_unknown_names_list_the_known_ones(fresh_registry) -> None:
         fresh_registry.get_address_variant("nope")
     with pytest.raises(KeyError, match="unknown index variant 'nope'"):
         fresh_registry.get_index_variant("nope")
+
+
+class _Temp(AddressVariant):
+    name = "test-temporary"
+    description = "test only"
+
+
+def test_a_temporary_variant_is_gone_after_its_block() -> None:
+    reg = registry.ADDRESS_VARIANTS
+    before = reg.names()
+    with reg.temporary(_Temp):
+        assert reg.get("test-temporary") is _Temp and "test-temporary" in reg
+        assert registry.get_address_variant("test-temporary") is _Temp  # the same registry
+    assert reg.names() == before and "test-temporary" not in reg
+
+
+def test_unregister_and_scoped_undo_each_other() -> None:
+    reg = registry.ADDRESS_VARIANTS
+    with reg.scoped():
+        assert reg.unregister("scalar").name == "scalar"
+        assert "scalar" not in reg
+        with pytest.raises(KeyError, match="no variant 'scalar' is registered"):
+            reg.unregister("scalar")
+    assert reg.get("scalar").name == "scalar"
+
+
+def test_a_registry_of_its_own_discovers_once() -> None:
+    calls: list[int] = []
+    reg = registry.Registry("widget", lambda: calls.append(1))
+    assert reg.names() == [] and reg.names() == [] and calls == [1]
+
+    @reg.register
+    class W:
+        name = "w"
+
+    assert reg.get("w") is W
+    with pytest.raises(KeyError, match="unknown widget 'x'; known: w"):
+        reg.get("x")
+    assert "w" not in registry.ADDRESS_VARIANTS  # no shared state between registries

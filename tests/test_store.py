@@ -8,7 +8,7 @@ import time
 import pytest
 
 from connectors.base import AddressVariant
-from connectors.registry import _ADDRESS
+from connectors.registry import ADDRESS_VARIANTS
 from sim.config import StoreConfig, parse_config
 from sim.runtime.env import HybridEnvironment
 from sim.runtime.pipeline import WatchdogError
@@ -81,17 +81,16 @@ class _Hang(AddressVariant):
 
 
 def test_hanging_worker_ends_the_run_with_a_clear_error(write_config) -> None:
-    _ADDRESS[_Hang.name] = _Hang
-    try:
-        _, points = parse_config(
-            write_config(
-                {"connector": {"variant": "test-hang"}, "limits": {"request_timeout_s": 0.3}}
+    with ADDRESS_VARIANTS.temporary(_Hang):
+        try:
+            _, points = parse_config(
+                write_config(
+                    {"connector": {"variant": "test-hang"}, "limits": {"request_timeout_s": 0.3}}
+                )
             )
-        )
-        t0 = time.perf_counter()
-        with pytest.raises(WatchdogError, match="request_timeout_s"):
-            run_point(points[0])
-        assert time.perf_counter() - t0 < 8
-    finally:
-        _Hang.release.set()
-        _ADDRESS.pop(_Hang.name, None)
+            t0 = time.perf_counter()
+            with pytest.raises(WatchdogError, match="request_timeout_s"):
+                run_point(points[0])
+            assert time.perf_counter() - t0 < 8
+        finally:
+            _Hang.release.set()

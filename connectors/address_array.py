@@ -40,7 +40,7 @@ from .address_numba import (
     raise_status,
     table_array,
 )
-from .base import AddressVariant, LoadJob, gil_free
+from .base import AddressVariant, LoadJob, gil_free, mark_stage
 from .registry import register
 
 __all__ = ["ArrayVariant", "span_array"]
@@ -73,7 +73,9 @@ class ArrayVariant(AddressVariant):
 
     def run(self, job: LoadJob, group: int, handler: str) -> tuple[list[str], Any]:
         """Store keys as every variant builds them; spans straight from the token count."""
+        mark_stage("keys")
         keys = [k for _s, _e, k in self.db.chunk_list(job.tokens, job.block_hashes, job.hash_len)]
+        mark_stage("addresses")
         bs = self.db.block_size
         starts = np.arange(0, job.tokens, bs, dtype=np.int64)
         spans = np.stack([starts, np.minimum(starts + bs, job.tokens)], axis=1)

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .base import AddressVariant, LoadJob, gil_free
+from .base import AddressVariant, LoadJob, gil_free, mark_stage
 from .registry import register
 
 __all__ = ["SyntheticFailure", "SyntheticOptions", "SyntheticVariant", "spin_cpu"]
@@ -118,6 +118,7 @@ class SyntheticVariant(AddressVariant):
     def run(self, job: LoadJob, group: int, handler: str) -> tuple[list[str], Any]:
         if group != 0:
             return [], None
+        mark_stage("addresses")  # the configured hold stands in for the address stage
         opts = self.opts
         spin_cpu(round(opts.hold_ms * 1e6))
         if opts.free_ms > 0:

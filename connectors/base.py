@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -28,6 +28,8 @@ __all__ = [
     "PreparedValues",
     "free_time",
     "gil_free",
+    "mark_stage",
+    "stage_hook",
 ]
 
 PreparedValues = tuple[list[list[int]], list[list[int]], list[int]]
@@ -41,6 +43,26 @@ class FreeTime(threading.local):
 
 
 free_time = FreeTime()
+
+
+class StageHook(threading.local):
+    """Per-thread receiver of stage marks, set by whoever times the thread's job."""
+
+    mark: Callable[[str], None] | None = None
+
+
+stage_hook = StageHook()
+
+
+def mark_stage(name: str) -> None:
+    """Say that this thread's job now enters stage ``name`` (``keys``, ``addresses``, ``free``).
+
+    The GIL meter then splits the job's hold at this point (sim.instruments.stages);
+    with no meter timing the thread, this is a no-op costing one attribute read.
+    """
+    mark = stage_hook.mark
+    if mark is not None:
+        mark(name)
 
 
 @contextmanager
@@ -140,9 +162,11 @@ class AddressVariant:
         """CPU stages of one request for one group: chunk list with store keys, then
         addresses, one call per chunk (``per_chunk``) or one for the group (``per_group``).
         """
+        mark_stage("keys")
         keyed = self.db.chunk_list(job.tokens, job.block_hashes, job.hash_len)
         keys = [k for _s, _e, k in keyed]
         chunks = [(s, e) for s, e, _k in keyed]
+        mark_stage("addresses")
         return keys, self.addresses(chunks, job.block_ids[group], handler)
 
     def addresses(

@@ -24,7 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from connectors.base import free_time
+from connectors.base import free_time, stage_hook
+from sim.instruments.stages import StageClock, StageTimes
 
 __all__ = [
     "ENGINE",
@@ -54,6 +55,8 @@ class JobTiming:
     cpu_ns: int
     free_cpu_ns: int
     free_wall_ns: int
+    #: The hold split by stage (sim.instruments.stages); sums to ``hold_ns``.
+    stages: StageTimes | None = None
 
     @property
     def wall_ns(self) -> int:
@@ -130,21 +133,28 @@ def measure(
 ) -> tuple[Any, BaseException | None, JobTiming]:
     """Run ``fn(*args)`` on this thread; return (result, error, timing). Never raises.
 
-    The hold goes to every open ledger under ``source``.
+    The hold goes to every open ledger under ``source``; the stage marks ``fn``
+    makes (``connectors.base.mark_stage``) split it in ``timing.stages``.
     """
     free_time.cpu_ns = 0
     free_time.wall_ns = 0
+    outer = stage_hook.mark
     w0 = time.perf_counter_ns()
     c0 = time.thread_time_ns()
+    clock = StageClock(c0)
+    stage_hook.mark = clock.mark
     result: Any = None
     error: BaseException | None = None
     try:
         result = fn(*args)
     except Exception as exc:  # the request fails, the run goes on
         error = exc
-    c1 = time.thread_time_ns()
-    w1 = time.perf_counter_ns()
-    timing = JobTiming(w0, w1, c1 - c0, free_time.cpu_ns, free_time.wall_ns)
+    finally:
+        c1 = time.thread_time_ns()
+        w1 = time.perf_counter_ns()
+        stage_hook.mark = outer
+    stages = clock.finish(c1)
+    timing = JobTiming(w0, w1, c1 - c0, free_time.cpu_ns, free_time.wall_ns, stages)
     for ledger in _open_ledgers:
         ledger.add(timing.hold_ns, source)
     return result, error, timing

@@ -26,6 +26,7 @@ OWNED = (
     "summary_repeats.csv",
     "results.json",
     "steps.csv",
+    "gc.csv",
     "points",
     "figures",
     "compare.md",

@@ -57,6 +57,17 @@ def _probe(cfg: ExperimentConfig) -> AddOn | None:
 ADDON_FACTORIES.append(_probe)
 
 
+def _gc(cfg: ExperimentConfig) -> AddOn | None:
+    """Every collection by thread and generation (gc.csv); attached last, after the
+    engine's baseline, so it covers the load."""
+    from sim.instruments.gc_meter import gc_addon
+
+    return gc_addon(cfg)
+
+
+ADDON_FACTORIES.append(_gc)
+
+
 def build_addons(cfg: ExperimentConfig) -> list[AddOn]:
     out = []
     for factory in ADDON_FACTORIES:

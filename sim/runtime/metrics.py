@@ -8,10 +8,11 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from sim.runtime.records import RequestRecord
+from sim.runtime.records import HOLD_STAGE_COLUMNS, RequestRecord
 
 __all__ = [
     "PLANNED_METRICS",
+    "STAGE_METRICS",
     "SUMMARY_METRICS",
     "extra_latency_columns",
     "percentiles",
@@ -23,6 +24,11 @@ __all__ = [
 #: trace, those with nothing to load, and the token and block hit ratios of the
 #: store memory. NaN unless workload.arrival.kind is trace.
 PLANNED_METRICS = ("trace_requests", "skipped_requests", "hit_ratio", "block_hit_ratio")
+
+#: Mean and p99 of each stage's hold per request (requests.csv ``hold_<stage>_ms``).
+STAGE_METRICS = tuple(
+    f"{col.removesuffix('_ms')}_{stat}_ms" for col in HOLD_STAGE_COLUMNS for stat in ("mean", "p99")
+)
 
 #: Summary columns after the axis columns, in order.
 SUMMARY_METRICS = [
@@ -42,6 +48,9 @@ SUMMARY_METRICS = [
     "gil_hold_p99_ms",
     "gil_wait_mean_ms",
     "gil_wait_p99_ms",
+    # the hold by stage (requests.csv hold_*_ms), and collections per request on its thread
+    *STAGE_METRICS,
+    "gc_per_request",
     "cpu_mean_ms",
     "queue_p50_ms",
     "queue_p99_ms",
@@ -69,6 +78,14 @@ SUMMARY_METRICS = [
     "engine_p99_inflation",
     "engine_build_p50_us",
     "engine_stall_p99_ms",
+    # garbage collection on every thread while the load ran (sim.instruments.gc_meter)
+    "gc_collections",
+    "gc_gen2_collections",
+    "gc_wall_ms",
+    "gc_max_ms",
+    "gc_load_ms",
+    "gc_engine_ms",
+    "gc_simulation_ms",
     *PLANNED_METRICS,
 ]
 
@@ -150,6 +167,7 @@ def summarize_requests(
         "queue_p99_ms": q99,
         "transfer_p50_ms": t50,
         **_extra_latency(lat, extra_percentiles),
+        **_stage_summary(records),
     }
 
 
@@ -157,3 +175,19 @@ def _extra_latency(lat: Sequence[float], qs: Sequence[float]) -> dict[str, float
     cols = extra_latency_columns(qs)
     wanted = [float(c[len("latency_p") : -len("_ms")]) for c in cols]
     return dict(zip(cols, percentiles(lat, wanted), strict=True)) if cols else {}
+
+
+def _stage_summary(records: Sequence[RequestRecord]) -> dict[str, float]:
+    """Mean and p99 of each stage's hold, and mean collections per request."""
+    out: dict[str, float] = {}
+    for col in HOLD_STAGE_COLUMNS:
+        values = [getattr(r, col) for r in records]
+        stem = col.removesuffix("_ms")
+        out[f"{stem}_mean_ms"] = _mean(values)
+        out[f"{stem}_p99_ms"] = percentiles(values, [99])[0]
+    out["gc_per_request"] = (
+        _mean(float(r.gc_gen0 + r.gc_gen1 + r.gc_gen2) for r in records)
+        if records
+        else float("nan")
+    )
+    return out

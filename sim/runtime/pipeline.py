@@ -15,9 +15,10 @@ from typing import Any, Protocol
 import numpy as np
 import simpy
 
-from connectors.base import AddressVariant, LoadJob
+from connectors.base import AddressVariant, LoadJob, mark_stage
 from sim.config import GeometryConfig
 from sim.errors import WatchdogError
+from sim.instruments.stages import GC, OTHER, StageTimes
 from sim.runtime.env import HybridEnvironment
 from sim.runtime.records import RequestRecord
 from sim.store.model import StoreModel
@@ -31,12 +32,29 @@ class CpuExecutor(Protocol):
 
 
 def cpu_stages(variants: Sequence[AddressVariant], handler: str, job: LoadJob) -> int:
-    """What a load thread does for one request: every group's chunk list and addresses."""
+    """What a load thread does for one request: every group's chunk list and addresses
+    (stages ``keys`` and ``addresses``, marked by the variant), then the hand-off: the
+    results, handed to the transfer, are dropped here on the load thread (``free``)."""
     chunks = 0
+    results = []
+    mark_stage("keys")
     for group, variant in enumerate(variants):
-        keys, _values = variant.run(job, group, handler)
+        keys, values = variant.run(job, group, handler)
         chunks += len(keys)
+        results.append((keys, values))
+        del keys, values
+    mark_stage("free")
+    del results
     return chunks
+
+
+def _record_stages(rec: RequestRecord, st: StageTimes) -> None:
+    """The hold by stage; anything before the first mark is in ``keys`` (see stages)."""
+    rec.hold_keys_ms = (st.of("keys") + st.of(OTHER)) / 1e6
+    rec.hold_addresses_ms = st.of("addresses") / 1e6
+    rec.hold_free_ms = st.of("free") / 1e6
+    rec.hold_gc_ms = st.of(GC) / 1e6
+    rec.gc_gen0, rec.gc_gen1, rec.gc_gen2 = st.gc_counts
 
 
 class LoadPipeline:
@@ -93,6 +111,8 @@ class LoadPipeline:
         rec.cpu_ms = t.wall_ns / 1e6
         rec.gil_hold_ms = t.hold_ns / 1e6
         rec.gil_wait_ms = t.wait_ns / 1e6
+        if t.stages is not None:
+            _record_stages(rec, t.stages)
         if outcome.error is not None:
             rec.status = "failed"
             err = outcome.error

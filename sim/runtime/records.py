@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-__all__ = ["REQUEST_COLUMNS", "RequestRecord"]
+__all__ = ["HOLD_STAGE_COLUMNS", "REQUEST_COLUMNS", "RequestRecord"]
+
+#: The columns that split ``gil_hold_ms`` by stage; they sum to it.
+HOLD_STAGE_COLUMNS = ("hold_keys_ms", "hold_addresses_ms", "hold_free_ms", "hold_gc_ms")
 
 
 @dataclass
@@ -21,6 +24,16 @@ class RequestRecord:
     cpu_ms: float = float("nan")
     gil_hold_ms: float = float("nan")
     gil_wait_ms: float = float("nan")
+    #: gil_hold_ms by stage (sim.instruments.stages): chunk list and store keys, the
+    #: variant's addresses, the hand-off (results dropped), every collection inside.
+    hold_keys_ms: float = float("nan")
+    hold_addresses_ms: float = float("nan")
+    hold_free_ms: float = float("nan")
+    hold_gc_ms: float = float("nan")
+    #: Collections that ran on the request's thread during its CPU stages, by generation.
+    gc_gen0: int = 0
+    gc_gen1: int = 0
+    gc_gen2: int = 0
     store_wait_ms: float = float("nan")
     transfer_ms: float = float("nan")
     attempts: int = 1

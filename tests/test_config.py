@@ -46,7 +46,7 @@ def test_defaults_and_derived_values(write_config) -> None:
         == cfg.model.last_address - sum(cfg.model.region_bytes(r) for r in range(4))
         or cfg.model.kv_groups == 1
     )
-    assert len(points) == 1 and points[0].axes == {"variant": "numpy", "workers": 2}
+    assert len(points) == 1 and points[0].axes == {"variant": "numpy", "workers": 2, "mode": "real"}
 
 
 def test_plain_int_tokens_means_fixed(write_config) -> None:
@@ -60,7 +60,7 @@ def test_sweep_axes_label_columns_and_validate_each_point(write_config) -> None:
     )
     _, points = parse_config(path)
     assert len(points) == 6
-    assert set(points[0].axes) == {"variant", "workers", "concurrency"}
+    assert set(points[0].axes) == {"variant", "workers", "mode", "concurrency"}
 
 
 BAD = [

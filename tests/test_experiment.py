@@ -78,7 +78,7 @@ def test_top_level_files_are_current_after_each_point(write_config, tmp_path) ->
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "complete"
     assert manifest["config_hash"] == config_hash(cfg)
-    assert manifest["axes"] == axis_columns(points) == ["variant", "workers"]
+    assert manifest["axes"] == axis_columns(points) == ["variant", "workers", "mode"]
     assert manifest["runs"] == {"total": 2, "done": 2, "failed": 0, "skipped": 0}
     assert {"requests.csv", "summary.csv", "summary_repeats.csv"} <= set(manifest["files"])
     assert not list(out.rglob(".*.tmp"))

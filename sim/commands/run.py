@@ -45,6 +45,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress display or table")
     add_set_argument(p)
+    p.add_argument(
+        "--mode",
+        choices=("real", "model"),
+        help="override the config's mode: real threads on this machine, or the calibrated "
+        "discrete-event model (docs/model-mode.md)",
+    )
 
 
 def add_set_argument(p: argparse.ArgumentParser) -> None:
@@ -253,8 +259,14 @@ def main(args: argparse.Namespace) -> int:
     from sim.config import parse_config
     from sim.rundir.guard import prepare_run_dir
 
+    if args.mode:  # --mode is --set mode=...; kept in args.set so a resume hint repeats it
+        args.set = [*args.set, f"mode={args.mode}"]
     cfg, points = parse_config(args.config, args.set)
     check_baseline(args.baseline, points)
+    if any(p.config.mode == "model" for p in points):
+        from sim.model.coverage import check_points
+
+        check_points(points)  # refuse what the calibration does not cover, before anything
     # Relative to the working directory; printed in full so that it is never ambiguous.
     out_dir = Path(args.out or cfg.output_dir).absolute()
     if args.dry_run:

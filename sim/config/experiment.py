@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from sim.config.engine import EngineConfig
 from sim.config.geometry import GeometryConfig
+from sim.config.machine import MachineConfig
 from sim.config.sections import ConnectorConfig, GilConfig, LimitsConfig, OutputConfig, StoreConfig
 from sim.config.types import FrozenModel, NonNegInt, PosInt
 from sim.config.workload import WorkloadConfig
@@ -26,12 +27,21 @@ class ExperimentConfig(FrozenModel):
         description="Experiment name: letters, digits, '_', '.', '-' (used in paths).",
     )
     seed: NonNegInt = Field(0, description="Seed of the run's one random generator.")
+    mode: Literal["real", "model"] = Field(
+        "real",
+        description="real: real threads on this machine, in real time; model: a discrete-event "
+        "simulation with the GIL and the cores as simulated resources, costs from "
+        "machine.calibration (docs/model-mode.md).",
+    )
     model: GeometryConfig = Field(default_factory=GeometryConfig, description="KV-cache geometry.")
     workload: WorkloadConfig = Field(default_factory=WorkloadConfig, description="Requests.")
     connector: ConnectorConfig = Field(default_factory=ConnectorConfig, description="Variant.")
     store: StoreConfig = Field(default_factory=StoreConfig, description="Modelled store.")
     gil: GilConfig = Field(default_factory=GilConfig, description="GIL settings.")
     output: OutputConfig = Field(default_factory=OutputConfig, description="Where results go.")
+    machine: MachineConfig = Field(
+        default_factory=MachineConfig, description="Simulated machine (model mode)."
+    )
     limits: LimitsConfig = Field(default_factory=LimitsConfig, description="Watchdogs.")
     engine: EngineConfig = Field(
         default_factory=EngineConfig,
@@ -53,6 +63,21 @@ class ExperimentConfig(FrozenModel):
             if len(set(map(repr, values))) != len(values):
                 raise ValueError(f"axis {axis!r} repeats a value")
         return v
+
+    @model_validator(mode="after")
+    def _real_mode_runs_this_machine(self) -> ExperimentConfig:
+        """Real mode cannot honour a simulated machine: refuse instead of ignoring it."""
+        if self.mode == "real":
+            if self.gil.kind != "cpython":
+                raise ValueError(
+                    f"gil.kind: {self.gil.kind} needs mode: model (real mode runs this "
+                    "interpreter, which has a GIL)"
+                )
+            if self.machine.cores is not None:
+                raise ValueError(
+                    "machine.cores needs mode: model (real mode runs on this machine's cores)"
+                )
+        return self
 
     @property
     def output_dir(self) -> str:
@@ -81,7 +106,8 @@ class Point:
     @property
     def slug(self) -> str:
         """Directory-safe name of the point, stable across runs."""
-        parts = [f"{k}-{v}" for k, v in self.axes.items()]
+        # mode=real is left out so that real runs keep the directory names they always had.
+        parts = [f"{k}-{v}" for k, v in self.axes.items() if (k, v) != ("mode", "real")]
         raw = "_".join(parts) or "default"
         return f"{self.index:03d}_" + "".join(c if c.isalnum() or c in "-_." else "-" for c in raw)
 
@@ -101,8 +127,9 @@ def set_path(raw: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
 def expand_points(raw: dict[str, Any], build) -> list[Point]:
     """Every combination of the sweep axes of ``raw``, validated by ``build(raw, where)``.
 
-    The variant and workers columns always appear, swept or not, so that every
-    requests.csv can be concatenated with every other.
+    The variant, workers and mode columns always appear, swept or not, so that every
+    requests.csv can be concatenated with every other, and so that analysis treats the
+    mode as an axis (a real and a modelled point are never pooled).
     """
     sweep = raw.get("sweep") or {}
     paths = list(sweep)
@@ -115,7 +142,11 @@ def expand_points(raw: dict[str, Any], build) -> list[Point]:
             point_raw = set_path(point_raw, path, value)
         where = ", ".join(f"sweep.{p}={v!r}" for p, v in zip(paths, combo, strict=False))
         cfg = build(point_raw, where)
-        axes: dict[str, Any] = {"variant": cfg.connector.variant, "workers": cfg.connector.workers}
+        axes: dict[str, Any] = {
+            "variant": cfg.connector.variant,
+            "workers": cfg.connector.workers,
+            "mode": cfg.mode,
+        }
         for path, value in zip(paths, combo, strict=False):
             axes[labels[path]] = value
         points.append(Point(index=i, axes=axes, config=cfg))

@@ -54,6 +54,13 @@ class StoreConfig(FrozenModel):
 class GilConfig(FrozenModel):
     """GIL settings and the sentinel probe that measures stalls and GIL busy."""
 
+    kind: Literal["cpython", "none"] = Field(
+        "cpython",
+        description="cpython: one GIL with CPython's switch-interval rules; none: a "
+        "free-threaded interpreter where holds are plain CPU work on the cores "
+        "(model mode only: real mode runs the interpreter it has).",
+    )
+
     switch_interval_ms: PosFloat = Field(
         5.0, le=1000, description="sys.setswitchinterval for the run (CPython default 5 ms)."
     )

@@ -85,6 +85,10 @@ def _drive(env: HybridEnvironment, pipeline: LoadPipeline, workload: Workload) -
 
 def run_point(point: Point, repeat: int = 0, progress: ProgressFn | None = None) -> PointResult:
     cfg = point.config
+    if cfg.mode == "model":  # a discrete-event simulation: no threads, no wall clock
+        from sim.model.driver import run_model_point
+
+        return run_model_point(point, repeat, progress)
     rng = np.random.default_rng([cfg.seed, repeat])
     workload = plan_workload(cfg, rng)
     variants = build_variants(cfg)

@@ -36,7 +36,11 @@ from sim.sweep import (
     run_rep,
 )
 
+#: Seconds between two rewrites of the top-level tables while model-mode points run.
+COMBINE_EVERY_S = 2.0
+
 __all__ = [
+    "COMBINE_EVERY_S",
     "ExperimentResult",
     "PlannedRun",
     "SweepPlan",
@@ -193,6 +197,10 @@ class _Manifest:
             "files": list(prev.get("files", [])),
             "machine": machine_info(),
         }
+        if any(p.config.mode == "model" for p in points):
+            from sim.model.coverage import check_points
+
+            self._data["calibration"] = [c.manifest_entry() for c in check_points(points).values()]
         self._data["sessions"].append({"started_unix": self._started, "status": "running"})
 
     def write(self, status: str, runs: dict[str, int], files: list[str]) -> None:
@@ -300,6 +308,10 @@ def run_experiment(
     files = combiner.write()
     record("running")
     status = "interrupted"
+    # Model-mode points take milliseconds: rewriting every top-level table after each
+    # would cost more than running them, so they are rewritten every COMBINE_EVERY_S.
+    last_write = time.monotonic()
+    unwritten = False
     try:
         with _sigterm_unwinds():
             for rep in todo:
@@ -317,12 +329,19 @@ def run_experiment(
                     )
                 finally:
                     combiner.add(rep, rep.status() or {"status": "failed", "error": "no status"})
-                    files = combiner.write()
+                    unwritten = True
+                    fast = rep.point.config.mode == "model"
+                    if not fast or time.monotonic() - last_write >= COMBINE_EVERY_S:
+                        files = combiner.write()
+                        last_write, unwritten = time.monotonic(), False
                 if on_point_done is not None:
                     on_point_done(rep, outcome)
-                record("running")
+                if not unwritten:
+                    record("running")
         c = counts()
         status = "complete" if c["done"] == c["total"] else "failed"
     finally:
+        if unwritten:
+            files = combiner.write()
         record(status)
     return ExperimentResult(out_dir, combiner.summary_rows(), combiner.repeat_rows(), axes, skipped)

@@ -103,7 +103,9 @@ def run_rep(
     clear_rep_dir(run_dir, rep.dir)
     spec = write_spec(rep, columns, source)
     t0 = time.perf_counter()
-    if not isolate:
+    # A model-mode point starts no thread and touches no GIL state: a child process
+    # would cost more to start than the point takes to run.
+    if not isolate or rep.point.config.mode == "model":
         _in_process(rep, progress)
     else:
         with open(rep.dir / LOG_FILE, "w", encoding="utf-8") as log:

@@ -1,0 +1,30 @@
+"""The machine model mode simulates (``mode: model``); real mode runs on this one.
+
+Kept in its own section so that a what-if ("64 cores") is one visible edit, and so
+that real mode can refuse what it cannot honour instead of silently ignoring it.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from sim.config.types import FrozenModel, PosInt
+
+__all__ = ["MachineConfig"]
+
+
+class MachineConfig(FrozenModel):
+    """Model mode only: cores and the calibration the simulated costs come from."""
+
+    cores: PosInt | None = Field(
+        None,
+        le=4096,
+        description="CPU cores of the simulated machine (model mode); default: the cores "
+        "of the machine the calibration was measured on. Real mode runs on this machine "
+        "and refuses any other value.",
+    )
+    calibration: str = Field(
+        "results/calibration.json",
+        description="Calibration file written by `kvsim calibrate` (model mode), relative "
+        "to the working directory: the measured costs every simulated request is built from.",
+    )

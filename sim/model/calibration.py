@@ -1,0 +1,166 @@
+"""The calibration file: what model mode knows about this machine's costs.
+
+``kvsim calibrate`` measures (sim.model.measure) and writes it; every model run
+loads it, records its path and digest in the manifest, and refuses a point its
+measurements do not cover instead of extrapolating silently.
+
+Per address variant and request handler the file holds a least-squares fit of
+the GIL hold per request (ms) and of the CPU time of declared GIL-free sections,
+both linear in ``chunks × regions``, ``chunks`` and ``groups`` (chunks counted
+over all KV-cache groups), with the range of chunks, regions and groups the fit
+was measured over. The synthetic variant needs no fit (it holds exactly
+``hold_ms``): only its fixed overhead is measured. The harness section holds the
+simulation thread's CPU per request, thread wake-up and timer lateness; the
+engine section the step build's hold per index variant.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sim.config import ConfigError
+
+__all__ = [
+    "CALIBRATION_KIND",
+    "Calibration",
+    "CalibrationError",
+    "LinearFit",
+    "load_calibration",
+]
+
+CALIBRATION_KIND = "kvsim-calibration"
+#: Variants whose cost is given by their options, not by geometry.
+PARAMETRIC = ("synthetic",)
+
+
+class CalibrationError(ConfigError):
+    """A calibration that is missing, unreadable, or does not cover a point (one line)."""
+
+
+@dataclass(frozen=True)
+class LinearFit:
+    """ms = intercept + per_chunk_region·chunks·regions + per_chunk·chunks + per_group·groups."""
+
+    intercept: float
+    per_chunk_region: float
+    per_chunk: float
+    per_group: float
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> LinearFit:
+        return cls(
+            float(d["intercept"]),
+            float(d["per_chunk_region"]),
+            float(d["per_chunk"]),
+            float(d["per_group"]),
+        )
+
+    def as_dict(self) -> dict[str, float]:
+        return {
+            "intercept": self.intercept,
+            "per_chunk_region": self.per_chunk_region,
+            "per_chunk": self.per_chunk,
+            "per_group": self.per_group,
+        }
+
+    def ms(self, chunks: int, regions: int, groups: int) -> float:
+        v = (
+            self.intercept
+            + self.per_chunk_region * chunks * regions
+            + self.per_chunk * chunks
+            + self.per_group * groups
+        )
+        return max(0.0, v)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    path: str
+    digest: str
+    data: dict[str, Any]
+
+    @property
+    def cores(self) -> int:
+        return int(self.data["machine"]["cores"])
+
+    @property
+    def harness(self) -> dict[str, float]:
+        return {k: float(v) for k, v in self.data["harness"].items()}
+
+    def manifest_entry(self) -> dict[str, Any]:
+        """What a model run's manifest records about the calibration it used."""
+        return {
+            "path": self.path,
+            "digest": self.digest,
+            "created": self.data.get("created"),
+            "machine": self.data.get("machine"),
+            "switch_interval_ms": self.data.get("switch_interval_ms"),
+        }
+
+    def variant(self, name: str, handler: str) -> dict[str, Any] | None:
+        key = name if name in PARAMETRIC else f"{name}/{handler}"
+        return self.data.get("variants", {}).get(key)
+
+    def engine_build_ms(self, index_variant: str) -> float | None:
+        v = self.data.get("engine", {}).get(index_variant)
+        return None if v is None else float(v["build_ms"])
+
+    def check_covers(
+        self, variant: str, handler: str, chunks: range | None, regions: int, groups: int
+    ) -> None:
+        """Raise CalibrationError unless the variant and geometry lie in the measured range.
+
+        ``chunks`` is the range of chunks per group the point's requests can have
+        (None: not known before the plan is drawn; checked again with the plan).
+        """
+        entry = self.variant(variant, handler)
+        if entry is None:
+            have = ", ".join(sorted(self.data.get("variants", {}))) or "none"
+            raise CalibrationError(
+                f"{self.path}: connector.variant {variant!r} (handler {handler}) is not "
+                f"calibrated (calibrated: {have}); run `kvsim calibrate --variants {variant}`"
+            )
+        if variant in PARAMETRIC:
+            return
+        rng = entry["range"]
+        checks = [
+            ("model.regions", regions, regions, rng["regions"]),
+            ("model.kv_groups", groups, groups, rng["groups"]),
+        ]
+        if chunks is not None:
+            checks.append(("chunks per group", chunks.start, chunks.stop - 1, rng["chunks"]))
+        for what, lo, hi, (cmin, cmax) in checks:
+            if lo < cmin or hi > cmax:
+                shown = f"{lo}" if lo == hi else f"{lo}–{hi}"
+                raise CalibrationError(
+                    f"{self.path}: {what} {shown} is outside the calibrated range "
+                    f"{cmin}–{cmax} of variant {variant!r}; calibrate that geometry "
+                    "(`kvsim calibrate --regions ... --chunks ...`)"
+                )
+
+
+def load_calibration(path: str | Path) -> Calibration:
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise CalibrationError(
+            f"{p}: no calibration file (machine.calibration); run `kvsim calibrate` first"
+        ) from None
+    except OSError as exc:
+        raise CalibrationError(f"{p}: cannot read calibration ({exc.strerror})") from None
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        raise CalibrationError(f"{p}: not a JSON calibration file") from None
+    if not isinstance(data, dict) or data.get("kind") != CALIBRATION_KIND:
+        raise CalibrationError(f"{p}: not a kvsim calibration file (kind {CALIBRATION_KIND})")
+    for key in ("machine", "harness", "variants"):
+        if not isinstance(data.get(key), dict):
+            raise CalibrationError(f"{p}: calibration has no {key!r} section")
+    digest = "sha256:" + hashlib.sha256(raw).hexdigest()
+    return Calibration(str(p), digest, data)

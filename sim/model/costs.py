@@ -1,0 +1,110 @@
+"""What each simulated thread spends, for one point: its config read through its calibration.
+
+Costs are in seconds. A load request holds the GIL for ``hold_s(tokens)`` of CPU,
+then spends ``free_cpu_s`` in GIL-free CPU work (a nogil kernel) and
+``free_sleep_s`` in a GIL-free wait (no CPU). The simulation thread (the
+harness) holds the GIL for a small CPU cost at each of a request's three
+wake-ups: the arrival, the worker's completion, the transfer's end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from sim.config import ExperimentConfig
+from sim.model.calibration import PARAMETRIC, Calibration, LinearFit
+
+__all__ = ["ModelCosts", "point_costs"]
+
+
+@dataclass(frozen=True)
+class ModelCosts:
+    #: Load request: hold fit (None for a parametric variant) and the fixed parts.
+    hold_fit: LinearFit | None
+    free_fit: LinearFit | None
+    fixed_hold_s: float
+    free_cpu_s: float
+    free_sleep_s: float
+    regions: int
+    groups: int
+    block_size: int
+    #: Simulation thread: CPU per wake-up (arrival, completion, transfer end).
+    arrival_s: float
+    complete_s: float
+    done_s: float
+    #: OS wake-up of a blocked thread (queue, inbox), and lateness of a timed wait / sleep.
+    wake_s: float
+    timer_late_s: float
+    sleep_late_s: float
+    #: Probe: lateness on an idle GIL and CPU per wake-up.
+    probe_late_s: float
+    probe_hold_s: float
+    #: Engine step build hold (None: no engine, or not calibrated).
+    engine_build_s: float | None
+
+    def hold_s(self, tokens: int) -> float:
+        if self.hold_fit is None:
+            return self.fixed_hold_s
+        return self._fit_s(self.hold_fit, tokens)
+
+    def free_s(self, tokens: int) -> float:
+        """GIL-free CPU time of a request (a nogil kernel)."""
+        if self.free_fit is None:
+            return self.free_cpu_s
+        return self._fit_s(self.free_fit, tokens)
+
+    def _fit_s(self, fit: LinearFit, tokens: int) -> float:
+        return _fit_cached(fit, tokens, self.block_size, self.regions, self.groups)
+
+
+@lru_cache(maxsize=4096)
+def _fit_cached(fit: LinearFit, tokens: int, block_size: int, regions: int, groups: int) -> float:
+    chunks = -(-tokens // block_size) * groups
+    return fit.ms(chunks, regions, groups) / 1e3
+
+
+def point_costs(cfg: ExperimentConfig, cal: Calibration) -> ModelCosts:
+    """Costs of one point; the caller has checked that the calibration covers it."""
+    h = cal.harness
+    conn = cfg.connector
+    entry = cal.variant(conn.variant, conn.handler) or {}
+    hold_fit = free_fit = None
+    fixed_hold = free_cpu = free_sleep = 0.0
+    if conn.variant in PARAMETRIC:
+        from connectors import registry
+
+        opts = registry.get_address_variant(conn.variant).validate_options(conn.options)
+        fixed_hold = (opts.hold_ms + float(entry.get("overhead_ms", 0.0))) / 1e3
+        free_ms = opts.free_ms
+        if opts.free_kind == "kernel":
+            free_cpu = free_ms / 1e3
+        elif free_ms > 0:
+            free_sleep = free_ms / 1e3 + h["sleep_late_ms"] / 1e3
+    else:
+        hold_fit = LinearFit.from_dict(entry["hold"])
+        free_fit = LinearFit.from_dict(entry["free"])
+    engine_build = None
+    if cfg.engine.enabled:
+        ms = cal.engine_build_ms(cfg.engine.index_variant)
+        engine_build = None if ms is None else ms / 1e3
+    per_req = h["sim_cpu_per_request_ms"] / 1e3
+    return ModelCosts(
+        hold_fit=hold_fit,
+        free_fit=free_fit,
+        fixed_hold_s=fixed_hold,
+        free_cpu_s=free_cpu,
+        free_sleep_s=free_sleep,
+        regions=cfg.model.regions,
+        groups=cfg.model.kv_groups,
+        block_size=cfg.model.block_size,
+        arrival_s=per_req * 0.4,
+        complete_s=per_req * 0.3,
+        done_s=per_req * 0.3,
+        wake_s=h["wake_ms"] / 1e3,
+        timer_late_s=h["timer_late_ms"] / 1e3,
+        sleep_late_s=h["sleep_late_ms"] / 1e3,
+        probe_late_s=h["probe_late_ms"] / 1e3,
+        probe_hold_s=h["probe_hold_ms"] / 1e3,
+        engine_build_s=engine_build,
+    )

@@ -1,0 +1,240 @@
+"""Run one experiment point in model mode: the same plan, pipeline and store, in SimPy time.
+
+Nothing here reads the wall clock or starts a thread. The workload plan
+(sim.workload.plan), the store model (sim.store.model) and the records and
+summary (sim.runtime.records, sim.runtime.metrics) are the ones real mode uses;
+the CPU stages, the simulation thread, the probe and the engine loop are
+simulated processes whose costs come from the calibration (sim.model.costs),
+and the GIL and the cores are simulated resources (sim.model.gil, sim.model.cores).
+
+Timestamps of record mirror real mode's: a request's arrival is when the
+simulation thread handled it, its start when a worker began its CPU stages
+(holding the GIL), its end when the simulation thread handled the transfer's
+end; GIL hold is CPU time holding the GIL, GIL wait the rest of the job's wall
+time outside GIL-free sections (sim.instruments.gilmeter).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from typing import Any
+
+import numpy as np
+import simpy
+
+from sim.config import Point
+from sim.model.calibration import Calibration
+from sim.model.cores import Cores
+from sim.model.costs import ModelCosts, point_costs
+from sim.model.coverage import check_point, point_calibration
+from sim.model.gil import CPythonGil, NoGil
+from sim.model.probe import ModelEngine, ModelProbe
+from sim.model.threads import Harness, ModelJob, ModelWorkers
+from sim.runtime.metrics import summarize_requests
+from sim.runtime.point import PointResult
+from sim.runtime.records import RequestRecord
+from sim.store.model import StoreModel
+from sim.workload.plan import PlannedRequest, Workload, plan_workload, request_bytes
+
+__all__ = ["Uniforms", "run_model_point"]
+
+ProgressFn = Callable[[int, int], None]
+
+
+class Uniforms:
+    """Uniform draws from the run's one generator, taken in blocks (one call per 4096)."""
+
+    def __init__(self, rng: np.random.Generator, block: int = 4096) -> None:
+        self._rng = rng
+        self._block = block
+        self._buf: list[float] = []
+        self._i = 0
+
+    def __call__(self) -> float:
+        if self._i >= len(self._buf):
+            self._buf = self._rng.random(self._block).tolist()
+            self._i = 0
+        x = self._buf[self._i]
+        self._i += 1
+        return x
+
+
+class _Point:
+    """The simulated processes of one point, wired together."""
+
+    def __init__(self, point: Point, costs: ModelCosts, cores: int, rng: np.random.Generator):
+        cfg = point.config
+        self.cfg = cfg
+        self.costs = costs
+        self.env = env = simpy.Environment()
+        self.draw = Uniforms(rng)
+        self.cores = Cores(env, cores)
+        if cfg.gil.kind == "none":
+            self.gil: CPythonGil | NoGil = NoGil(env, self.cores)
+        else:
+            self.gil = CPythonGil(
+                env, self.cores, cfg.gil.switch_interval_ms / 1e3, self.draw, costs.wake_s
+            )
+        self.harness = Harness(env, self.gil)
+        self.workers = ModelWorkers(
+            env,
+            self.gil,
+            self.cores,
+            self.harness,
+            cfg.connector.workers,
+            costs.wake_s,
+            costs.complete_s,
+        )
+        self.store = StoreModel(env, cfg.store)
+        self.records: list[RequestRecord] = []
+        self.on_done: Callable[[int], None] | None = None
+        self._bytes: dict[int, int] = {}
+        self.faulty = cfg.store.fail_prob > 0 or cfg.store.stall_prob > 0
+        self.fail_prob = 0.0
+        if cfg.connector.variant == "synthetic":
+            self.fail_prob = float(cfg.connector.options.get("fail_prob", 0.0))
+
+    def request_bytes(self, tokens: int) -> int:
+        """sim.workload.plan.request_bytes, remembered per token count (it loops over chunks)."""
+        nbytes = self._bytes.get(tokens)
+        if nbytes is None:
+            nbytes = self._bytes[tokens] = request_bytes(self.cfg.model, tokens)
+        return nbytes
+
+    def request(self, req: PlannedRequest, arrival: float) -> Generator[Any, Any, None]:
+        env, c, geo = self.env, self.costs, self.cfg.model
+        rec = RequestRecord(
+            request_id=req.request_id,
+            tokens=req.tokens,
+            chunks=req.chunks(geo) * geo.kv_groups,
+            bytes=self.request_bytes(req.tokens),
+            arrival_s=arrival,
+            trace_line=req.trace_line,
+        )
+        job = ModelJob(c.hold_s(req.tokens), c.free_s(req.tokens), c.free_sleep_s, env.event())
+        self.workers.submit(job)
+        yield job.done
+        wall = job.end - job.start
+        rec.thread = job.thread
+        rec.start_s = job.start
+        rec.cpu_done_s = job.end
+        rec.queue_ms = (job.start - arrival) * 1e3
+        rec.cpu_ms = wall * 1e3
+        rec.gil_hold_ms = job.hold_s * 1e3
+        rec.gil_wait_ms = max(0.0, wall - job.hold_s - job.free_wall) * 1e3
+        if req.draw < self.fail_prob:
+            rec.status = "failed"
+            rec.error = (
+                f"SyntheticFailure: injected failure: draw {req.draw:.4f} < "
+                f"fail_prob {self.fail_prob:g}"
+            )
+            rec.attempts = 0
+        else:
+            faults = np.random.default_rng([req.job_seed, 1]) if self.faulty else None
+            xfer = yield from self.store.transfer(rec.bytes, faults)
+            rec.store_wait_ms = xfer.waited_s * 1e3
+            rec.attempts = xfer.attempts
+            if xfer.error is None:
+                rec.status = "ok"
+            else:
+                rec.status = "failed"
+                rec.error = f"{type(xfer.error).__name__}: {xfer.error}"
+            yield self.harness.post(c.done_s, c.timer_late_s)
+        done = env.now
+        if rec.status != "failed" or rec.attempts:
+            rec.transfer_ms = (done - job.end) * 1e3
+        rec.done_s = done
+        rec.latency_ms = (done - arrival) * 1e3
+        self.records.append(rec)
+        if self.on_done is not None:
+            self.on_done(len(self.records))
+
+    def drive(self, workload: Workload) -> None:
+        env, c = self.env, self.costs
+        if workload.closed_clients is None:
+
+            def arrivals() -> Generator[Any, Any, None]:
+                for req in workload:
+                    yield env.timeout(req.gap_s or 0.0)
+                    arrival = yield self.harness.post(c.arrival_s, c.timer_late_s)
+                    env.process(self.request(req, arrival))
+
+            env.process(arrivals())
+            return
+        queue = iter(workload)
+
+        def client() -> Generator[Any, Any, None]:
+            for req in queue:
+                arrival = yield self.harness.post(c.arrival_s, 0.0)
+                yield env.process(self.request(req, arrival))
+                if workload.think_s:
+                    yield env.timeout(workload.think_s)
+
+        for _ in range(workload.closed_clients):
+            env.process(client())
+
+
+def run_model_point(
+    point: Point,
+    repeat: int = 0,
+    progress: ProgressFn | None = None,
+    calibration: Calibration | None = None,
+) -> PointResult:
+    """Simulate one point × repeat; refuses (CalibrationError) what the calibration lacks."""
+    cfg = point.config
+    cal = calibration if calibration is not None else point_calibration(cfg)
+    check_point(cfg, cal)
+    rng = np.random.default_rng([cfg.seed, repeat])
+    workload = plan_workload(cfg, rng)
+    check_point(cfg, cal, [r.tokens for r in workload])
+    costs = point_costs(cfg, cal)
+    cores = cfg.machine.cores or cal.cores
+    sim = _Point(point, costs, cores, rng)
+    sim.harness.start()
+    sim.workers.start()
+    addons: list[Any] = []
+    if cfg.engine.enabled:
+        addons.append(ModelEngine(cfg.engine, costs, sim.gil, sim.harness))
+    if cfg.gil.probe:
+        addons.append(ModelProbe(cfg.gil, costs, sim.gil, sim.draw))
+    for addon in addons:
+        addon.attach(sim.env)
+    env = sim.env
+    total = len(workload)
+    all_done = env.event()
+    every = max(1, total // 20)
+
+    def on_done(n: int) -> None:
+        if progress is not None and (n % every == 0 or n == total):
+            progress(n, total)
+        if n == total:
+            all_done.succeed()
+
+    sim.on_done = on_done
+    t0 = env.now
+    sim.drive(workload)
+    if total:
+        try:
+            env.run(until=all_done)
+        except RuntimeError as exc:  # simpy: "No scheduled events left but until event..."
+            raise RuntimeError(
+                f"model stalled after {len(sim.records)} of {total} requests: {exc}"
+            ) from None
+    elapsed = env.now - t0
+    for addon in addons:
+        addon.detach()
+    records = sorted(sim.records, key=lambda r: r.request_id)
+    summary: dict[str, Any] = summarize_requests(records, elapsed)
+    floor = (costs.timer_late_s + 2 * costs.wake_s + costs.done_s + costs.complete_s) * 1e3
+    summary["noise_floor_p50_ms"] = floor
+    summary["noise_floor_p99_ms"] = floor
+    summary.update(workload.stats)
+    tables: dict[str, list[dict[str, Any]]] = {}
+    for addon in addons:
+        summary.update(addon.summary(elapsed, sum(r.gil_hold_ms for r in records), sim.harness))
+        for stem, rows in addon.tables().items():
+            tables.setdefault(stem, []).extend(rows)
+    summary["model_switches"] = sim.gil.switches
+    summary["model_forced_drops"] = sim.gil.forced_drops
+    summary["model_cores"] = cores
+    return PointResult(point, repeat, records, summary, tables)

@@ -1,0 +1,143 @@
+"""Model mode end to end: same outputs plus a mode column, calibration refusals, what-ifs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sim.cli import main as cli_main
+from sim.config import ConfigError, parse_config
+from sim.model.driver import run_model_point
+from sim.rundir.outputs import read_csv
+from sim.runtime.records import REQUEST_COLUMNS
+from sim.sweep.experiment import run_experiment
+
+
+def write_calibration(path: Path, **variants: Any) -> Path:
+    """A calibration file with made-up (but plausible) costs: the inputs of the model."""
+    linear = {"intercept": 0.05, "per_chunk_region": 5e-4, "per_chunk": 1e-3, "per_group": 0.01}
+    zero = dict.fromkeys(linear, 0.0)
+    data = {
+        "kind": "kvsim-calibration",
+        "created": "test",
+        "machine": {"cores": 2},
+        "switch_interval_ms": 5.0,
+        "harness": {
+            "sim_cpu_per_request_ms": 0.1,
+            "wake_ms": 0.05,
+            "timer_late_ms": 0.06,
+            "sleep_late_ms": 0.06,
+            "probe_late_ms": 0.01,
+            "probe_hold_ms": 0.005,
+        },
+        "variants": {
+            "synthetic": {"overhead_ms": 0.02},
+            "numpy/per_group": {
+                "hold": linear,
+                "free": zero,
+                "range": {"chunks": [1, 64], "regions": [1, 8], "groups": [1, 2]},
+            },
+            **variants,
+        },
+        "engine": {"cached": {"build_ms": 0.03}},
+    }
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.fixture
+def model_config(write_config, tmp_path):
+    cal = write_calibration(tmp_path / "cal.json")
+
+    def _write(overrides: dict[str, Any] | None = None) -> Path:
+        base = {"mode": "model", "machine": {"calibration": str(cal)}}
+        from tests.conftest import deep_merge
+
+        return write_config(deep_merge(base, overrides or {}))
+
+    return _write
+
+
+def test_model_run_writes_the_same_files_with_a_mode_column(model_config, tmp_path) -> None:
+    path = model_config({"sweep": {"connector.workers": [1, 4]}})
+    cfg, points = parse_config(path)
+    out = tmp_path / "out"
+    res = run_experiment(cfg, points, path, out)
+    assert [r["status"] for r in res.summary_rows] == ["ok", "ok"]
+    rows = read_csv(out / "requests.csv")
+    assert len(rows) == 2 * cfg.workload.requests
+    assert {r["mode"] for r in rows} == {"model"}
+    assert set(REQUEST_COLUMNS) <= set(rows[0])
+    assert all(r["status"] == "ok" and float(r["latency_ms"]) > 0 for r in rows)
+    summary = read_csv(out / "summary.csv")
+    assert {r["mode"] for r in summary} == {"model"}
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["calibration"][0]["path"].endswith("cal.json")
+    assert manifest["calibration"][0]["digest"].startswith("sha256:")
+    assert "mode" in manifest["axes"]
+
+
+def test_mode_flag_overrides_the_config(write_config, tmp_path, capsys) -> None:
+    cal = write_calibration(tmp_path / "cal.json")
+    path = write_config({"machine": {"calibration": str(cal)}})
+    assert cli_main(["run", str(path), "--mode", "model", "-q"]) == 0
+    rows = read_csv(tmp_path / "out" / "requests.csv")
+    assert {r["mode"] for r in rows} == {"model"}
+
+
+def test_model_run_is_deterministic(model_config) -> None:
+    _cfg, points = parse_config(model_config({"connector": {"workers": 3}}))
+    a = run_model_point(points[0])
+    b = run_model_point(points[0])
+    assert [r.as_row() for r in a.records] == [r.as_row() for r in b.records]
+
+
+def test_uncalibrated_variant_is_refused_in_one_line(model_config, capsys) -> None:
+    path = model_config({"connector": {"variant": "scalar"}})
+    assert cli_main(["run", str(path), "-q"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "'scalar'" in err and "not calibrated" in err and "kvsim calibrate" in err
+
+
+def test_geometry_outside_the_calibrated_range_is_refused(model_config, capsys) -> None:
+    path = model_config({"model": {"regions": 61, "block_len": [1024]}})
+    assert cli_main(["run", str(path), "-q"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "model.regions 61 is outside the calibrated range 1–8" in err
+
+
+def test_missing_calibration_is_refused(write_config, tmp_path, capsys) -> None:
+    path = write_config({"mode": "model", "machine": {"calibration": str(tmp_path / "no.json")}})
+    assert cli_main(["run", str(path), "-q"]) == 2
+    assert "run `kvsim calibrate` first" in capsys.readouterr().err
+
+
+def test_real_mode_refuses_what_only_the_model_can_run(write_config) -> None:
+    with pytest.raises(ConfigError, match=r"gil\.kind: none needs mode: model"):
+        parse_config(write_config({"gil": {"kind": "none"}}))
+    with pytest.raises(ConfigError, match=r"machine\.cores needs mode: model"):
+        parse_config(write_config({"machine": {"cores": 64}}))
+
+
+def test_what_if_32_workers_with_and_without_gil_on_64_cores(model_config) -> None:
+    path = model_config(
+        {
+            "connector": {"variant": "synthetic", "workers": 32, "options": {"hold_ms": 20.0}},
+            "workload": {"requests": 200, "arrival": {"kind": "poisson", "rate_rps": 400}},
+            "machine": {"cores": 64},
+            "sweep": {"gil.kind": ["cpython", "none"]},
+        }
+    )
+    _cfg, points = parse_config(path)
+    by_kind = {p.config.gil.kind: run_model_point(p).summary for p in points}
+    gil, free = by_kind["cpython"], by_kind["none"]
+    assert gil["ok"] == free["ok"] == 200
+    # 200 requests of 20 ms at 400/s need 4 cores' worth of Python: one GIL cannot keep
+    # up (latency grows), 64 free-threaded cores can (latency stays near the hold).
+    assert free["latency_p50_ms"] < 2 * 20.0 < gil["latency_p50_ms"]
+    assert free["gil_wait_mean_ms"] == pytest.approx(0.0, abs=1e-9)
+    assert gil["gil_hold_mean_ms"] == pytest.approx(free["gil_hold_mean_ms"])

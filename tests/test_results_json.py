@@ -23,10 +23,10 @@ def test_results_json_has_points_metrics_and_metadata(write_config, tmp_path) ->
     assert main(["run", "-q", "--in-process", str(path)]) == 0
     doc = json.loads((tmp_path / "out" / "results.json").read_text())
     assert doc["format"] == "kvsim-results/1" and doc["status"] == "complete"
-    assert doc["axes"] == ["variant", "workers"]
+    assert doc["axes"] == ["variant", "workers", "mode"]
     assert [p["axes"] for p in doc["points"]] == [
-        {"variant": "scalar", "workers": 2},
-        {"variant": "numpy", "workers": 2},
+        {"variant": "scalar", "workers": 2, "mode": "real"},
+        {"variant": "numpy", "workers": 2, "mode": "real"},
     ]
     summary = read_csv(tmp_path / "out" / "summary.csv")
     for point, row in zip(doc["points"], summary, strict=True):

@@ -53,7 +53,7 @@ def test_a_config_built_in_memory_runs_in_child_processes(tmp_path: Path, monkey
     spec = json.loads((reps[0].dir / "spec.json").read_text())
     assert "config_path" not in spec and spec["source"] == ""
     assert spec["config"]["connector"]["variant"] == "scalar"
-    assert spec["columns"] == ["variant", "workers"]
+    assert spec["columns"] == ["variant", "workers", "mode"]
     assert [r["variant"] for r in read_csv(out / "summary.csv")] == ["scalar", "numpy"]
     assert len(read_csv(out / "requests.csv")) == 16
     manifest = json.loads((out / "manifest.json").read_text())

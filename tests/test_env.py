@@ -122,3 +122,53 @@ def test_clock_never_goes_backwards_when_behind() -> None:
         env.process(p())
     env.run()
     assert stamps == sorted(stamps)
+
+
+def test_run_until_a_time_stops_there_and_not_before_the_wall_clock() -> None:
+    env = HybridEnvironment(stall_timeout_s=5)
+    ticks: list[float] = []
+
+    def ticker():
+        while True:
+            yield env.timeout(0.01)
+            ticks.append(env.now)
+
+    env.process(ticker())
+    env.run(until=0.055)
+    assert env.now == pytest.approx(0.055)
+    assert env.wall() >= 0.055  # not ahead of the wall clock
+    assert ticks == pytest.approx([0.01, 0.02, 0.03, 0.04, 0.05])
+    env.run(until=0.075)  # and it resumes where it stopped
+    assert ticks == pytest.approx([0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07])
+
+
+def test_a_late_completion_never_moves_the_clock_past_an_overdue_timer() -> None:
+    env = HybridEnvironment(stall_timeout_s=5)
+    seen: list[tuple[str, float]] = []
+
+    def timer():
+        yield env.timeout(0.001)
+        seen.append(("timer", env.now))
+
+    def waiter():
+        ev = env.external_event()
+        env.complete(ev, True, None)  # already in the inbox when the timer is overdue
+        yield ev
+        seen.append(("done", env.now))
+
+    env.process(timer())
+    env.process(waiter())
+    time.sleep(0.02)  # both overdue when the loop runs
+    env.run()
+    times = [t for _, t in seen]
+    assert times == sorted(times)
+    assert dict(seen)["timer"] == pytest.approx(0.001)
+
+
+def test_origin_moves_run_time_not_the_clock() -> None:
+    env = HybridEnvironment(stall_timeout_s=5)
+    time.sleep(0.01)
+    at = env.set_origin()
+    assert at >= 0.01
+    assert env.to_run_time(env.origin_ns) == 0.0
+    assert env.to_run_time(env.t0_ns) == pytest.approx(-at)

@@ -7,6 +7,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from sim.analysis.behind import fell_behind
+
 __all__ = [
     "baseline_ratios",
     "comparison_markdown",
@@ -101,6 +103,8 @@ def comparison_table(
             done = "[red]FAILED[/red]"
         elif status == "partial":
             done += " [yellow]partial[/yellow]"
+        if status != "failed" and fell_behind(r):
+            done += " [yellow]behind[/yellow]"
         cells += [
             done,
             _with_spread(r, "latency_p50_ms", 1),
@@ -125,6 +129,8 @@ def comparison_table(
     heads += ["stall p99 ms"] if stall else []
     heads += ["step p99 ms", "step ×alone"] if engine else []
     notes = ["hold/wait: GIL hold/wait per request"]
+    if any(fell_behind(r) for r in rows):
+        notes.append("behind: the harness fell behind the planned arrivals (see below)")
     if ratios:
         notes.append(f"×: ratio to {baseline} at the same other axes")
     if stall:

@@ -255,6 +255,17 @@ def _noise_floor(rows: list[dict[str, Any]]) -> float:
     return max(vals) if vals else math.nan
 
 
+def _print_behind(out: Any, rows: list[dict[str, Any]], axes: list[str]) -> None:
+    """One warning per point where the harness fell behind its planned arrivals."""
+    from sim.analysis.behind import behind_note
+
+    for r in rows:
+        label = " · ".join(f"{a}={r.get(a, '')}" for a in axes) or "the point"
+        note = behind_note(label, r)
+        if note:
+            out.print(f"[yellow]warning:[/yellow] {note}", highlight=False)
+
+
 def main(args: argparse.Namespace) -> int:
     from sim.config import parse_config
     from sim.rundir.guard import prepare_run_dir
@@ -310,6 +321,7 @@ def main(args: argparse.Namespace) -> int:
         if result.skipped:
             out.print(f"resumed: {result.skipped} point run(s) were already done and kept")
         out.print(comparison_table(rows, result.axes, baseline, f"kvsim · {cfg.name}"))
+        _print_behind(out, rows, result.axes)
         nf = _noise_floor(rows)
         files = "requests.csv, summary.csv, summary_repeats.csv, manifest.json, points/"
         out.print(f"harness noise floor: p99 ≤ {nf:.3f} ms · results in {out_dir}/ ({files})")

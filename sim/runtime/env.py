@@ -2,17 +2,20 @@
 
 SimPy's ``RealtimeEnvironment`` sleeps until the next timer and cannot be woken
 by another thread, so a worker finishing early would wait for an unrelated
-timer. :class:`HybridEnvironment` keeps its own step loop: it blocks on a
-thread-safe inbox until the next timer is due, and worker threads post
-completions to the inbox with :meth:`HybridEnvironment.complete`. Only the
-simulation thread ever touches SimPy objects (DESIGN.md, the threading rule).
+timer. :class:`HybridEnvironment` blocks on a thread-safe inbox until the next
+event is due, then lets :meth:`simpy.Environment.step` process it; worker
+threads post completions to the inbox with :meth:`HybridEnvironment.complete`.
+Only the simulation thread ever touches SimPy objects (the threading rule).
+
+The one invariant that lets SimPy's own ``step`` run unchanged: the clock is
+only ever moved forward to a time no later than the earliest queued event, so
+popping the queue never moves it backwards.
 """
 
 from __future__ import annotations
 
 import queue
 import time
-from heapq import heappop
 from typing import Any
 
 import simpy
@@ -32,7 +35,14 @@ class HybridEnvironment(simpy.Environment):
 
     ``env.now`` never runs ahead of the wall clock: an event scheduled for time
     *t* is processed once the wall clock reaches *t*. When the simulation falls
-    behind (a busy GIL), ``now`` jumps forward; it never goes backwards.
+    behind (a busy GIL), events are processed late but at their own times, and a
+    completion posted by a thread is delivered at the wall time it is picked up
+    (or at the earliest overdue event, whichever is earlier); the clock never goes
+    backwards.
+
+    Timestamps of record are given in *run time*: seconds since the origin, which
+    is time zero until :meth:`set_origin` moves it (to where the load starts, so
+    that set-up before it — an engine-alone baseline — does not shift the schedule).
     """
 
     def __init__(self, stall_timeout_s: float | None = None) -> None:
@@ -40,12 +50,18 @@ class HybridEnvironment(simpy.Environment):
         self._inbox: queue.SimpleQueue[tuple[simpy.Event, bool, Any]] = queue.SimpleQueue()
         self._pending = 0
         self._t0_ns = time.perf_counter_ns()
+        self._origin_ns = self._t0_ns
         self._stall_timeout_s = stall_timeout_s
 
     @property
     def t0_ns(self) -> int:
-        """``perf_counter_ns`` at time zero: converts timestamps of record to run time."""
+        """``perf_counter_ns`` at ``env.now == 0``."""
         return self._t0_ns
+
+    @property
+    def origin_ns(self) -> int:
+        """``perf_counter_ns`` at run time zero (see :meth:`set_origin`)."""
+        return self._origin_ns
 
     @property
     def pending(self) -> int:
@@ -53,10 +69,21 @@ class HybridEnvironment(simpy.Environment):
         return self._pending
 
     def wall(self) -> float:
+        """The wall clock on the scale of ``env.now``."""
         return (time.perf_counter_ns() - self._t0_ns) / 1e9
 
+    def set_origin(self) -> float:
+        """Make run time zero *now*; returns that instant as an ``env.now`` time.
+
+        A whole number of nanoseconds, so that a planned arrival at run time *a*
+        is exactly ``origin_ns + round(a * 1e9)`` on the ``perf_counter_ns`` scale.
+        """
+        self._origin_ns = time.perf_counter_ns()
+        return (self._origin_ns - self._t0_ns) / 1e9
+
     def to_run_time(self, t_ns: int) -> float:
-        return (t_ns - self._t0_ns) / 1e9
+        """A ``perf_counter_ns`` timestamp as run time (seconds since the origin)."""
+        return (t_ns - self._origin_ns) / 1e9
 
     # -- the thread side -------------------------------------------------
     def external_event(self) -> simpy.Event:
@@ -72,24 +99,26 @@ class HybridEnvironment(simpy.Environment):
     def _deliver(self, item: tuple[simpy.Event, bool, Any]) -> None:
         event, ok, value = item
         self._pending -= 1
-        self._now = max(self._now, self.wall())
+        # Forward to the wall clock, but not past an overdue event (the invariant).
+        now = min(self.wall(), self.peek())
+        if now > self._now:
+            self._now = now
         if ok:
             event.succeed(value)
         else:
             event.fail(value)
 
-    def _drain(self) -> bool:
-        got = False
+    def _drain(self) -> None:
+        inbox = self._inbox
         while True:
             try:
-                item = self._inbox.get_nowait()
+                item = inbox.get_nowait()
             except queue.Empty:
-                return got
+                return
             self._deliver(item)
-            got = True
 
     def step(self) -> None:
-        """Process the next event once its time has come, serving the inbox meanwhile."""
+        """Wait, serving the inbox, until the next event is due; then process it (SimPy)."""
         while True:
             self._drain()
             due = self.peek()
@@ -109,12 +138,4 @@ class HybridEnvironment(simpy.Environment):
                     ) from None
                 continue
             self._deliver(item)
-        t, _, _, event = heappop(self._queue)
-        self._now = max(self._now, t)
-        callbacks, event.callbacks = event.callbacks, None
-        for callback in callbacks:
-            callback(event)
-        if not event._ok and not hasattr(event, "_defused"):
-            exc = type(event._value)(*event._value.args)
-            exc.__cause__ = event._value
-            raise exc
+        super().step()

@@ -43,6 +43,13 @@ SUMMARY_METRICS = [
     "latency_p90_ms",
     "latency_p99_ms",
     "latency_max_ms",
+    # planned arrivals (sim.workload.arrivals): the load offered, the load the harness
+    # achieved, and how late it handed requests to the pipeline; its own CPU per request
+    "offered_rps",
+    "achieved_rps",
+    "inject_lag_p50_ms",
+    "inject_lag_p99_ms",
+    "harness_us_per_request",
     "gil_hold_mean_ms",
     "gil_hold_p50_ms",
     "gil_hold_p99_ms",
@@ -130,12 +137,22 @@ def extra_latency_columns(qs: Sequence[float]) -> list[str]:
     return [f"latency_p{q:g}_ms" for q in sorted(set(map(float, qs)) - base)]
 
 
+def _rate(times_s: Sequence[float]) -> float:
+    """Requests per second over a span of arrival times: (n - 1) / (last - first)."""
+    arr = np.sort(np.asarray([t for t in times_s if not math.isnan(t)], dtype=float))
+    if arr.size < 2 or arr[-1] <= arr[0]:
+        return float("nan")
+    return float((arr.size - 1) / (arr[-1] - arr[0]))
+
+
 def summarize_requests(
     records: Sequence[RequestRecord], elapsed_s: float, extra_percentiles: Sequence[float] = ()
 ) -> dict[str, float]:
     """Metrics over all requests of a point; latency figures count finished (ok) requests.
 
     ``extra_percentiles`` adds ``latency_p<q>_ms`` columns (``output.percentiles``).
+    ``offered_rps`` is the rate of the planned arrivals, ``achieved_rps`` the rate at
+    which the harness handed requests to the pipeline, both over their own span.
     """
     ok = [r for r in records if r.status == "ok"]
     lat = [r.latency_ms for r in ok]
@@ -145,6 +162,7 @@ def summarize_requests(
     h50, h99 = percentiles(hold, [50, 99])
     q50, q99 = percentiles((r.queue_ms for r in records), [50, 99])
     (t50,) = percentiles((r.transfer_ms for r in ok), [50])
+    lag50, lag99 = percentiles((r.inject_lag_ms for r in records), [50, 99])
     return {
         "requests": len(records),
         "ok": len(ok),
@@ -157,6 +175,10 @@ def summarize_requests(
         "latency_p90_ms": p90,
         "latency_p99_ms": p99,
         "latency_max_ms": max(lat) if lat else float("nan"),
+        "offered_rps": _rate([r.arrival_s for r in records]),
+        "achieved_rps": _rate([r.injected_s for r in records]),
+        "inject_lag_p50_ms": lag50,
+        "inject_lag_p99_ms": lag99,
         "gil_hold_mean_ms": _mean(hold),
         "gil_hold_p50_ms": h50,
         "gil_hold_p99_ms": h99,

@@ -3,7 +3,9 @@
 Independent of how time advances: ``cpu`` is anything with
 ``submit(fn, *args) -> Event[JobOutcome]`` (the real WorkerPool, or a simulated
 GIL in model mode), and every timestamp of record is taken where the thing
-happens — CPU stages in the worker, the rest on the simulation thread.
+happens — CPU stages in the worker, the rest on the simulation thread. Queue
+time and latency count from the request's *planned* arrival, so that time the
+harness spent getting round to it is part of the latency (no coordinated omission).
 """
 
 from __future__ import annotations
@@ -77,21 +79,34 @@ class LoadPipeline:
         self._geometry = geometry
         self._on_done = on_done
         self._timeout_s = request_timeout_s
+        self._job_gen = np.random.Generator(np.random.PCG64(0))  # reseeded for each job
+        # Per-request figures that depend on the token count only, computed once each.
+        self._sizes: dict[int, tuple[int, int]] = {}
         cfg = store.config
         self._faulty = cfg.fail_prob > 0 or cfg.stall_prob > 0
 
-    def handle(self, req: PlannedRequest) -> Generator[Any, Any, RequestRecord]:
+    def handle(self, req: PlannedRequest, at_s: float) -> Generator[Any, Any, RequestRecord]:
+        """SimPy process body of one request planned to arrive at run time ``at_s``."""
         env = self._env
-        arrival_ns = time.perf_counter_ns()
+        injected_ns = time.perf_counter_ns()
+        arrival_ns = env.origin_ns + round(at_s * 1e9)
+        sizes = self._sizes.get(req.tokens)
+        if sizes is None:
+            geo = self._geometry
+            sizes = (req.chunks(geo) * geo.kv_groups, request_bytes(geo, req.tokens))
+            self._sizes[req.tokens] = sizes
         rec = RequestRecord(
             request_id=req.request_id,
             tokens=req.tokens,
-            chunks=req.chunks(self._geometry) * self._geometry.kv_groups,
-            bytes=request_bytes(self._geometry, req.tokens),
-            arrival_s=env.to_run_time(arrival_ns),
+            chunks=sizes[0],
+            bytes=sizes[1],
+            arrival_s=at_s,
+            injected_s=env.to_run_time(injected_ns),
+            # Never negative: the environment processes nothing before its time.
+            inject_lag_ms=max(0, injected_ns - arrival_ns) / 1e6,
             trace_line=req.trace_line,
         )
-        job = req.job(self._geometry)
+        job = req.job(self._geometry, self._job_gen)
         submitted = self._cpu.submit(cpu_stages, self._variants, self._handler, job)
         if self._timeout_s is None:
             outcome = yield submitted

@@ -1,10 +1,18 @@
-"""Per-request records: the rows of requests.csv, with units in the column names."""
+"""Per-request records: the rows of requests.csv, with units in the column names.
+
+Times ending in ``_s`` are run time: seconds since the load started (the first
+planned arrival is at zero). ``arrival_s`` is when the workload planned the
+request (not when the harness got round to it: that is ``injected_s``), and
+``queue_ms`` and ``latency_ms`` count from it, so a harness that falls behind
+shows as ``inject_lag_ms`` and in the latency instead of hiding (coordinated
+omission).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-__all__ = ["HOLD_STAGE_COLUMNS", "REQUEST_COLUMNS", "RequestRecord"]
+__all__ = ["HOLD_STAGE_COLUMNS", "REQUEST_COLUMNS", "TIME_COLUMNS", "RequestRecord"]
 
 #: The columns that split ``gil_hold_ms`` by stage; they sum to it.
 HOLD_STAGE_COLUMNS = ("hold_keys_ms", "hold_addresses_ms", "hold_free_ms", "hold_gc_ms")
@@ -17,6 +25,8 @@ class RequestRecord:
     chunks: int
     bytes: int
     arrival_s: float
+    injected_s: float = float("nan")
+    inject_lag_ms: float = float("nan")
     start_s: float = float("nan")
     cpu_done_s: float = float("nan")
     done_s: float = float("nan")
@@ -48,7 +58,14 @@ class RequestRecord:
         row = {f.name: getattr(self, f.name) for f in fields(self)}
         if row["trace_line"] is None:
             row["trace_line"] = ""  # an empty CSV cell, not the text "None"
+        for name in TIME_COLUMNS:
+            # To the nanosecond: six significant digits would blur a planned schedule
+            # (0.0166667 for 1/60) and hide microseconds after the first second.
+            v = row[name]
+            row[name] = "" if v != v else f"{v:.9f}"
         return row
 
 
 REQUEST_COLUMNS = [f.name for f in fields(RequestRecord)]
+#: Run-time columns (seconds), written with nanosecond resolution.
+TIME_COLUMNS = tuple(c for c in REQUEST_COLUMNS if c.endswith("_s"))

@@ -1,10 +1,12 @@
-"""Open-loop arrival processes: every inter-arrival gap of a point, drawn up front.
+"""Open-loop arrival processes: every arrival time of a point, drawn up front.
 
-Each process turns the run's one generator into ``n`` gaps (seconds from the
-previous arrival; the first from the start of the run), so the same config and
-seed give the same arrival times however the threads interleave. A closed loop
-has no gaps: its clients decide when to send (see ``sim.runtime.point``); a trace's
-gaps come from its timestamps (:func:`gaps_from_times`).
+Each process turns the run's one generator into ``n`` absolute arrival times
+(seconds of run time, the first at or after zero), so the same config and seed
+give the same schedule however the threads interleave — and so a harness that
+falls behind never shifts a later arrival: each is due at its own planned time,
+not at a gap after the previous one was handled. A closed loop has no schedule
+up front: a client's next request is due when its previous one completed plus
+the think time (see ``sim.runtime.point``); a trace's times come from its clock.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import numpy as np
 
 from sim.config.workload import ConstantArrival, OnOffArrival, PoissonArrival
 
-__all__ = ["gaps_from_times", "onoff_times", "open_loop_gaps"]
+__all__ = ["gaps_from_times", "onoff_times", "open_loop_gaps", "open_loop_times"]
 
 OpenLoopArrival = PoissonArrival | ConstantArrival | OnOffArrival
 
@@ -32,13 +34,22 @@ def gaps_from_times(times_s: np.ndarray) -> list[float]:
     return np.diff(np.asarray(times_s, dtype=np.float64), prepend=0.0).tolist()
 
 
-def open_loop_gaps(arrival: OpenLoopArrival, rng: np.random.Generator, n: int) -> list[float]:
-    """``n`` inter-arrival gaps of ``arrival``; draws from ``rng`` in request order."""
+def open_loop_times(arrival: OpenLoopArrival, rng: np.random.Generator, n: int) -> list[float]:
+    """``n`` planned arrival times of ``arrival``; draws from ``rng`` in request order.
+
+    A constant rate is computed as ``i / rate`` (not a running sum of gaps), so
+    request ``i`` is planned at exactly that time.
+    """
     if isinstance(arrival, PoissonArrival):
-        return rng.exponential(1.0 / arrival.rate_rps, size=n).tolist()
+        return np.cumsum(rng.exponential(1.0 / arrival.rate_rps, size=n)).tolist()
     if isinstance(arrival, ConstantArrival):
-        return [0.0] + [1.0 / arrival.rate_rps] * (n - 1) if n else []
+        return (np.arange(n, dtype=np.float64) / arrival.rate_rps).tolist()
     if isinstance(arrival, OnOffArrival):
         on_time = np.cumsum(rng.exponential(1.0 / arrival.rate_rps, size=n))
-        return gaps_from_times(onoff_times(on_time, arrival.on_ms / 1e3, arrival.off_ms / 1e3))
+        return onoff_times(on_time, arrival.on_ms / 1e3, arrival.off_ms / 1e3).tolist()
     raise TypeError(f"not an open-loop arrival process: {arrival!r}")
+
+
+def open_loop_gaps(arrival: OpenLoopArrival, rng: np.random.Generator, n: int) -> list[float]:
+    """The gaps between the times of :func:`open_loop_times` (the first from zero)."""
+    return gaps_from_times(np.asarray(open_loop_times(arrival, rng, n)))

@@ -1,4 +1,4 @@
-"""The planned workload: every request's tokens, arrival gap and job, from one seed.
+"""The planned workload: every request's tokens, arrival time and job, from one seed.
 
 Everything random is drawn up front from the run's one generator, in request
 order, so the same config and seed give the same workload byte for byte however
@@ -25,7 +25,7 @@ from sim.config.workload import (
     UniformTokens,
 )
 from sim.runtime.metrics import PLANNED_METRICS
-from sim.workload.arrivals import gaps_from_times, open_loop_gaps
+from sim.workload.arrivals import open_loop_times
 from sim.workload.replay import plan_replay
 from sim.workload.trace import read_trace
 
@@ -38,8 +38,9 @@ HASH_LEN = 32
 class PlannedRequest:
     request_id: int
     tokens: int
-    #: Offset from the previous arrival (open loop), or None where clients decide (closed loop).
-    gap_s: float | None
+    #: Planned arrival, run time in seconds (open loop, trace); None where clients decide
+    #: (closed loop: a client's request is due when its previous one completed + think time).
+    at_s: float | None
     job_seed: int
     draw: float
     #: 1-based line of the trace file this request replays; None when not replaying a trace.
@@ -48,17 +49,40 @@ class PlannedRequest:
     def chunks(self, geometry: GeometryConfig) -> int:
         return -(-self.tokens // geometry.block_size)
 
-    def job(self, geometry: GeometryConfig) -> LoadJob:
-        """The request's CPU-stage input, rebuilt identically from its seed."""
-        g = np.random.default_rng(self.job_seed)
+    def job(self, geometry: GeometryConfig, gen: np.random.Generator | None = None) -> LoadJob:
+        """The request's CPU-stage input, rebuilt identically from its seed.
+
+        Built on the simulation thread for every request, so it is part of the
+        harness's cost: raw 64-bit words from a PCG64 whose state is set straight from
+        the seed (no SeedSequence hashing, no ``Generator.bytes``), on ``gen`` when
+        given (one per pipeline, reused) — the same words whichever generator is used.
+        """
+        bits = _seeded(self.job_seed, gen).bit_generator
         n_hash = self.tokens // geometry.chunk_granularity
-        hashes = g.bytes(n_hash * HASH_LEN)
+        hashes = bits.random_raw(n_hash * HASH_LEN // 8).tobytes()
         n_chunks = self.chunks(geometry)
         block_ids = tuple(
-            g.integers(0, geometry.num_blocks, size=n_chunks, dtype=np.int64).tolist()
+            (bits.random_raw(n_chunks) % np.uint64(geometry.num_blocks)).tolist()
             for _ in range(geometry.kv_groups)
         )
         return LoadJob(self.request_id, self.tokens, hashes, block_ids, HASH_LEN, self.draw)
+
+
+_MASK128 = (1 << 128) - 1
+_MIX = 0x9E3779B97F4A7C15F39CC0605CEDC835  # odd: distinct seeds give distinct states
+
+
+def _seeded(seed: int, gen: np.random.Generator | None = None) -> np.random.Generator:
+    """``gen`` (or a new generator) put in the state that ``seed`` fixes."""
+    if gen is None:
+        gen = np.random.Generator(np.random.PCG64(0))
+    gen.bit_generator.state = {
+        "bit_generator": "PCG64",
+        "state": {"state": (seed * _MIX) & _MASK128, "inc": ((seed << 1) | 1) & _MASK128},
+        "has_uint32": 0,
+        "uinteger": 0,
+    }
+    return gen
 
 
 @dataclass(frozen=True)
@@ -79,9 +103,12 @@ class Workload:
 
 
 def request_bytes(geometry: GeometryConfig, tokens: int) -> int:
-    """Bytes a request moves: what the sizes of all its chunks, regions and groups add to."""
-    bs = geometry.block_size
-    blocks = sum(-(-(min(s + bs, tokens) - s) // bs) for s in range(0, tokens, bs))
+    """Bytes a request moves: every started block of every region and group.
+
+    A request of ``tokens`` tokens spans ``ceil(tokens / block_size)`` blocks, each
+    of which moves ``bytes_per_block`` per group (a partial last block moves whole).
+    """
+    blocks = -(-tokens // geometry.block_size)
     return blocks * geometry.bytes_per_block * geometry.kv_groups
 
 
@@ -104,33 +131,33 @@ def _draw_tokens(cfg: ExperimentConfig, rng: np.random.Generator, n: int) -> np.
 
 
 def plan_workload(cfg: ExperimentConfig, rng: np.random.Generator) -> Workload:
-    """Every request of a point. Draws happen in a fixed order — tokens, gaps, job seeds,
+    """Every request of a point. Draws happen in a fixed order — tokens, arrivals, job seeds,
     failure draws — each for all requests at once, so a plan depends on config and seed only.
     """
     arrival = cfg.workload.arrival
     stats: dict[str, float] = dict.fromkeys(PLANNED_METRICS, float("nan"))
     clients, think = None, 0.0
-    gaps: list[float | None]
+    times: list[float | None]
     lines: list[int | None]
     if isinstance(arrival, TraceArrival):
         replay = plan_replay(read_trace(arrival.path, arrival.limit), arrival, cfg.model)
         tokens = replay.tokens
-        gaps = list(gaps_from_times(replay.arrival_s))
+        times = list(np.asarray(replay.arrival_s, dtype=np.float64).tolist())
         stats = replay.stats
         lines = list(replay.trace_line.tolist())
     else:
         tokens = _draw_tokens(cfg, rng, cfg.workload.requests)
         if isinstance(arrival, ClosedLoopArrival):
-            gaps = [None] * len(tokens)
+            times = [None] * len(tokens)
             clients, think = arrival.clients, arrival.think_ms / 1e3
         else:
-            gaps = list(open_loop_gaps(arrival, rng, len(tokens)))
+            times = list(open_loop_times(arrival, rng, len(tokens)))
         lines = [None] * len(tokens)
     n = len(tokens)
     seeds = rng.integers(0, 2**63 - 1, size=n, dtype=np.int64).tolist()
     draws = rng.random(size=n).tolist()
     reqs = tuple(
-        PlannedRequest(i, int(tokens[i]), gaps[i], seeds[i], draws[i], lines[i]) for i in range(n)
+        PlannedRequest(i, int(tokens[i]), times[i], seeds[i], draws[i], lines[i]) for i in range(n)
     )
     return Workload(reqs, clients, think, stats)
 

@@ -101,7 +101,11 @@ class _Point:
             nbytes = self._bytes[tokens] = request_bytes(self.cfg.model, tokens)
         return nbytes
 
-    def request(self, req: PlannedRequest, arrival: float) -> Generator[Any, Any, None]:
+    def request(
+        self, req: PlannedRequest, arrival: float, injected: float
+    ) -> Generator[Any, Any, float]:
+        """One request planned at ``arrival`` and handed over at ``injected``; returns when
+        it completed. Queue time and latency count from the planned arrival."""
         env, c, geo = self.env, self.costs, self.cfg.model
         rec = RequestRecord(
             request_id=req.request_id,
@@ -109,6 +113,8 @@ class _Point:
             chunks=req.chunks(geo) * geo.kv_groups,
             bytes=self.request_bytes(req.tokens),
             arrival_s=arrival,
+            injected_s=injected,
+            inject_lag_ms=max(0.0, injected - arrival) * 1e3,
             trace_line=req.trace_line,
         )
         job = ModelJob(c.hold_s(req.tokens), c.free_s(req.tokens), c.free_sleep_s, env.event())
@@ -148,27 +154,33 @@ class _Point:
         self.records.append(rec)
         if self.on_done is not None:
             self.on_done(len(self.records))
+        return done
 
     def drive(self, workload: Workload) -> None:
         env, c = self.env, self.costs
         if workload.closed_clients is None:
 
             def arrivals() -> Generator[Any, Any, None]:
+                # Planned times are absolute: a late harness never shifts later arrivals.
                 for req in workload:
-                    yield env.timeout(req.gap_s or 0.0)
-                    arrival = yield self.harness.post(c.arrival_s, c.timer_late_s)
-                    env.process(self.request(req, arrival))
+                    at = req.at_s or 0.0
+                    if at > env.now:
+                        yield env.timeout(at - env.now)
+                    injected = yield self.harness.post(c.arrival_s, c.timer_late_s)
+                    env.process(self.request(req, at, injected))
 
             env.process(arrivals())
             return
         queue = iter(workload)
 
         def client() -> Generator[Any, Any, None]:
+            at = env.now  # ready when the load starts, then at completion + think time
             for req in queue:
-                arrival = yield self.harness.post(c.arrival_s, 0.0)
-                yield env.process(self.request(req, arrival))
-                if workload.think_s:
-                    yield env.timeout(workload.think_s)
+                if at > env.now:
+                    yield env.timeout(at - env.now)
+                injected = yield self.harness.post(c.arrival_s, 0.0)
+                done = yield env.process(self.request(req, at, injected))
+                at = done + workload.think_s
 
         for _ in range(workload.closed_clients):
             env.process(client())

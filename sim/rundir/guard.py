@@ -25,6 +25,7 @@ OWNED = (
     "summary.csv",
     "summary_repeats.csv",
     "results.json",
+    "search.json",
     "steps.csv",
     "gc.csv",
     "points",

@@ -1,0 +1,202 @@
+"""``kvsim search CONFIG --slo 'latency_p99_ms<=100' --over workload.arrival.rate_rps``.
+
+Per variant (per combination of the config's other sweep axes), the highest
+arrival rate — or the best worker count — at which every objective holds,
+found by running real points (see ``sim.search``). The points land in one run
+directory like any run's, so ``kvsim compare`` and ``kvsim plot`` read them, and
+``--resume`` continues an interrupted search without redoing a point.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+HELP = "find the highest rate (or best worker count) that meets a latency or stall SLO"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from sim.commands.run import add_set_argument
+
+    p.add_argument("config", help="experiment YAML file (its sweep axes become the series)")
+    p.add_argument(
+        "--slo",
+        action="append",
+        required=True,
+        metavar="METRIC<=LIMIT",
+        help="objective on a summary.csv column, in its unit (repeatable; all must hold): "
+        "'latency_p99_ms<=100', 'stall_p99_ms<=5', 'engine_stall_p99_ms<=2'",
+    )
+    p.add_argument(
+        "--over",
+        required=True,
+        metavar="FIELD",
+        help="config field to search: workload.arrival.rate_rps (highest rate meeting the "
+        "SLO) or connector.workers (best worker count), or any numeric field",
+    )
+    p.add_argument(
+        "--goal",
+        choices=("max", "min", "best"),
+        help="max: highest value meeting the SLO (default; bisection); min: lowest; best: "
+        "scan powers of two, keep the lowest metric (default for connector.workers)",
+    )
+    p.add_argument("--lo", type=float, help="lowest value to try (default: start / 64, or 1)")
+    p.add_argument("--hi", type=float, help="highest value to try (default: start x 64, or 16)")
+    p.add_argument(
+        "--tol",
+        type=float,
+        default=0.1,
+        help="stop bisecting when the bracket is this narrow, relative (0.1 = 10%%)",
+    )
+    p.add_argument(
+        "--max-runs",
+        type=int,
+        default=6,
+        metavar="N",
+        help="points tried per series at most (6); each is a full run of the config's requests",
+    )
+    p.add_argument(
+        "--out",
+        help="run directory (default: results/<name>-search, from the working directory)",
+    )
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--force", action="store_true", help="replace a previous search there")
+    mode.add_argument(
+        "--resume", action="store_true", help="continue a previous search; tried points are kept"
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help="only the result lines")
+    p.add_argument(
+        "--in-process",
+        action="store_true",
+        help="run points in this process instead of one child process each (debugging)",
+    )
+    add_set_argument(p)
+
+
+def interrupt_hint(args: argparse.Namespace) -> str:
+    out = getattr(args, "resolved_out", None)
+    if out is None:
+        return ""
+    argv = [a for a in sys.argv[1:] if a not in ("--force", "--resume")]
+    return f"points tried so far are kept in {out}; `kvsim {' '.join(argv)} --resume` continues"
+
+
+def _check_numbers(args: argparse.Namespace) -> None:
+    from sim.errors import UsageError
+
+    if not 0 < args.tol < 10:
+        raise UsageError(f"--tol {args.tol}: allowed above 0 and below 10 (relative)")
+    if not 1 <= args.max_runs <= 100:
+        raise UsageError(f"--max-runs {args.max_runs}: allowed 1 to 100")
+    for flag in ("lo", "hi"):
+        v = getattr(args, flag)
+        if v is not None and not (math.isfinite(v) and v > 0):
+            raise UsageError(f"--{flag} {v}: must be a positive number")
+
+
+def main(args: argparse.Namespace) -> int:
+    from sim.config import parse_config
+    from sim.errors import UsageError
+    from sim.rundir.guard import prepare_run_dir
+    from sim.runtime.metrics import SUMMARY_METRICS, extra_latency_columns
+    from sim.search.driver import plan_search, run_search
+    from sim.search.report import outcome_line, verdict_line
+    from sim.search.slo import parse_slo
+    from sim.sweep.experiment import check_resumable, run_experiment
+
+    _check_numbers(args)
+    cfg, points = parse_config(args.config, args.set)
+    known = [*SUMMARY_METRICS, *extra_latency_columns(cfg.output.percentiles)]
+    try:
+        slos = [parse_slo(s, known) for s in args.slo]
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    search = plan_search(
+        cfg,
+        points,
+        args.over,
+        slos,
+        Path(args.config).resolve().parent,
+        goal=args.goal,
+        lo=args.lo,
+        hi=args.hi,
+        tol=args.tol,
+        max_runs=args.max_runs,
+    )
+    out_dir = Path(args.out or f"results/{search.cfg.name}").absolute()
+    if args.resume:
+        check_resumable(search.cfg, out_dir)
+    prepare_run_dir(out_dir, args.force, args.resume)
+    args.resolved_out = out_dir
+    say = (lambda *a: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
+    slo_text = " and ".join(s.text for s in slos)
+    say(
+        f"kvsim search · {len(search.series)} series × up to {args.max_runs} points over "
+        f"{args.over} ({search.series[0].strategy.goal}) · {slo_text} · {out_dir}"
+    )
+
+    def on_start(point: Any, rep: int) -> None:
+        say(f"  … {point.label}")
+
+    def run_round(pts: list[Any]) -> None:
+        run_experiment(
+            search.cfg,
+            pts,
+            Path(args.config),
+            out_dir,
+            on_start,
+            resume=True,
+            isolate=not args.in_process,
+            overrides=args.set,
+        )
+
+    def on_verdict(s: Any, v: float, verdict: Any) -> None:
+        say(verdict_line(s, v, verdict, slos, search.label))
+
+    results = run_search(search, out_dir, run_round, on_verdict)
+    figure = _draw(out_dir)
+    for s, outcome in results:
+        print(outcome_line(s, outcome, slos, search.label))
+    _noise_note(out_dir, slos)
+    print(
+        f"points in {out_dir} (summary.csv, results.json, search.json"
+        + (f", {figure.relative_to(out_dir)}" if figure else "")
+        + "); `kvsim compare` and `kvsim plot` read them"
+    )
+    return 0
+
+
+def _draw(out_dir: Path) -> Path | None:
+    from sim.search.figure import draw_search
+
+    try:
+        return draw_search(out_dir)
+    except (OSError, ValueError) as exc:
+        print(f"warning: no search figure ({exc})", file=sys.stderr)
+        return None
+
+
+def _noise_note(out_dir: Path, slos: list[Any]) -> None:
+    """The harness's own latency beside the limit it was judged against."""
+    from sim.rundir.outputs import read_csv
+
+    path = out_dir / "summary.csv"
+    rows = read_csv(path) if path.is_file() else []
+    vals = []
+    for r in rows:
+        try:
+            vals.append(float(r.get("noise_floor_p99_ms") or "nan"))
+        except ValueError:
+            continue
+    vals = [v for v in vals if math.isfinite(v)]
+    if not vals:
+        return
+    floor = max(vals)
+    note = f"harness noise floor: p99 ≤ {floor:.3g} ms over the points tried"
+    lat = [s for s in slos if s.metric.endswith("_ms")]
+    if lat and floor > 0.1 * min(s.limit for s in lat):
+        note += " — more than 10% of the limit: the answer is only as good as that"
+    print(note)

@@ -1,0 +1,259 @@
+"""Run a search: every value tried is an ordinary point of one run directory.
+
+Each series (a combination of the config's other sweep axes: variant, workers,
+…) gets its own :class:`~sim.search.strategy.Strategy`. A round asks every
+unfinished series for its next value, makes each one a :class:`Point` (the
+series' config with the searched field set, and the field as an extra axis),
+and runs the round with ``run_experiment`` on the whole list of points so far,
+with ``resume``: points already done are kept, so ``summary.csv``,
+``results.json`` and the per-point directories are those of any other run, and
+``compare``, ``plot`` and a resumed search read them as such.
+
+``search.json`` records the search (the field, the objectives, which point is
+which value of which series, and the answer per series); a resumed search
+replays the same proposals and finds the points already there.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sim.config import ConfigError, ExperimentConfig, Point
+from sim.config.experiment import axis_label, set_path
+from sim.config.paths import CONFIG_DIR
+from sim.rundir.outputs import read_csv, write_json
+from sim.search.slo import SLO, Verdict, judge
+from sim.search.strategy import Outcome, Strategy
+
+__all__ = ["SEARCH_FILE", "Search", "Series", "field_value", "nice", "plan_search"]
+
+SEARCH_FILE = "search.json"
+
+
+def nice(v: float) -> int | float:
+    """25.0 -> 25 (axis values and labels read as they were meant)."""
+    return int(v) if float(v).is_integer() else float(v)
+
+
+def field_value(cfg: ExperimentConfig, path: str) -> Any:
+    """The value at a dotted path of a config; ConfigError saying what exists otherwise."""
+    obj: Any = cfg
+    done = []
+    for part in path.split("."):
+        fields = list(type(obj).model_fields) if hasattr(type(obj), "model_fields") else []
+        if part not in fields:
+            where = ".".join(done) or "the config"
+            kind = getattr(obj, "kind", None) or getattr(obj, "dist", None)
+            of = f" ({where} is kind {kind!r})" if kind else ""
+            raise ConfigError(
+                f"--over {path}: {part!r} is not a field of {where}{of}; its fields: "
+                f"{', '.join(fields) or 'none'}"
+            )
+        obj = getattr(obj, part)
+        done.append(part)
+    if isinstance(obj, bool) or not isinstance(obj, (int, float)):
+        raise ConfigError(f"--over {path}: {obj!r} is not a number; search a numeric field")
+    return obj
+
+
+@dataclass
+class Series:
+    """One combination of the other axes, searched on its own."""
+
+    axes: dict[str, Any]
+    config: ExperimentConfig
+    strategy: Strategy
+    #: value -> point index
+    points: dict[float, int] = field(default_factory=dict)
+    verdicts: dict[float, Verdict] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        varying = [f"{v}" if k == "variant" else f"{k}={v}" for k, v in self.axes.items()]
+        return ", ".join(varying) or "default"
+
+
+@dataclass
+class Search:
+    cfg: ExperimentConfig
+    over: str
+    label: str
+    slos: list[SLO]
+    series: list[Series]
+    config_dir: Path
+    next_index: int = 0
+
+    def point(self, s: Series, value: float) -> Point:
+        """The point that tries ``value`` for series ``s`` (made once, then remembered)."""
+        integer = s.strategy.integer
+        data = s.config.model_dump(mode="json")
+        data = set_path(data, self.over, int(value) if integer else float(value))
+        try:
+            cfg = ExperimentConfig.model_validate(data, context={CONFIG_DIR: self.config_dir})
+        except Exception as exc:  # pydantic ValidationError: the value is outside the field's range
+            msg = str(exc).splitlines()[2].strip() if len(str(exc).splitlines()) > 2 else exc
+            raise ConfigError(f"--over {self.over}={nice(value)}: {msg}") from None
+        if value not in s.points:
+            s.points[value] = self.next_index
+            self.next_index += 1
+        axes = {**s.axes, self.label: nice(value)}
+        return Point(index=s.points[value], axes=axes, config=cfg)
+
+    def all_points(self) -> list[Point]:
+        pts = [self.point(s, v) for s in self.series for v in s.points]
+        return sorted(pts, key=lambda p: p.index)
+
+    def state(self) -> dict[str, Any]:
+        out = []
+        for s in self.series:
+            res = s.strategy.outcome()
+            out.append(
+                {
+                    "axes": s.axes,
+                    "label": s.label,
+                    "goal": s.strategy.goal,
+                    "tried": [
+                        {
+                            "index": s.points[v],
+                            "value": nice(v),
+                            "meets": s.verdicts[v].ok,
+                            "values": s.verdicts[v].values,
+                            "why": s.verdicts[v].why,
+                        }
+                        for v in sorted(s.verdicts)
+                    ],
+                    "result": {
+                        "kind": res.kind,
+                        "value": None if math.isnan(res.value) else nice(res.value),
+                        "bound": None if math.isnan(res.bound) else nice(res.bound),
+                        "runs": res.runs,
+                    },
+                }
+            )
+        return {
+            "over": self.over,
+            "axis": self.label,
+            "slo": [s.spec for s in self.slos],
+            "series": out,
+            "points": {
+                str(s.points[v]): {"series": i, "value": nice(v)}
+                for i, s in enumerate(self.series)
+                for v in s.points
+            },
+        }
+
+    def restore(self, path: Path) -> None:
+        """Take the point indices of a previous session (a resumed search)."""
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return
+        if data.get("over") != self.over:
+            raise ConfigError(
+                f"{path}: that search was over {data.get('over')!r}, not {self.over!r}; "
+                "use another --out, or --force to start over"
+            )
+        for index, where in (data.get("points") or {}).items():
+            s = (
+                self.series[int(where["series"])]
+                if int(where["series"]) < len(self.series)
+                else None
+            )
+            if s is not None:
+                s.points[float(where["value"])] = int(index)
+                self.next_index = max(self.next_index, int(index) + 1)
+
+    def write(self, out_dir: Path) -> None:
+        write_json(out_dir / SEARCH_FILE, self.state())
+
+
+def plan_search(
+    cfg: ExperimentConfig,
+    points: Sequence[Point],
+    over: str,
+    slos: list[SLO],
+    config_dir: Path,
+    *,
+    goal: str | None,
+    lo: float | None,
+    hi: float | None,
+    tol: float,
+    max_runs: int,
+) -> Search:
+    """One series per combination of the config's sweep axes other than ``over``."""
+    start = field_value(cfg, over)
+    integer = isinstance(start, int)
+    label = axis_label(over, [*cfg.sweep, over])
+    goal = goal or ("best" if over == "connector.workers" else "max")
+    if goal == "best" and not integer:
+        raise ConfigError(f"--goal best scans powers of two; {over} is not a whole number")
+    lo = lo if lo is not None else (1.0 if integer else max(start / 64, 1e-3))
+    hi = hi if hi is not None else (16.0 if over == "connector.workers" else start * 64)
+    if not 0 < lo <= hi:
+        raise ConfigError(f"--lo {lo:g} / --hi {hi:g}: need 0 < lo <= hi")
+    series: list[Series] = []
+    seen: set[str] = set()
+    for p in points:
+        axes = {k: v for k, v in p.axes.items() if k != label}
+        key = repr(sorted(axes.items(), key=lambda kv: kv[0]))
+        if key in seen:
+            continue
+        seen.add(key)
+        strat = Strategy(goal, float(field_value(p.config, over)), lo, hi, integer, tol, max_runs)
+        series.append(Series(axes, p.config, strat))
+    name = f"{cfg.name}-search"[:100]
+    return Search(cfg.model_copy(update={"name": name}), over, label, slos, series, config_dir)
+
+
+def run_search(
+    search: Search,
+    out_dir: Path,
+    run_round: Callable[[list[Point]], None],
+    on_verdict: Callable[[Series, float, Verdict], None] | None = None,
+) -> list[tuple[Series, Outcome]]:
+    """Rounds until every series is done; ``run_round(points)`` runs the points (resume)."""
+    restore = out_dir / SEARCH_FILE
+    if restore.is_file():
+        search.restore(restore)
+    while True:
+        todo = []
+        for s in search.series:
+            v = s.strategy.next_value()
+            if v is not None:
+                todo.append((s, v))
+        if not todo:
+            break
+        for s, v in todo:
+            search.point(s, v)
+        run_round(search.all_points())
+        rows = _summary_by_index(out_dir, search)
+        for s, v in todo:
+            row = rows.get(s.points[v], {"status": "failed", "error": "no result"})
+            verdict = judge(row, search.slos)
+            s.verdicts[v] = verdict
+            first = verdict.values.get(search.slos[0].metric, math.nan)
+            s.strategy.record(v, verdict.ok, first)
+            if on_verdict is not None:
+                on_verdict(s, v, verdict)
+        search.write(out_dir)
+    search.write(out_dir)
+    return [(s, s.strategy.outcome()) for s in search.series]
+
+
+def _summary_by_index(out_dir: Path, search: Search) -> dict[int, dict[str, str]]:
+    """summary.csv rows by point index (rows carry axis values; points know theirs)."""
+    path = out_dir / "summary.csv"
+    rows = read_csv(path) if path.is_file() else []
+    out: dict[int, dict[str, str]] = {}
+    for p in search.all_points():
+        key = {k: str(v) for k, v in p.axes.items()}
+        for r in rows:
+            if all(r.get(k) == v for k, v in key.items()):
+                out[p.index] = r
+                break
+    return out

@@ -1,0 +1,79 @@
+"""``figures/search.png``: every value a search tried, per series, against the limit.
+
+One panel per objective: the metric against the searched value, one line per
+series, a filled marker where the point met every objective and a hollow one
+where it did not, the limit as a dashed line and each series' answer as a star.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+__all__ = ["draw_search"]
+
+
+def _num(v: Any) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def draw_search(run_dir: Path) -> Path:
+    """Draw the search of ``run_dir`` (its search.json) into figures/search.png."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from sim.analysis.plot import STYLE
+    from sim.search.slo import parse_slo
+
+    data = json.loads((run_dir / "search.json").read_text(encoding="utf-8"))
+    slos = [parse_slo(s) for s in data["slo"]]
+    axis = data["axis"]
+    series = data["series"]
+    values = [_num(t["value"]) for s in series for t in s["tried"]]
+    values = [v for v in values if math.isfinite(v) and v > 0]
+    log = bool(values) and max(values) / min(values) >= 8
+    out = run_dir / "figures" / "search.png"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with plt.rc_context(STYLE):
+        fig, axs = plt.subplots(1, len(slos), figsize=(7.2 * len(slos), 4.8), squeeze=False)
+        colours = matplotlib.colormaps["tab10"]
+        for ax, slo in zip(axs[0], slos, strict=True):
+            for i, s in enumerate(series):
+                pts = sorted(
+                    (_num(t["value"]), _num(t["values"].get(slo.metric)), bool(t["meets"]))
+                    for t in s["tried"]
+                )
+                if not pts:
+                    continue
+                xs, ys, ok = zip(*pts, strict=True)
+                c = colours(i % 10)
+                ax.plot(xs, ys, "-", color=c, alpha=0.6, label=s["label"])
+                for x, y, good in pts:
+                    y = y if math.isfinite(y) else slo.limit
+                    ax.plot(x, y, "o", ms=7, color=c, mfc=c if good else "white", mew=1.5)
+                best = s["result"].get("value")
+                if best is not None:
+                    y = next((y for x, y, _ in pts if x == float(best)), math.nan)
+                    if math.isfinite(y):
+                        ax.plot(best, y, "*", ms=16, color=c, mec="black", zorder=5)
+            ax.axhline(slo.limit, color="grey", ls="--", lw=1.2, label=f"limit: {slo.text}")
+            if log:
+                ax.set_xscale("log")
+            ax.set_xlabel(axis + (" (req/s offered)" if axis == "rate_rps" else ""))
+            ax.set_ylabel(slo.metric)
+            ax.set_ylim(bottom=0)
+            ax.margins(x=0.08)
+            ax.set_title(f"{slo.text}: ● meets all, ○ misses, ★ answer", fontsize=10)
+            ax.legend(loc="best", fontsize=8)
+        fig.suptitle(f"kvsim search over {data['over']} · {run_dir.name}")
+        fig.tight_layout()
+        fig.savefig(out)
+        plt.close(fig)
+    return out

@@ -1,0 +1,114 @@
+"""kvsim search: SLO parsing, the bisection strategy on a known curve, and a real search
+whose points are ordinary points of the run directory (compare, plot, resume)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from sim.cli import main
+from sim.rundir.outputs import read_csv
+from sim.search.slo import judge, parse_slo
+from sim.search.strategy import Strategy
+
+
+def test_slo_parsing_and_judgement() -> None:
+    slo = parse_slo("latency_p99_ms<=100")
+    assert (slo.metric, slo.op, slo.limit) == ("latency_p99_ms", "<=", 100.0)
+    assert slo.text == "p99 load latency ≤ 100 ms"
+    assert parse_slo("stall_p99_ms < 5").text == "p99 probe stall < 5 ms"
+    assert parse_slo("latency_p99.9_ms<=7").text == "p99.9 load latency ≤ 7 ms"
+    with pytest.raises(ValueError, match="expected METRIC<=LIMIT"):
+        parse_slo("latency_p99_ms=100")
+    with pytest.raises(ValueError, match="did you mean 'latency_p99_ms'"):
+        parse_slo("latency_p99ms<=1", known=["latency_p99_ms", "stall_p99_ms"])
+    assert judge({"latency_p99_ms": "99", "failed": "0"}, [slo]).ok
+    assert not judge({"latency_p99_ms": "101"}, [slo]).ok
+    assert "failed" in judge({"latency_p99_ms": "1", "failed": "2"}, [slo]).why
+    assert "no value" in judge({"latency_p99_ms": ""}, [slo]).why
+
+
+def _run(strategy: Strategy, passes) -> list[float]:
+    tried = []
+    while (v := strategy.next_value()) is not None:
+        tried.append(v)
+        strategy.record(v, passes(v), v)
+    return tried
+
+
+def test_max_bisection_brackets_a_known_threshold() -> None:
+    s = Strategy("max", start=25, lo=0.5, hi=1600, integer=False, tol=0.1, max_runs=20)
+    tried = _run(s, lambda v: v <= 212)
+    out = s.outcome()
+    assert out.kind == "found" and out.value <= 212 < out.bound
+    assert out.bound / out.value - 1 <= 0.1
+    assert tried[:4] == [25, 50, 100, 200]  # doubling until the first miss
+    # nothing meets it / everything does: said so, not guessed
+    low = Strategy("max", 25, 1, 100, False, max_runs=20)
+    _run(low, lambda v: False)
+    assert low.outcome().kind == "none" and math.isnan(low.outcome().value)
+    high = Strategy("max", 25, 1, 100, False, max_runs=20)
+    _run(high, lambda v: True)
+    assert high.outcome().kind == "at_least" and high.outcome().value == 100
+    budget = Strategy("max", 25, 1, 1e4, False, max_runs=3)
+    assert len(_run(budget, lambda v: v < 60)) == 3 and budget.outcome().kind == "budget"
+
+
+def test_best_scans_powers_of_two_and_keeps_the_lowest_metric() -> None:
+    s = Strategy("best", start=1, lo=1, hi=16, integer=True, max_runs=10)
+    metric = {1: 90.0, 2: 40.0, 4: 35.0, 8: 60.0, 16: 120.0}
+    while (v := s.next_value()) is not None:
+        s.record(v, metric[int(v)] <= 100, metric[int(v)])
+    assert sorted(s.tried) == [1, 2, 4, 8, 16]
+    assert s.outcome().value == 4
+
+
+def test_search_runs_points_that_compare_plot_and_resume_read(write_config, tmp_path, capsys):
+    path = write_config({"sweep": {"connector.variant": ["scalar", "numpy"]}})
+    out = tmp_path / "search"
+    args = ["search", str(path), "--slo", "latency_p99_ms<=1000", "--over",
+            "workload.arrival.rate_rps", "--max-runs", "2", "--out", str(out), "--in-process"]  # fmt: skip
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    # a generous SLO: both tries held, so each variant sustains at least the second
+    assert "scalar, workers=2 sustains at least 800 req/s at p99 load latency ≤ 1000 ms" in text
+    assert "numpy, workers=2 sustains at least 800 req/s" in text
+    rows = read_csv(out / "summary.csv")
+    assert [(r["variant"], r["rate_rps"]) for r in rows] == [
+        ("scalar", "400"), ("numpy", "400"), ("scalar", "800"), ("numpy", "800")
+    ]  # fmt: skip
+    state = json.loads((out / "search.json").read_text())
+    assert [s["result"]["value"] for s in state["series"]] == [800, 800]
+    assert (out / "figures" / "search.png").stat().st_size > 0
+    results = json.loads((out / "results.json").read_text())
+    assert {p["axes"]["rate_rps"] for p in results["points"]} == {400, 800}
+    assert main(["compare", str(out), "--bootstrap", "100"]) == 0
+    assert "## workers=2, rate_rps=800" in capsys.readouterr().out
+    assert main(["plot", str(out)]) == 0
+    # resumed with a bigger budget: the four points are kept, two more are run
+    before = {p.name: (p / "rep-0" / "status.json").read_text() for p in (out / "points").iterdir()}
+    args[args.index("2")] = "3"
+    assert main([*args, "--resume"]) == 0
+    after = sorted((out / "points").iterdir())
+    assert len(after) == 6
+    for p in after:
+        if p.name in before:
+            assert (p / "rep-0" / "status.json").read_text() == before[p.name]
+
+
+def test_search_argument_errors_are_one_line(write_config, capsys) -> None:
+    path = write_config({})
+    base = ["search", str(path), "--over", "workload.arrival.rate_rps"]
+    assert main([*base, "--slo", "latency_p99<=3"]) == 2
+    assert "not a summary column" in capsys.readouterr().err
+    assert main(["search", str(path), "--slo", "latency_p99_ms<=3", "--over", "store.speed"]) == 2
+    assert "'speed' is not a field of store" in capsys.readouterr().err
+    closed = write_config(
+        {"workload": {"arrival": {"kind": "closed", "clients": 2}}}, name="c.yaml"
+    )
+    assert main(["search", str(closed), "--slo", "latency_p99_ms<=3", "--over",
+                 "workload.arrival.rate_rps"]) == 2  # fmt: skip
+    assert "is kind 'closed'" in capsys.readouterr().err
+    assert main([*base, "--slo", "latency_p99_ms<=3", "--max-runs", "0"]) == 2

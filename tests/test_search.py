@@ -69,7 +69,8 @@ def test_search_runs_points_that_compare_plot_and_resume_read(write_config, tmp_
     path = write_config({"sweep": {"connector.variant": ["scalar", "numpy"]}})
     out = tmp_path / "search"
     args = ["search", str(path), "--slo", "latency_p99_ms<=1000", "--over",
-            "workload.arrival.rate_rps", "--max-runs", "2", "--out", str(out), "--in-process"]  # fmt: skip
+            "workload.arrival.rate_rps", "--max-runs", "2", "--out", str(out),
+            "--in-process"]  # fmt: skip
     assert main(args) == 0
     text = capsys.readouterr().out
     # a generous SLO: both tries held, so each variant sustains at least the second

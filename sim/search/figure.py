@@ -52,7 +52,7 @@ def draw_search(run_dir: Path) -> Path:
                 )
                 if not pts:
                     continue
-                xs, ys, ok = zip(*pts, strict=True)
+                xs, ys, _ok = zip(*pts, strict=True)
                 c = colours(i % 10)
                 ax.plot(xs, ys, "-", color=c, alpha=0.6, label=s["label"])
                 for x, y, good in pts:

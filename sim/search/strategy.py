@@ -125,7 +125,7 @@ class Strategy:
             passes = [(m, v) for v, (ok, m) in self.tried.items() if ok]
             if not passes:
                 return Outcome("none", math.nan, math.nan, runs)
-            m, v = min(passes, key=lambda mv: (math.inf if math.isnan(mv[0]) else mv[0], mv[1]))
+            _m, v = min(passes, key=lambda mv: (math.inf if math.isnan(mv[0]) else mv[0], mv[1]))
             return Outcome("found", v, math.nan, runs)
         good, bad = self._bracket()
         if good is None:

@@ -71,11 +71,17 @@ class Series:
     #: value -> point index
     points: dict[float, int] = field(default_factory=dict)
     verdicts: dict[float, Verdict] = field(default_factory=dict)
+    #: Axes named in the label: those that differ between series (the variant always).
+    shown: tuple[str, ...] = ("variant",)
 
     @property
     def label(self) -> str:
-        varying = [f"{v}" if k == "variant" else f"{k}={v}" for k, v in self.axes.items()]
-        return ", ".join(varying) or "default"
+        parts = [
+            f"{v}" if k == "variant" else f"{k}={v}"
+            for k, v in self.axes.items()
+            if k in self.shown
+        ]
+        return ", ".join(parts) or "default"
 
 
 @dataclass
@@ -206,6 +212,11 @@ def plan_search(
         seen.add(key)
         strat = Strategy(goal, float(field_value(p.config, over)), lo, hi, integer, tol, max_runs)
         series.append(Series(axes, p.config, strat))
+    varying = {
+        k for s in series for k, v in s.axes.items() if any(o.axes.get(k) != v for o in series)
+    }
+    for s in series:
+        s.shown = tuple(k for k in s.axes if k in varying or k == "variant")
     name = f"{cfg.name}-search"[:100]
     return Search(cfg.model_copy(update={"name": name}), over, label, slos, series, config_dir)
 

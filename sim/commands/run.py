@@ -44,6 +44,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "(for debuggers; a crash then ends the sweep)",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress display or table")
+    p.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        default="local",
+        help="where point runs execute: local (default; one after the other here) or ray "
+        "(one Ray task per point × repeat on hosts offering the kvsim_host resource)",
+    )
+    p.add_argument(
+        "--address",
+        help="Ray cluster address HEAD:PORT for --executor ray (default: $RAY_ADDRESS, else auto)",
+    )
+    p.add_argument(
+        "--retries",
+        type=int,
+        default=2,
+        metavar="N",
+        help="--executor ray: times a run whose host is lost is submitted again (2)",
+    )
     add_set_argument(p)
     p.add_argument(
         "--mode",
@@ -266,6 +284,21 @@ def _print_behind(out: Any, rows: list[dict[str, Any]], axes: list[str]) -> None
             out.print(f"[yellow]warning:[/yellow] {note}", highlight=False)
 
 
+def _executor_choice(args: argparse.Namespace) -> Any:
+    """The executor chosen on the command line; one-line UsageError when it is not usable."""
+    from sim.errors import UsageError
+    from sim.sweep.executors import ExecutorChoice, ExecutorError
+
+    if args.executor != "local" and args.in_process:
+        raise UsageError(
+            f"--in-process runs points here; it cannot go with --executor {args.executor}"
+        )
+    try:
+        return ExecutorChoice(args.executor, args.address, args.retries)
+    except ExecutorError as exc:
+        raise UsageError(f"--executor {args.executor}: {exc}") from None
+
+
 def main(args: argparse.Namespace) -> int:
     from sim.config import parse_config
     from sim.rundir.guard import prepare_run_dir
@@ -286,12 +319,17 @@ def main(args: argparse.Namespace) -> int:
         from sim.sweep.experiment import check_resumable
 
         check_resumable(cfg, out_dir)
+    choice = _executor_choice(args)
     prepare_run_dir(out_dir, args.force, args.resume)
     args.resolved_out = out_dir
     if args.resume:
         _drop_stale(cfg, points, out_dir)
 
-    if args.quiet:
+    if choice.name != "local" and not args.quiet:
+        from sim.commands.run_hosts import run_on_hosts
+
+        result = run_on_hosts(cfg, points, args, out_dir, choice, _planned_counts(points))
+    elif args.quiet:
         from sim.sweep.experiment import run_experiment
 
         result = run_experiment(
@@ -302,6 +340,7 @@ def main(args: argparse.Namespace) -> int:
             resume=args.resume,
             isolate=not args.in_process,
             overrides=args.set,
+            executor=choice,
         )
     else:
         result = _run_with_progress(cfg, points, args, out_dir)

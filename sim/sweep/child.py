@@ -30,6 +30,7 @@ from typing import Any, TextIO
 
 from sim.config import Point
 from sim.rundir.layout import write_status
+from sim.sweep.hostinfo import host_info
 from sim.sweep.spec import PointSpec, read_spec, write_spec
 
 __all__ = ["execute", "execute_spec", "main", "one_line", "write_spec"]
@@ -73,8 +74,10 @@ def execute_spec(
     point = Point(index=spec.index, axes=spec.axes, config=spec.config)
     axes = list(spec.columns)
     repeat = spec.repeat
+    started_unix = time.time()
     t0 = time.perf_counter()
     res = run_point(point, repeat, progress)
+    host = host_info({k: v for k, v in res.summary.items() if k.startswith("noise_floor_")})
     base = {**{a: point.axes.get(a, "") for a in axes}, "repeat": repeat}
     write_csv(
         rep_dir / "requests.csv",
@@ -83,8 +86,8 @@ def execute_spec(
     )
     write_csv(
         rep_dir / "summary.csv",
-        [*axes, "repeat", *summary_columns(res.summary)],
-        [{**base, **res.summary}],
+        [*axes, "repeat", *summary_columns(res.summary), "host"],
+        [{**base, **res.summary, "host": host["name"]}],
     )
     for stem, rows in res.tables.items():
         write_csv(
@@ -92,7 +95,14 @@ def execute_spec(
             [*axes, "repeat", *_columns(rows)],
             ({**base, **row} for row in rows),
         )
-    info = {"elapsed_s": time.perf_counter() - t0, "tables": sorted(res.tables), "pid": os.getpid()}
+    info = {
+        "elapsed_s": time.perf_counter() - t0,
+        "tables": sorted(res.tables),
+        "pid": os.getpid(),
+        "started_unix": started_unix,
+        "ended_unix": time.time(),
+        "host": host,
+    }
     write_status(rep_dir, "ok", **info)
     return info
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from sim.config import ExperimentConfig, Point
 from sim.rundir.guard import RunDirError, is_kvsim_run
+from sim.rundir.layout import clear_rep_dir
 from sim.rundir.manifest import MANIFEST_TOOL, machine_info
 from sim.rundir.outputs import write_json
 from sim.rundir.results_json import RESULTS_FILE, write_results_json
@@ -35,6 +36,8 @@ from sim.sweep import (
     rep_runs,
     run_rep,
 )
+from sim.sweep.executors import ExecutorChoice, SweepEvents, build_executor
+from sim.sweep.spec import write_spec
 
 #: Seconds between two rewrites of the top-level tables while model-mode points run.
 COMBINE_EVERY_S = 2.0
@@ -172,6 +175,7 @@ class _Manifest:
         out_dir: Path,
         previous: dict[str, Any] | None,
         overrides: Sequence[str] = (),
+        executor: str = "local",
     ) -> None:
         self._path = out_dir / "manifest.json"
         self._started = time.time()
@@ -201,7 +205,13 @@ class _Manifest:
             from sim.model.coverage import check_points
 
             self._data["calibration"] = [c.manifest_entry() for c in check_points(points).values()]
-        self._data["sessions"].append({"started_unix": self._started, "status": "running"})
+        self._data["sessions"].append(
+            {"started_unix": self._started, "status": "running", "executor": executor}
+        )
+
+    def note(self, text: str) -> None:
+        """Keep an executor's report (a lost host, a retry) in this session's entry."""
+        self._data["sessions"][-1].setdefault("notes", []).append(text)
 
     def write(self, status: str, runs: dict[str, int], files: list[str]) -> None:
         now = time.time()
@@ -257,6 +267,10 @@ def run_experiment(
     child_command: Sequence[str] | None = None,
     on_point_done: Callable[[RepRun, RepOutcome], None] | None = None,
     overrides: Sequence[str] = (),
+    executor: ExecutorChoice | None = None,
+    on_host: Callable[[RepRun, str], None] | None = None,
+    on_note: Callable[[str], None] | None = None,
+    on_rep_progress: Callable[[RepRun, int, int], None] | None = None,
 ) -> ExperimentResult:
     """Run every unfinished point × repeat; the caller has prepared ``out_dir`` (see rundir).
 
@@ -268,6 +282,10 @@ def run_experiment(
     for a config built in Python): children get the resolved config, not the file.
     ``overrides`` are the ``--set KEY=VALUE`` strings the config was parsed with (recorded
     in the manifest and results.json, so a resume hint can repeat them).
+    ``executor`` chooses where runs execute (default: here, one after the other; see
+    ``sim.sweep.executors``); ``on_host`` hears which host each run started on, and
+    ``on_note`` what the executor reports besides results (a lost host, a retry);
+    ``on_rep_progress`` gets progress with the run it belongs to (runs may overlap).
     """
     from sim.sweep import runner
 
@@ -279,7 +297,8 @@ def run_experiment(
     reps = rep_runs(out_dir, list(points), cfg.repeats)
     axes = axis_columns(points)
     source = str(config_path) if config_path is not None else ""
-    manifest = _Manifest(cfg, source, points, out_dir, previous, overrides)
+    choice = executor or ExecutorChoice()
+    manifest = _Manifest(cfg, source, points, out_dir, previous, overrides, choice.name)
     combiner = Combiner(out_dir, axes, cfg.repeats)
     finished = {
         (run.rep.point.index, run.rep.repeat)
@@ -312,32 +331,56 @@ def run_experiment(
     # would cost more than running them, so they are rewritten every COMBINE_EVERY_S.
     last_write = time.monotonic()
     unwritten = False
+
+    def run_one(rep: RepRun, progress_fn: Callable[[int, int], None] | None) -> RepOutcome:
+        return run_rep(
+            rep,
+            out_dir,
+            axes,
+            progress_fn,
+            source=source,
+            isolate=isolate,
+            child_command=command,
+        )
+
+    def prepare(rep: RepRun) -> Path:
+        clear_rep_dir(out_dir, rep.dir)
+        return write_spec(rep, axes, source)
+
+    def started(rep: RepRun, host: str) -> None:
+        if on_point_start is not None:
+            on_point_start(rep.point, rep.repeat)
+        if on_host is not None:
+            on_host(rep, host)
+
+    def rep_progress(rep: RepRun, done: int, total: int) -> None:
+        if progress is not None:
+            progress(done, total)
+        if on_rep_progress is not None:
+            on_rep_progress(rep, done, total)
+
+    def ended(rep: RepRun, outcome: RepOutcome | None) -> None:
+        nonlocal files, last_write, unwritten
+        combiner.add(rep, rep.status() or {"status": "failed", "error": "no status"})
+        unwritten = True
+        fast = rep.point.config.mode == "model"
+        if not fast or time.monotonic() - last_write >= COMBINE_EVERY_S:
+            files = combiner.write()
+            last_write, unwritten = time.monotonic(), False
+        if outcome is not None and on_point_done is not None:
+            on_point_done(rep, outcome)
+        if not unwritten:
+            record("running")
+
+    def note(text: str) -> None:
+        manifest.note(text)
+        if on_note is not None:
+            on_note(text)
+
+    events = SweepEvents(started, rep_progress, ended, note)
     try:
         with _sigterm_unwinds():
-            for rep in todo:
-                if on_point_start is not None:
-                    on_point_start(rep.point, rep.repeat)
-                try:
-                    outcome = run_rep(
-                        rep,
-                        out_dir,
-                        axes,
-                        progress,
-                        source=source,
-                        isolate=isolate,
-                        child_command=command,
-                    )
-                finally:
-                    combiner.add(rep, rep.status() or {"status": "failed", "error": "no status"})
-                    unwritten = True
-                    fast = rep.point.config.mode == "model"
-                    if not fast or time.monotonic() - last_write >= COMBINE_EVERY_S:
-                        files = combiner.write()
-                        last_write, unwritten = time.monotonic(), False
-                if on_point_done is not None:
-                    on_point_done(rep, outcome)
-                if not unwritten:
-                    record("running")
+            build_executor(choice, run_one, prepare).run(todo, events)
         c = counts()
         status = "complete" if c["done"] == c["total"] else "failed"
     finally:

@@ -1,0 +1,284 @@
+"""``--executor ray``: each point × repeat is a Ray task on a host offering ``kvsim_host``.
+
+Every task asks for one unit of the custom resource ``kvsim_host`` and no CPU
+of Ray's accounting, so a host started with ``--resources='{"kvsim_host": 1}'``
+measures exactly one point at a time, and nothing else kvsim sends competes
+with it. The driver keeps at most as many tasks submitted as the cluster has
+``kvsim_host`` units, writes each run's files into the run directory as it
+comes back (see ``transfer``), and reports where each run went.
+
+Faults: a task whose worker or node dies (Ray's system errors) is submitted
+again, up to ``retries`` times, and the loss is reported with the host's name;
+Ray does not place work on a dead node, so the retry lands on a live host. A
+failure of the point itself (its child failed) is a result, not retried.
+Ctrl-C cancels every outstanding task (the child on the host is stopped with
+its Ray worker), keeps every run already back, and marks the rest interrupted.
+
+``import ray`` happens only when this executor runs, never on the CLI's path.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sim.rundir.layout import LOG_FILE, RepRun, read_status, write_status
+from sim.sweep.executors.base import ExecutorError, SweepEvents
+from sim.sweep.executors.transfer import TransferError, read_inputs, write_outputs
+from sim.sweep.hostinfo import code_hash
+from sim.sweep.runner import RepOutcome
+
+__all__ = ["HOST_RESOURCE", "RETRIABLE_ERRORS", "RayExecutor"]
+
+#: Custom resource a host offers once per point it may measure at a time (1 = one point).
+HOST_RESOURCE = "kvsim_host"
+#: Ray errors that mean the host (worker or node) was lost, not that the point failed.
+RETRIABLE_ERRORS = (
+    "WorkerCrashedError",
+    "NodeDiedError",
+    "LocalRayletDiedError",
+    "ObjectLostError",
+    "ObjectFetchTimedOutError",
+    "ObjectReconstructionFailedError",
+    "OutOfMemoryError",
+    "RaySystemError",
+)
+#: Seconds the driver waits for cancelled tasks to stop their children on Ctrl-C.
+_CANCEL_WAIT_S = 10.0
+#: How often the driver looks at the board (where runs started, their progress).
+_POLL_S = 0.5
+
+Prepare = Callable[[RepRun], Path]
+
+
+@dataclass
+class _Flight:
+    rep: RepRun
+    attempt: int
+    key: str
+    started: float = field(default_factory=time.perf_counter)
+    host: str = ""
+    lost: list[str] = field(default_factory=list)
+
+
+def _one_line(text: str) -> str:
+    lines = [ln.strip() for ln in str(text).splitlines() if ln.strip()]
+    return (lines[-1] if lines else "")[:300]
+
+
+def _last_error_line(log: Path) -> str:
+    try:
+        return _one_line(log.read_text(errors="replace"))
+    except OSError:
+        return ""
+
+
+class RayExecutor:
+    """Runs point × repeat runs as Ray tasks on the hosts of a running Ray cluster."""
+
+    name = "ray"
+
+    def __init__(self, prepare: Prepare, address: str | None = None, retries: int = 2) -> None:
+        if retries < 0:
+            raise ValueError("retries must be 0 or more")
+        self._prepare = prepare
+        self._address = address or os.environ.get("RAY_ADDRESS") or "auto"
+        self._retries = retries
+        self._code = code_hash()
+
+    # -- connecting -------------------------------------------------------------------------
+
+    def _connect(self) -> Any:
+        try:
+            import ray
+        except ImportError:
+            raise ExecutorError(
+                "--executor ray needs Ray: pip install 'kvsim[ray]' (ray==2.60.0)"
+            ) from None
+        try:
+            ray.init(
+                address=self._address,
+                namespace="kvsim",
+                log_to_driver=False,
+                logging_level=logging.ERROR,
+            )
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise ExecutorError(
+                f"no Ray cluster at {self._address} ({_one_line(str(exc))}); start one with "
+                "`ray start --head --num-cpus=0` and one `ray start --address=HEAD:6379 "
+                f"--resources='{{\"{HOST_RESOURCE}\": 1}}'` per host"
+            ) from None
+        return ray
+
+    def _slots(self, ray: Any) -> int:
+        slots = int(ray.cluster_resources().get(HOST_RESOURCE, 0))
+        if slots < 1:
+            raise ExecutorError(
+                f"the Ray cluster at {self._address} has no host offering the "
+                f"{HOST_RESOURCE} resource; start each measuring host with "
+                f"`ray start --address=HEAD:6379 --resources='{{\"{HOST_RESOURCE}\": 1}}'`"
+            )
+        return slots
+
+    # -- the sweep --------------------------------------------------------------------------
+
+    def run(self, reps: Sequence[RepRun], events: SweepEvents) -> None:
+        if not reps:
+            return
+        ray = self._connect()
+        try:
+            self._run(ray, reps, events)
+        finally:
+            ray.shutdown()
+
+    def _run(self, ray: Any, reps: Sequence[RepRun], events: SweepEvents) -> None:
+        from sim.sweep.executors.ray_host import Board, run_on_host
+
+        slots = self._slots(ray)
+        task = ray.remote(num_cpus=0, resources={HOST_RESOURCE: 1}, max_retries=0)(run_on_host)
+        board = (
+            ray.remote(num_cpus=0, resources={"node:__internal_head__": 0.001})(Board)
+            .options(max_concurrency=1)
+            .remote()
+        )
+        queue: deque[tuple[RepRun, int, list[str]]] = deque((r, 1, []) for r in reps)
+        flights: dict[Any, _Flight] = {}
+        by_key: dict[str, _Flight] = {}
+        try:
+            while queue or flights:
+                while queue and len(flights) < slots:
+                    rep, attempt, lost = queue.popleft()
+                    ref = self._submit(ray, task, board, rep, attempt, events)
+                    if ref is not None:
+                        fl = _Flight(rep, attempt, f"{rep.point.index}:{rep.repeat}:{attempt}")
+                        fl.lost.extend(lost)
+                        flights[ref] = by_key[fl.key] = fl
+                ready, _ = ray.wait(list(flights), num_returns=1, timeout=_POLL_S)
+                self._drain(ray, board, by_key, events)
+                for ref in ready:
+                    fl = flights.pop(ref)
+                    by_key.pop(fl.key, None)
+                    again = self._land(ray, ref, fl, events)
+                    if again:
+                        queue.appendleft((fl.rep, fl.attempt + 1, fl.lost))
+        except BaseException:
+            self._cancel(ray, flights, events)
+            raise
+
+    def _submit(
+        self, ray: Any, task: Any, board: Any, rep: RepRun, attempt: int, events: SweepEvents
+    ) -> Any:
+        """Prepare the run's directory and submit it; None when its inputs cannot be sent."""
+        spec_path = self._prepare(rep)
+        try:
+            spec = json.loads(spec_path.read_text(encoding="utf-8"))
+            inputs = read_inputs(spec)
+        except (TransferError, OSError, ValueError) as exc:
+            write_status(rep.dir, "failed", error=_one_line(str(exc)), executor="ray")
+            events.finished(rep, RepOutcome("failed", _one_line(str(exc)), 0.0))
+            return None
+        key = f"{rep.point.index}:{rep.repeat}:{attempt}"
+        return task.remote(spec, inputs, key, board)
+
+    def _drain(self, ray: Any, board: Any, by_key: dict[str, _Flight], ev: SweepEvents) -> None:
+        for event in ray.get(board.drain.remote()):
+            fl = by_key.get(event[1])
+            if fl is None:
+                continue
+            if event[0] == "started":
+                fl.host = str(event[2])
+                ev.started(fl.rep, fl.host)
+            elif event[0] == "progress":
+                ev.progress(fl.rep, int(event[2]), int(event[3]))
+
+    def _land(self, ray: Any, ref: Any, fl: _Flight, events: SweepEvents) -> bool:
+        """Handle a finished task; True when it is to be submitted again (host lost)."""
+        exc_types = ray.exceptions
+        try:
+            result = ray.get(ref)
+        except exc_types.RayTaskError as exc:
+            cause = getattr(exc, "cause", None)
+            why = _one_line(f"{type(cause).__name__}: {cause}" if cause else str(exc))
+            return self._fail(fl, f"on {fl.host or 'a Ray host'}: {why}", events)
+        except exc_types.TaskCancelledError:
+            self._interrupted(fl, events)
+            return False
+        except exc_types.RayError as exc:
+            if type(exc).__name__ not in RETRIABLE_ERRORS:
+                return self._fail(fl, f"Ray: {_one_line(str(exc))}", events)
+            where = fl.host or "an unknown host"
+            fl.lost.append(where)
+            if fl.attempt <= self._retries:
+                events.note(
+                    f"{fl.rep.label}: host {where} was lost ({type(exc).__name__}); "
+                    f"retrying ({fl.attempt}/{self._retries})"
+                )
+                return True
+            return self._fail(
+                fl, f"lost its host {fl.attempt} time(s) ({', '.join(fl.lost)}); gave up", events
+            )
+        self._write(fl, result, events)
+        return False
+
+    def _write(self, fl: _Flight, result: dict[str, Any], events: SweepEvents) -> None:
+        rep = fl.rep
+        extra: dict[str, Any] = {
+            "executor": "ray",
+            "ray_node_id": result["node_id"],
+            "attempts": fl.attempt,
+            "lost_hosts": fl.lost,
+            "host_started_unix": result["started_unix"],
+            "host_ended_unix": result["ended_unix"],
+        }
+        if result["code_hash"] != self._code:
+            extra.update(
+                status="failed",
+                error=f"host {result['host']} runs different kvsim code "
+                f"({str(result['code_hash'])[:19]}, the driver {self._code[:19]}); "
+                "points from different code are not combined",
+            )
+        try:
+            status = write_outputs(rep.dir, result["outputs"], extra)
+        except TransferError as exc:
+            self._fail(fl, f"from {result['host']}: {exc}", events)
+            return
+        if status is None:
+            why = _last_error_line(rep.dir / LOG_FILE)
+            msg = f"child exited with code {result['returncode']} on {result['host']}"
+            write_status(rep.dir, "failed", error=msg + (f": {why}" if why else ""), **extra)
+        st = read_status(rep.dir) or {"status": "failed", "error": "no status written"}
+        outcome = RepOutcome(
+            str(st["status"]), str(st.get("error", "")), time.perf_counter() - fl.started
+        )
+        events.finished(rep, outcome)
+
+    def _fail(self, fl: _Flight, error: str, events: SweepEvents) -> bool:
+        write_status(fl.rep.dir, "failed", error=error, executor="ray", attempts=fl.attempt)
+        events.finished(fl.rep, RepOutcome("failed", error, time.perf_counter() - fl.started))
+        return False
+
+    def _interrupted(self, fl: _Flight, events: SweepEvents) -> None:
+        if read_status(fl.rep.dir) is None:
+            write_status(fl.rep.dir, "interrupted", error="stopped by Ctrl-C or SIGTERM")
+        events.finished(fl.rep, None)
+
+    def _cancel(self, ray: Any, flights: dict[Any, _Flight], events: SweepEvents) -> None:
+        """Ctrl-C: cancel every task, keep those already back, mark the rest interrupted."""
+        for ref in flights:
+            ray.cancel(ref, force=False)
+        if flights:
+            ray.wait(list(flights), num_returns=len(flights), timeout=_CANCEL_WAIT_S)
+        for ref, fl in flights.items():
+            try:
+                result = ray.get(ref, timeout=0)
+            except Exception:
+                self._interrupted(fl, events)
+                continue
+            self._write(fl, result, events)

@@ -1,0 +1,138 @@
+"""What a Ray task does on the host it lands on: run ONE point × repeat, send back its files.
+
+It is the local executor's child seen from afar: the same ``python -m
+sim.sweep.child SPEC``, started by the Ray worker process the way the local
+driver starts it, in a scratch directory that holds the spec (config paths
+pointing at the data files that came with it) and nothing else. Only after the
+child has ended are its files read and returned, so nothing travels while the
+point is measured except a rare progress line to the driver's board (at most
+once a second).
+
+The child is tied to the Ray worker's life (``PR_SET_PDEATHSIG``): when Ray kills
+the worker (a cancelled task, ``ray stop``), the child dies with it instead of
+measuring on for nobody.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from sim.rundir.layout import LOG_FILE, SPEC_FILE
+from sim.rundir.outputs import write_json
+from sim.sweep.executors.transfer import InputFile, collect_outputs, place_inputs
+from sim.sweep.hostinfo import code_hash, host_name
+
+__all__ = ["PROGRESS_EVERY_S", "Board", "run_on_host"]
+
+#: Minimum seconds between two progress messages to the driver.
+PROGRESS_EVERY_S = 1.0
+#: Seconds a child gets to exit after SIGTERM before it is killed.
+_GRACE_S = 5.0
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs between fork and exec
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(_GRACE_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _relay(proc: subprocess.Popen[str], key: str, board: Any) -> None:
+    """Read the child's protocol lines; forward progress at most every PROGRESS_EVERY_S."""
+    assert proc.stdout is not None
+    last = 0.0
+    for line in proc.stdout:
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        pair = msg.get("progress") if isinstance(msg, dict) else None
+        if board is None or not (isinstance(pair, list) and len(pair) == 2):
+            continue
+        now = time.monotonic()
+        if now - last >= PROGRESS_EVERY_S or pair[0] >= pair[1]:
+            last = now
+            board.progress.remote(key, int(pair[0]), int(pair[1]))
+
+
+def run_on_host(
+    spec: dict[str, Any], inputs: list[InputFile], key: str, board: Any = None
+) -> dict[str, Any]:
+    """Run the spec's point here; return its files and where and when it ran."""
+    import ray
+
+    node_id = ray.get_runtime_context().get_node_id()
+    name = host_name()
+    if board is not None:
+        board.started.remote(key, name, node_id)
+    with tempfile.TemporaryDirectory(prefix="kvsim-point-") as tmp:
+        rep_dir = Path(tmp) / "rep"
+        rep_dir.mkdir()
+        write_json(rep_dir / SPEC_FILE, place_inputs(spec, inputs, Path(tmp) / "data"))
+        started = time.time()
+        with open(rep_dir / LOG_FILE, "w", encoding="utf-8") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "sim.sweep.child", str(rep_dir / SPEC_FILE)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+                encoding="utf-8",
+                errors="replace",
+                preexec_fn=_die_with_parent,
+            )
+            try:
+                _relay(proc, key, board)
+                proc.wait()
+            except BaseException:
+                _stop(proc)
+                raise
+        ended = time.time()
+        return {
+            "outputs": collect_outputs(rep_dir),
+            "host": name,
+            "node_id": node_id,
+            "pid": os.getpid(),
+            "returncode": proc.returncode,
+            "started_unix": started,
+            "ended_unix": ended,
+            "code_hash": code_hash(),
+        }
+
+
+class Board:
+    """What tasks tell the driver while they run (a Ray actor on the head node):
+    where each started, and its progress. The driver drains it as it waits."""
+
+    def __init__(self) -> None:
+        self._events: list[tuple[Any, ...]] = []
+
+    def started(self, key: str, host: str, node_id: str) -> None:
+        self._events.append(("started", key, host, node_id))
+
+    def progress(self, key: str, done: int, total: int) -> None:
+        self._events.append(("progress", key, done, total))
+
+    def drain(self) -> list[tuple[Any, ...]]:
+        events, self._events = self._events, []
+        return events

@@ -1,0 +1,102 @@
+"""Driver side of tests/test_ray_executor.py, run INSIDE the throw-away cluster
+(``tests/ray_cluster.sh``): three sweeps through ``kvsim run --executor ray``.
+
+1. ``fast.yaml`` into ``ray_out``: runs to the end.
+2. ``slow.yaml`` into ``int_out``: Ctrl-C (SIGINT) once one run has finished.
+3. ``slow.yaml`` into ``kill_out``: the Ray node ``host-a`` dies (its raylet is
+   killed) while it measures a point; the sweep must retry it elsewhere and finish.
+
+What happened is written to ``scenario.json`` for the test to check once the
+cluster is gone. Usage: python tests/ray_scenario.py WORKDIR
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+WAIT_S = 240.0
+
+
+def kvsim(*args: str) -> list[str]:
+    return [sys.executable, "-m", "sim", "run", *args, "--executor", "ray"]
+
+
+def finished_runs(out: Path) -> int:
+    n = 0
+    for f in out.glob("points/*/rep-*/status.json"):
+        try:
+            n += json.loads(f.read_text()).get("status") == "ok"
+        except (OSError, ValueError):
+            continue
+    return n
+
+
+def children_on(host: str) -> list[int]:
+    """Pids of point children whose Ray node names itself ``host``."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            cmd = Path(f"/proc/{d}/cmdline").read_bytes()
+            env = Path(f"/proc/{d}/environ").read_bytes()
+        except OSError:
+            continue
+        if b"sim.sweep.child" in cmd and f"KVSIM_HOST_NAME={host}\0".encode() in env:
+            out.append(int(d))
+    return out
+
+
+def raylet_above(pid: int) -> int | None:
+    while pid > 1:
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() == "raylet":
+                return pid
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return None
+    return None
+
+
+def wait_for(cond, what: str) -> None:
+    t0 = time.monotonic()
+    while not cond():
+        if time.monotonic() - t0 > WAIT_S:
+            raise SystemExit(f"scenario: timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+def main(work: Path) -> None:
+    os.chdir(work)
+    report: dict[str, object] = {}
+    t0 = time.monotonic()
+    done = subprocess.run(kvsim("fast.yaml", "--out", "ray_out"), capture_output=True, text=True)
+    report["full"] = {"rc": done.returncode, "stderr": done.stderr[-4000:]}
+    report["full_s"] = time.monotonic() - t0
+
+    drv = subprocess.Popen(kvsim("slow.yaml", "--out", "int_out", "-q"), stderr=subprocess.PIPE)
+    wait_for(lambda: finished_runs(work / "int_out") >= 1, "a finished run before Ctrl-C")
+    drv.send_signal(signal.SIGINT)
+    _, err = drv.communicate(timeout=WAIT_S)
+    report["interrupt"] = {"rc": drv.returncode, "stderr": err.decode()[-4000:]}
+    report["interrupt_s"] = time.monotonic() - t0
+
+    drv = subprocess.Popen(kvsim("slow.yaml", "--out", "kill_out", "--retries", "1"))
+    wait_for(lambda: children_on("host-a"), "a point measured on host-a")
+    raylet = raylet_above(children_on("host-a")[0])
+    if raylet is not None:
+        os.kill(raylet, signal.SIGKILL)
+    rc = drv.wait(timeout=WAIT_S)
+    report["node_death"] = {"rc": rc, "raylet_killed": raylet is not None}
+    report["node_death_s"] = time.monotonic() - t0
+    (work / "scenario.json").write_text(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))

@@ -15,5 +15,6 @@ if ! "$PY" -c "import torch" >/dev/null 2>&1; then
     "$PY" -m pip install --quiet "torch==2.13.0"
   fi
 fi
-"$PY" -m pip install --quiet -e '.[dev]'
+# ray: `--executor ray` and its tests (a throw-away local cluster) run in CI too.
+"$PY" -m pip install --quiet -e '.[dev,ray]'
 "$PY" -c "import sim, connectors, torch, numba, simpy; print('install: kvsim ready (torch', torch.__version__ + ')')"

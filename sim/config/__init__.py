@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sim.config.engine import EngineConfig
+from sim.config.engine import EngineConfig, HeapConfig
 from sim.config.experiment import ExperimentConfig, Point, expand_points
 from sim.config.geometry import GeometryConfig
 from sim.config.loader import ConfigError, load_config, load_points, parse_config
@@ -16,6 +16,7 @@ __all__ = [
     "ExperimentConfig",
     "GeometryConfig",
     "GilConfig",
+    "HeapConfig",
     "OutputConfig",
     "Point",
     "StoreConfig",

@@ -8,13 +8,41 @@ how much the connector threads' GIL hold slows the engine.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, StrictBool, field_validator, model_validator
+from pydantic import Field, Strict, StrictBool, field_validator, model_validator
 
 from sim.config.types import FrozenModel, NonNegFloat, PosInt
 
-__all__ = ["EngineConfig"]
+__all__ = ["EngineConfig", "HeapConfig"]
+
+#: Most live objects a point may build (about 1.6 GB of memory at 8 million).
+MAX_HEAP_OBJECTS = 8_000_000
+
+
+class HeapConfig(FrozenModel):
+    """A serving process's heap, built in the point's process before anything is measured.
+
+    A collection's cost depends on what else lives in the process: a serving
+    engine holds millions of container objects (request states, configs, module
+    objects), and many freeze them after start-up (``gc.freeze()``) so that full
+    collections skip them. kvsim's own process is small; this makes it large.
+    """
+
+    # The bound sits in the Annotated type: a Field(le=...) beside NonNegInt would be
+    # overridden by NonNegInt's own le.
+    objects: Annotated[int, Strict(), Field(ge=0, le=MAX_HEAP_OBJECTS)] = Field(
+        0,
+        description="Live container objects (dicts, lists, tuples, class instances, in a "
+        "serving engine's proportions) kept alive for the whole point; 0: none. Applies "
+        "whether or not the engine loop runs.",
+    )
+    frozen: StrictBool = Field(
+        False,
+        description="gc.freeze() after building the heap (what engines do after start-up): "
+        "collections then skip every object alive at that moment. false: the heap is "
+        "collected into the oldest generation, where full collections scan it.",
+    )
 
 
 class EngineConfig(FrozenModel):
@@ -51,6 +79,10 @@ class EngineConfig(FrozenModel):
     )
     idle_ms: NonNegFloat = Field(
         0.0, le=60_000, description="Pause between steps (0: back to back)."
+    )
+    heap: HeapConfig = Field(
+        default_factory=HeapConfig,
+        description="A production-like heap in the point's process (sim.instruments.heap).",
     )
     baseline_steps: PosInt = Field(
         50,

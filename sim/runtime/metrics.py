@@ -93,6 +93,11 @@ SUMMARY_METRICS = [
     "gc_load_ms",
     "gc_engine_ms",
     "gc_simulation_ms",
+    # the production-like heap (sim.instruments.heap, engine.heap)
+    "heap_objects",
+    "heap_frozen_objects",
+    "heap_tracked_objects",
+    "heap_build_s",
     *PLANNED_METRICS,
 ]
 

@@ -15,6 +15,7 @@ import numpy as np
 from connectors import registry
 from connectors.token_database import TokenDatabase
 from sim.config import ExperimentConfig, Point
+from sim.instruments.heap import live_heap
 from sim.instruments.noise import measure_noise_floor, noise_floor_summary
 from sim.runtime.addons import build_addons
 from sim.runtime.env import HybridEnvironment
@@ -120,7 +121,8 @@ def run_point(point: Point, repeat: int = 0, progress: ProgressFn | None = None)
         if len(records) == len(workload):
             all_done.succeed()
 
-    with switch_interval(cfg.gil.switch_interval_ms):
+    # the heap is built (and collected or frozen) before anything is measured
+    with live_heap(cfg.engine.heap) as heap, switch_interval(cfg.gil.switch_interval_ms):
         noise_before = measure_noise_floor(workers=cfg.connector.workers)
         env = HybridEnvironment(stall_timeout_s=cfg.limits.request_timeout_s + 5.0)
         pool = WorkerPool(env, cfg.connector.workers)
@@ -156,6 +158,7 @@ def run_point(point: Point, repeat: int = 0, progress: ProgressFn | None = None)
     summary["harness_us_per_request"] = harness_ns / 1e3 / len(records) if records else math.nan
     summary.update(noise_floor_summary(noise_before, noise_after))
     summary.update(workload.stats)
+    summary.update(heap.summary())
     tables: dict[str, list[dict[str, Any]]] = {}
     for addon in addons:
         summary.update(addon.summary())

@@ -72,6 +72,14 @@ KNOWN_METRICS: dict[str, Metric] = {
         Metric("gil_hold_p99_ms", "p99 GIL hold/req (ms)", "p99", "requests", "gil_hold_ms"),
         Metric("gil_wait_mean_ms", "GIL wait/req (ms)", "mean", "requests", "gil_wait_ms"),
         Metric("queue_p99_ms", "p99 queue (ms)", "p99", "requests", "queue_ms"),
+        # the hold by stage (sim.instruments.stages): mean and p99 of each requests.csv column
+        *(
+            Metric(
+                f"hold_{s}_{stat}_ms", f"{stat} {s} hold/req (ms)", stat, "requests", f"hold_{s}_ms"
+            )
+            for s in ("keys", "addresses", "free", "gc")
+            for stat in ("mean", "p99")
+        ),
         Metric("throughput_rps", "throughput (req/s)", "mean", None, "throughput_rps"),
         Metric("elapsed_s", "point wall time (s)", "mean", None, "elapsed_s"),
         Metric("stall_p99_ms", "probe stall p99 (ms)", "mean", None, "stall_p99_ms"),

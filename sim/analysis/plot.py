@@ -9,6 +9,8 @@ drawn from the run directory's CSVs (see ``sim.analysis.figures``):
 * ``p99_latency.png`` — p99 latency against workers (or another axis, ``--x``)
   per variant, with 95% bootstrap intervals as error bars;
 * ``gil_hold.png`` — GIL hold per request by variant (box plots, mean marked);
+* ``hold_stages.png`` — the mean hold split by stage, a stacked bar per point
+  (``sim.analysis.stage_figure``); only when requests.csv has the stage columns;
 * ``engine_steps.png`` — engine step p99 under load against the engine alone,
   and the inflation; only when the run has ``steps.csv``.
 
@@ -136,6 +138,10 @@ def plot_results(
             drawn.append(("latency_cdf.png", figures.latency_cdf(plt, res, layout)))
             drawn.append(("p99_latency.png", figures.p99_vs_x(plt, res, layout, n_boot, seed)))
             drawn.append(("gil_hold.png", figures.gil_hold(plt, res, layout)))
+        from sim.analysis import stage_figure
+
+        if stage_figure.has_stage_columns(res):
+            drawn.append(("hold_stages.png", stage_figure.hold_stages(plt, res, layout)))
         steps = figures.engine_steps(plt, res, layout)
         if steps is not None:
             drawn.append(("engine_steps.png", steps))

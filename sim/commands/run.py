@@ -361,6 +361,10 @@ def main(args: argparse.Namespace) -> int:
             out.print(f"resumed: {result.skipped} point run(s) were already done and kept")
         out.print(comparison_table(rows, result.axes, baseline, f"kvsim · {cfg.name}"))
         _print_behind(out, rows, result.axes)
+        from sim.analysis.stage_report import has_stages, stage_table
+
+        if has_stages(rows):
+            out.print(stage_table(rows, result.axes, "where the hold goes"))
         nf = _noise_floor(rows)
         files = "requests.csv, summary.csv, summary_repeats.csv, manifest.json, points/"
         out.print(f"harness noise floor: p99 ≤ {nf:.3f} ms · results in {out_dir}/ ({files})")

@@ -1,0 +1,76 @@
+"""Where the hold goes: one row per point, the mean GIL hold per request by stage.
+
+Printed by ``kvsim run`` under the comparison table whenever the run recorded
+stages (``summary.csv`` ``hold_<stage>_mean_ms``): keys (chunk list and store
+keys), addresses (the variant), free (the results dropped after hand-off), gc
+(every collection inside the request), their sum (= ``gil_hold_mean_ms``), the
+p99 of the gc stage, collections per request, and the longest collection on
+any thread (a stall for every thread).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["STAGE_HEADS", "has_stages", "stage_cells", "stage_table"]
+
+#: Summary columns of the table, in order, with their headers.
+STAGE_HEADS = (
+    ("hold_keys_mean_ms", "keys"),
+    ("hold_addresses_mean_ms", "addresses"),
+    ("hold_free_mean_ms", "free"),
+    ("hold_gc_mean_ms", "gc"),
+    ("gil_hold_mean_ms", "= hold"),
+    ("hold_gc_p99_ms", "gc p99"),
+    ("gc_per_request", "GCs/req"),
+    ("gc_max_ms", "longest GC"),
+)
+
+
+def _num(v: Any) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def has_stages(rows: Sequence[dict[str, Any]]) -> bool:
+    """Whether any row carries the stage columns (runs before they existed do not)."""
+    return any(not math.isnan(_num(r.get("hold_keys_mean_ms"))) for r in rows)
+
+
+def stage_cells(row: dict[str, Any]) -> list[str]:
+    """The formatted cells of one summary row, in STAGE_HEADS order."""
+    cells = []
+    for col, _head in STAGE_HEADS:
+        v = _num(row.get(col))
+        digits = 1 if col == "gc_per_request" else 2
+        cells.append("—" if math.isnan(v) else f"{v:.{digits}f}")
+    return cells
+
+
+def stage_table(rows: Sequence[dict[str, Any]], axes: Sequence[str], title: str) -> Any:
+    """Rich table: the mean hold per request split by stage, one row per point."""
+    from rich import box
+    from rich.table import Table
+
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+        title=title,
+        title_justify="left",
+        caption="GIL hold per request by stage, ms (mean): keys = chunk list and store keys, "
+        "addresses = the variant, free = results dropped, gc = collections inside the "
+        "request · GCs/req: collections on its thread · longest GC: any thread (stalls all)",
+        caption_justify="left",
+    )
+    for a in axes:
+        table.add_column(a, no_wrap=True)
+    for _col, head in STAGE_HEADS:
+        table.add_column(head, justify="right", no_wrap=True)
+    for r in rows:
+        table.add_row(*[str(r.get(a, "")) for a in axes], *stage_cells(r))
+    return table

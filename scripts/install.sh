@@ -17,4 +17,20 @@ if ! "$PY" -c "import torch" >/dev/null 2>&1; then
 fi
 # ray: `--executor ray` and its tests (a throw-away local cluster) run in CI too.
 "$PY" -m pip install --quiet -e '.[dev,ray]'
+
+# The real Mooncake store (store.kind: mooncake): the Python package imports libibverbs even
+# over TCP. Without them kvsim still works with the modelled store; its real-store tests skip.
+if ! ldconfig -p 2>/dev/null | grep -q 'libibverbs\.so\.1'; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "install: apt-get install libibverbs1 (for the Mooncake store)"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libibverbs1) \
+      || echo "install: apt-get install libibverbs1 failed; the real Mooncake store will not import"
+  else
+    echo "install: the Mooncake store needs libibverbs1; run: sudo apt-get install -y libibverbs1"
+  fi
+fi
+if ! "$PY" -m pip install --quiet -e '.[dev,ray,mooncake]'; then
+  echo "install: the Mooncake package could not be installed; store.kind: mooncake is unavailable"
+fi
+"$PY" -c "from sim.store.mooncake import mooncake_missing as m; w = m(); print('install: Mooncake store', 'ready' if w is None else 'unavailable: ' + w)"
 "$PY" -c "import sim, connectors, torch, numba, simpy; print('install: kvsim ready (torch', torch.__version__ + ')')"

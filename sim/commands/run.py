@@ -315,6 +315,9 @@ def main(args: argparse.Namespace) -> int:
     out_dir = Path(args.out or cfg.output_dir).absolute()
     if args.dry_run:
         return _dry_run(cfg, points, out_dir)
+    from sim.store.memory import check_points
+
+    check_points(args.config, points)  # a real-store point that cannot fit is refused here
     if args.resume:
         from sim.sweep.experiment import check_resumable
 

@@ -40,9 +40,11 @@ def requests_phrase(counts: Sequence[int], stats: Sequence[Mapping[str, float]])
 
 def main(args: argparse.Namespace) -> int:
     from sim.config import parse_config
+    from sim.store.memory import check_points
     from sim.workload.plan import planned_requests
 
     cfg, points = parse_config(args.config, args.set)
+    memory_lines = check_points(args.config, points)  # real store: refuses what does not fit
     memo: dict[str, tuple[int, Mapping[str, float]]] = {}  # points sharing a trace replay once
     planned = [planned_requests(p.config, memo) for p in points]
     counts = [n for n, _ in planned]
@@ -60,5 +62,7 @@ def main(args: argparse.Namespace) -> int:
             if not math.isnan(s.get("trace_requests", math.nan)):
                 line += f"; {s['trace_requests']:.0f} read, {s['skipped_requests']:.0f} skipped"
             line += ")"
+        print(line)
+    for line in memory_lines:
         print(line)
     return 0

@@ -36,7 +36,7 @@ class ExperimentConfig(FrozenModel):
     model: GeometryConfig = Field(default_factory=GeometryConfig, description="KV-cache geometry.")
     workload: WorkloadConfig = Field(default_factory=WorkloadConfig, description="Requests.")
     connector: ConnectorConfig = Field(default_factory=ConnectorConfig, description="Variant.")
-    store: StoreConfig = Field(default_factory=StoreConfig, description="Modelled store.")
+    store: StoreConfig = Field(default_factory=StoreConfig, description="KV store.")
     gil: GilConfig = Field(default_factory=GilConfig, description="GIL settings.")
     output: OutputConfig = Field(default_factory=OutputConfig, description="Where results go.")
     machine: MachineConfig = Field(

@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, Strict, StrictBool, field_validator
 
+from sim.config.mooncake import MooncakeConfig
 from sim.config.types import FrozenModel, NonNegFloat, NonNegInt, PosFloat, PosInt, Prob
 
 __all__ = [
@@ -35,7 +36,17 @@ class ConnectorConfig(FrozenModel):
 
 
 class StoreConfig(FrozenModel):
-    """The modelled KV store: transfer time = latency + bytes / bandwidth."""
+    """The KV store behind the load path: modelled (transfer time = latency + bytes /
+    bandwidth) or a real Mooncake store (``kind: mooncake``, settings under ``mooncake``)."""
+
+    kind: Literal["model", "mooncake"] = Field(
+        "model",
+        description="model: the modelled store (the fields below); mooncake: a real Mooncake "
+        "master and client per point, real KV buffers, every get verified.",
+    )
+    mooncake: MooncakeConfig = Field(
+        default_factory=MooncakeConfig, description="Real store settings (kind: mooncake)."
+    )
 
     bandwidth_gbps: PosFloat = Field(
         100.0, description="Transfer bandwidth in GB/s (10^9 bytes per second)."

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from sim.runtime.records import HOLD_STAGE_COLUMNS, RequestRecord
+from sim.store.base import STORE_METRICS
 
 __all__ = [
     "PLANNED_METRICS",
@@ -99,6 +100,8 @@ SUMMARY_METRICS = [
     "heap_tracked_objects",
     "heap_build_s",
     *PLANNED_METRICS,
+    # the store behind the load path (sim.store): its own figures, NaN where they do not apply
+    *STORE_METRICS,
 ]
 
 

@@ -17,13 +17,13 @@ from typing import Any, Protocol
 import numpy as np
 import simpy
 
-from connectors.base import AddressVariant, LoadJob, mark_stage
+from connectors.base import AddressVariant
 from sim.config import GeometryConfig
 from sim.errors import WatchdogError
 from sim.instruments.stages import GC, OTHER, StageTimes
 from sim.runtime.env import HybridEnvironment
 from sim.runtime.records import RequestRecord
-from sim.store.model import StoreModel
+from sim.store.base import LoadStore, cpu_stages
 from sim.workload.plan import PlannedRequest, request_bytes
 
 __all__ = ["CpuExecutor", "LoadPipeline", "WatchdogError", "cpu_stages"]
@@ -31,23 +31,6 @@ __all__ = ["CpuExecutor", "LoadPipeline", "WatchdogError", "cpu_stages"]
 
 class CpuExecutor(Protocol):
     def submit(self, fn: Callable[..., Any], *args: Any) -> simpy.Event: ...
-
-
-def cpu_stages(variants: Sequence[AddressVariant], handler: str, job: LoadJob) -> int:
-    """What a load thread does for one request: every group's chunk list and addresses
-    (stages ``keys`` and ``addresses``, marked by the variant), then the hand-off: the
-    results, handed to the transfer, are dropped here on the load thread (``free``)."""
-    chunks = 0
-    results = []
-    mark_stage("keys")
-    for group, variant in enumerate(variants):
-        keys, values = variant.run(job, group, handler)
-        chunks += len(keys)
-        results.append((keys, values))
-        del keys, values
-    mark_stage("free")
-    del results
-    return chunks
 
 
 def _record_stages(rec: RequestRecord, st: StageTimes) -> None:
@@ -64,7 +47,7 @@ class LoadPipeline:
         self,
         env: HybridEnvironment,
         cpu: CpuExecutor,
-        store: StoreModel,
+        store: LoadStore,
         variants: Sequence[AddressVariant],
         handler: str,
         geometry: GeometryConfig,
@@ -83,7 +66,7 @@ class LoadPipeline:
         # Per-request figures that depend on the token count only, computed once each.
         self._sizes: dict[int, tuple[int, int]] = {}
         cfg = store.config
-        self._faulty = cfg.fail_prob > 0 or cfg.stall_prob > 0
+        self._faulty = cfg.kind == "model" and (cfg.fail_prob > 0 or cfg.stall_prob > 0)
 
     def handle(self, req: PlannedRequest, at_s: float) -> Generator[Any, Any, RequestRecord]:
         """SimPy process body of one request planned to arrive at run time ``at_s``."""
@@ -106,8 +89,9 @@ class LoadPipeline:
             inject_lag_ms=max(0, injected_ns - arrival_ns) / 1e6,
             trace_line=req.trace_line,
         )
-        job = req.job(self._geometry, self._job_gen)
-        submitted = self._cpu.submit(cpu_stages, self._variants, self._handler, job)
+        planned = req.job(self._geometry, self._job_gen)
+        job, admit_wait_s = yield from self._store.admit(planned)  # a real store: its blocks
+        submitted = self._cpu.submit(self._store.stage, self._variants, self._handler, job)
         if self._timeout_s is None:
             outcome = yield submitted
         else:
@@ -135,17 +119,25 @@ class LoadPipeline:
             rec.attempts = 0
         else:
             faults = np.random.default_rng([req.job_seed, 1]) if self._faulty else None
-            xfer = yield from self._store.transfer(rec.bytes, faults)
-            rec.store_wait_ms = xfer.waited_s * 1e3
+            xfer = yield from self._store.transfer(rec.bytes, outcome.result, job, faults)
+            rec.store_wait_ms = (admit_wait_s + xfer.waited_s) * 1e3
             rec.attempts = xfer.attempts
+            rec.verified_blocks = xfer.verified_blocks
             if xfer.error is None:
                 rec.status = "ok"
             else:
                 rec.status = "failed"
-                rec.error = f"{type(xfer.error).__name__}: {xfer.error}"
+                rec.error = f"{type(xfer.error).__name__}: {xfer.error}".splitlines()[0][:300]
+        self._store.release(job)
         done_ns = time.perf_counter_ns()
         if outcome.error is None:
-            rec.transfer_ms = (done_ns - t.end_ns) / 1e6
+            if xfer.transfer_ms is None:  # modelled: from the end of the CPU stages
+                rec.transfer_ms = (done_ns - t.end_ns) / 1e6
+                rec.transfer_bytes = rec.bytes if xfer.error is None else 0
+            else:  # real: the get, measured in the load thread (part of its job)
+                rec.transfer_ms = xfer.transfer_ms
+                rec.cpu_ms -= xfer.transfer_ms
+                rec.transfer_bytes = xfer.transfer_bytes or 0
         rec.done_s = env.to_run_time(done_ns)
         rec.latency_ms = (done_ns - arrival_ns) / 1e6
         self._on_done(rec)

@@ -6,8 +6,8 @@ import math
 import sys
 import time
 from collections.abc import Callable, Generator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -23,7 +23,7 @@ from sim.runtime.metrics import summarize_requests
 from sim.runtime.pipeline import LoadPipeline
 from sim.runtime.records import RequestRecord
 from sim.runtime.workers import WorkerPool
-from sim.store.model import StoreModel
+from sim.store.factory import open_store
 from sim.workload.plan import Workload, plan_workload
 
 __all__ = ["PointResult", "build_variants", "run_point", "switch_interval"]
@@ -51,13 +51,19 @@ def switch_interval(ms: float) -> Generator[None, None, None]:
         sys.setswitchinterval(old)
 
 
-def build_variants(cfg: ExperimentConfig) -> list[Any]:
-    """One variant instance per KV-cache group, warmed up."""
+def build_variants(cfg: ExperimentConfig, store: Any = None) -> list[Any]:
+    """One variant instance per KV-cache group, warmed up.
+
+    With a real store the regions' base addresses are its buffers' real pointers.
+    """
     cls = registry.get_address_variant(cfg.connector.variant)
     options = cls.validate_options(cfg.connector.options)
-    variants = [
-        cls(TokenDatabase.from_geometry(cfg.model, g), options) for g in range(cfg.model.kv_groups)
-    ]
+    dbs = [TokenDatabase.from_geometry(cfg.model, g) for g in range(cfg.model.kv_groups)]
+    if store is not None and hasattr(store, "base_addrs"):
+        dbs = [
+            replace(db, kv_caches_base_addr=tuple(store.base_addrs(g))) for g, db in enumerate(dbs)
+        ]
+    variants = [cls(db, options) for db in dbs]
     for v in variants:
         v.warm_up()
     return variants
@@ -109,7 +115,6 @@ def run_point(point: Point, repeat: int = 0, progress: ProgressFn | None = None)
         return run_model_point(point, repeat, progress)
     rng = np.random.default_rng([cfg.seed, repeat])
     workload = plan_workload(cfg, rng)
-    variants = build_variants(cfg)
     records: list[RequestRecord] = []
     addons = build_addons(cfg)
     all_done: Any = None
@@ -121,12 +126,16 @@ def run_point(point: Point, repeat: int = 0, progress: ProgressFn | None = None)
         if len(records) == len(workload):
             all_done.succeed()
 
-    # the heap is built (and collected or frozen) before anything is measured
-    with live_heap(cfg.engine.heap) as heap, switch_interval(cfg.gil.switch_interval_ms):
+    with ExitStack() as stack:
+        store = stack.enter_context(open_store(cfg, workload))  # a real store puts first
+        variants = build_variants(cfg, store)
+        # the heap is built (and collected or frozen) before anything is measured
+        heap = stack.enter_context(live_heap(cfg.engine.heap))
+        stack.enter_context(switch_interval(cfg.gil.switch_interval_ms))
         noise_before = measure_noise_floor(workers=cfg.connector.workers)
         env = HybridEnvironment(stall_timeout_s=cfg.limits.request_timeout_s + 5.0)
+        store.attach(env)
         pool = WorkerPool(env, cfg.connector.workers)
-        store = StoreModel(env, cfg.store)
         pipeline = LoadPipeline(
             env,
             pool,
@@ -153,12 +162,14 @@ def run_point(point: Point, repeat: int = 0, progress: ProgressFn | None = None)
                 for addon in reversed(addons):
                     addon.detach()
         noise_after = measure_noise_floor(workers=cfg.connector.workers)
+        store_summary = store.summary()
     records.sort(key=lambda r: r.request_id)
     summary = summarize_requests(records, elapsed, cfg.output.percentiles)
     summary["harness_us_per_request"] = harness_ns / 1e3 / len(records) if records else math.nan
     summary.update(noise_floor_summary(noise_before, noise_after))
     summary.update(workload.stats)
     summary.update(heap.summary())
+    summary.update(store_summary)
     tables: dict[str, list[dict[str, Any]]] = {}
     for addon in addons:
         summary.update(addon.summary())

@@ -47,6 +47,10 @@ class RequestRecord:
     store_wait_ms: float = float("nan")
     transfer_ms: float = float("nan")
     attempts: int = 1
+    #: Bytes the store reported moving (a modelled store: the request's bytes when ok).
+    transfer_bytes: int = 0
+    #: Blocks whose content was checked after a real store's get (0: modelled or not checked).
+    verified_blocks: int = 0
     latency_ms: float = float("nan")
     thread: str = ""
     status: str = "pending"

@@ -26,7 +26,13 @@ class TransferOutcome:
     waited_s: float
     attempts: int
     stalls: int
-    error: StoreError | None = None
+    error: BaseException | None = None
+    #: Measured by a real store in the load thread (None: the transfer was modelled).
+    transfer_ms: float | None = None
+    #: Bytes a real get reported moving (None: modelled).
+    transfer_bytes: int | None = None
+    #: Blocks whose content was checked after a real get.
+    verified_blocks: int = 0
 
 
 class StoreModel:

@@ -81,6 +81,21 @@ def _in_process(rep: RepRun, progress: ProgressFn | None) -> None:
         write_status(rep.dir, "failed", error=one_line(exc), pid=os.getpid())
 
 
+def _child_command(rep: RepRun, base: Sequence[str]) -> list[str]:
+    """A point with a real store runs in a private network namespace where one can be made."""
+    store = rep.point.config.store
+    if store.kind != "mooncake" or store.mooncake.network == "loopback":
+        return list(base)
+    from sim.store.netns import netns_available, say_once, wrap_in_netns
+
+    why = netns_available()
+    if why is None:
+        return wrap_in_netns(base)
+    if store.mooncake.network == "auto":
+        say_once(f"no private network namespace for the Mooncake store ({why}); binding 127.0.0.1")
+    return list(base)  # network: namespace -> the child refuses to start the store
+
+
 def run_rep(
     rep: RepRun,
     run_dir: Path,
@@ -110,7 +125,7 @@ def run_rep(
     else:
         with open(rep.dir / LOG_FILE, "w", encoding="utf-8") as log:
             proc = subprocess.Popen(
-                [*child_command, str(spec)],
+                [*_child_command(rep, child_command), str(spec)],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=log,

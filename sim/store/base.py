@@ -1,0 +1,90 @@
+"""What the load pipeline asks of a store, whichever store it is.
+
+The pipeline of one request is: ``admit`` (on the simulation thread, at arrival)
+-> ``stage`` (in a load thread: the connector's CPU stages, and for a real store
+the get itself) -> ``transfer`` (on the simulation thread: the modelled transfer,
+or the check of what a real get wrote) -> ``release``. The modelled store and the
+real Mooncake store are the two implementations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+import simpy
+
+from connectors.base import AddressVariant, LoadJob, mark_stage
+from sim.config import StoreConfig
+from sim.store.model import TransferOutcome
+
+__all__ = ["STORE_METRICS", "LoadStore", "cpu_stages", "nan_store_summary"]
+
+#: Summary columns every store fills (NaN where a figure does not apply to it).
+STORE_METRICS = (
+    "store_kind",
+    "store_get_p50_ms",
+    "store_get_p99_ms",
+    "store_get_gbps",
+    "store_bytes",
+    "store_put_s",
+    "store_verified_blocks",
+    "store_netns",
+)
+
+
+def nan_store_summary(kind: str) -> dict[str, Any]:
+    out: dict[str, Any] = dict.fromkeys(STORE_METRICS, float("nan"))
+    out["store_kind"] = kind
+    return out
+
+
+def cpu_stages(variants: Sequence[AddressVariant], handler: str, job: LoadJob) -> int:
+    """What a load thread does for one request: every group's chunk list and addresses
+    (stages ``keys`` and ``addresses``, marked by the variant), then the hand-off: the
+    results, handed to the transfer, are dropped here on the load thread (``free``)."""
+    chunks = 0
+    results = []
+    mark_stage("keys")
+    for group, variant in enumerate(variants):
+        keys, values = variant.run(job, group, handler)
+        chunks += len(keys)
+        results.append((keys, values))
+        del keys, values
+    mark_stage("free")
+    del results
+    return chunks
+
+
+class LoadStore(Protocol):
+    """The store behind the load path (see the module docstring for the call order)."""
+
+    @property
+    def config(self) -> StoreConfig: ...
+
+    def attach(self, env: simpy.Environment) -> None:
+        """Bind to the point's clock before the first request."""
+        ...
+
+    def admit(self, job: LoadJob) -> Generator[Any, Any, tuple[LoadJob, float]]:
+        """SimPy process body at arrival: the job the load thread gets, and seconds waited."""
+        ...
+
+    def stage(self, variants: Sequence[AddressVariant], handler: str, job: LoadJob) -> Any:
+        """Run in a load thread (measured): the CPU stages, and a real store's get."""
+        ...
+
+    def transfer(
+        self, nbytes: int, staged: Any, job: LoadJob, faults: np.random.Generator | None
+    ) -> Generator[Any, Any, TransferOutcome]:
+        """SimPy process body after the load thread's job succeeded."""
+        ...
+
+    def release(self, job: LoadJob) -> None:
+        """The request is done (ok or not): give back what ``admit`` took."""
+        ...
+
+    def summary(self) -> dict[str, Any]:
+        """The store's own figures for summary.csv (STORE_METRICS)."""
+        ...

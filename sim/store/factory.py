@@ -1,0 +1,27 @@
+"""Build the store a point's config asks for; a context manager that always cleans up."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sim.config import ExperimentConfig
+from sim.store.base import LoadStore
+
+__all__ = ["open_store"]
+
+
+@contextmanager
+def open_store(cfg: ExperimentConfig, workload: Any) -> Iterator[LoadStore]:
+    """The modelled store, or a started (and filled) real store that is stopped on every
+    way out. Call ``attach(env)`` on it with the point's clock before the first request."""
+    if cfg.store.kind == "mooncake":
+        from sim.store.real import MooncakeStore  # imports mooncake only when used
+
+        with MooncakeStore(cfg, workload) as store:  # __enter__ starts it
+            yield store
+        return
+    from sim.store.modelled import ModelledStore
+
+    yield ModelledStore(cfg.store)

@@ -1,0 +1,52 @@
+"""The modelled store behind the :class:`~sim.store.base.LoadStore` interface.
+
+The load thread runs only the connector's CPU stages; the transfer is modelled
+on the simulation clock by :class:`~sim.store.model.StoreModel`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Sequence
+from typing import Any
+
+import numpy as np
+import simpy
+
+from connectors.base import AddressVariant, LoadJob
+from sim.config import StoreConfig
+from sim.store.base import cpu_stages, nan_store_summary
+from sim.store.model import StoreModel, TransferOutcome
+
+__all__ = ["ModelledStore"]
+
+
+class ModelledStore:
+    def __init__(self, cfg: StoreConfig) -> None:
+        self._cfg = cfg
+        self._model: StoreModel | None = None
+
+    @property
+    def config(self) -> StoreConfig:
+        return self._cfg
+
+    def attach(self, env: simpy.Environment) -> None:
+        self._model = StoreModel(env, self._cfg)
+
+    def admit(self, job: LoadJob) -> Generator[Any, Any, tuple[LoadJob, float]]:
+        return job, 0.0
+        yield  # pragma: no cover - makes this a generator
+
+    def stage(self, variants: Sequence[AddressVariant], handler: str, job: LoadJob) -> int:
+        return cpu_stages(variants, handler, job)
+
+    def transfer(
+        self, nbytes: int, staged: Any, job: LoadJob, faults: np.random.Generator | None
+    ) -> Generator[Any, Any, TransferOutcome]:
+        assert self._model is not None, "attach() first"
+        return (yield from self._model.transfer(nbytes, faults))
+
+    def release(self, job: LoadJob) -> None:
+        pass
+
+    def summary(self) -> dict[str, Any]:
+        return nan_store_summary("model")

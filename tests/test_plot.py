@@ -20,7 +20,12 @@ def _is_png(path) -> bool:
 def test_plot_writes_the_three_figures_without_steps(tmp_path) -> None:
     res = load_results(write_run(tmp_path / "run", n=80))
     paths = plot_results(res, tmp_path / "figs", n_boot=200)
-    assert [p.name for p in paths] == ["latency_cdf.png", "p99_latency.png", "gil_hold.png"]
+    assert [p.name for p in paths] == [
+        "latency_cdf.png",
+        "latency_ccdf.png",
+        "p99_latency.png",
+        "gil_hold.png",
+    ]
     assert all(_is_png(p) for p in paths)
     assert not (tmp_path / "figs" / "engine_steps.png").exists()
 
@@ -30,7 +35,13 @@ def test_plot_command_adds_the_engine_figure_when_steps_exist(tmp_path, capsys) 
     assert main(["plot", str(run)]) == 0
     printed = capsys.readouterr().out.split()
     names = {p.rsplit("/", 1)[-1] for p in printed}
-    assert names == {"latency_cdf.png", "p99_latency.png", "gil_hold.png", "engine_steps.png"}
+    assert names == {
+        "latency_cdf.png",
+        "latency_ccdf.png",
+        "p99_latency.png",
+        "gil_hold.png",
+        "engine_steps.png",
+    }
     assert all(_is_png(run / "figures" / n) for n in names)
 
 

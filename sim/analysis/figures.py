@@ -43,7 +43,9 @@ def _short(res: RunResults, axes: Sequence[str], key: Sequence[str]) -> str:
 def _grid(plt: Any, n: int, title: str) -> tuple[Any, list[Any]]:
     cols = min(n, 3)
     rows = -(-n // cols)
-    fig, axs = plt.subplots(rows, cols, figsize=(4.8 * cols, 3.7 * rows), squeeze=False)
+    # Never smaller than the single-panel figures (7.8 x 5.0 in) beside it.
+    size = (max(7.8, 4.8 * cols), max(5.0, 3.7 * rows))
+    fig, axs = plt.subplots(rows, cols, figsize=size, squeeze=False)
     fig.suptitle(title)
     flat = list(axs.ravel())
     for ax in flat[n:]:
@@ -130,7 +132,10 @@ def p99_vs_x(plt: Any, res: RunResults, layout: Layout, n_boot: int, seed: int) 
     finite = [v for v in xs if np.isfinite(v)]
     # Dodge the series sideways a little so that their error bars do not hide each other.
     log = _log_x(res, layout)
-    step = 0.015 if log else (max(finite) - min(finite) if len(finite) > 1 else 1.0) * 0.012
+    single = len(finite) <= 1
+    # With one x value the series are set side by side around it (and the axis widened to
+    # match), not dodged by a hair that autoscaling then stretches to the figure's edges.
+    step = 0.015 if log else 0.12 if single else (max(finite) - min(finite)) * 0.012
     fig, ax = plt.subplots(figsize=(7.8, 5.0))
     for si, skey in enumerate(series):
         at = dict(zip(layout.series_axes, skey, strict=True))
@@ -158,6 +163,11 @@ def p99_vs_x(plt: Any, res: RunResults, layout: Layout, n_boot: int, seed: int) 
     ax.set_ylabel("p99 load latency (ms)")
     ax.set_title(f"p99 load latency vs {layout.x} (bars: 95% bootstrap interval)")
     _x_ticks(ax, res, layout)
+    if single and finite and not log:
+        ax.set_xlim(finite[0] - 0.5, finite[0] + 0.5)
+    else:
+        ax.margins(x=0.08)
+    ax.margins(y=0.1)  # room above the highest error bar
     ax.set_ylim(bottom=0)
     ax.legend(title=", ".join(_varying(res, layout.series_axes)) or None, loc="best")
     fig.tight_layout()
@@ -256,6 +266,7 @@ def engine_steps(plt: Any, res: RunResults, layout: Layout) -> Any | None:
     for ax in (left, right):
         _x_ticks(ax, res, layout)
         ax.set_xlabel(axis_title(layout.x))
+        ax.margins(x=0.1, y=0.1)  # markers at the ends and the top stay whole
         ax.set_ylim(bottom=0)
         ax.legend(loc="best")
     fig.tight_layout()

@@ -119,16 +119,32 @@ def rows_by_point(rows: list[dict[str, str]], res: RunResults) -> dict[tuple[str
     return out
 
 
+def _name_the_run(fig: Any, res: RunResults, note: str) -> None:
+    """Every figure says which run it shows (a PNG travels without its directory)."""
+    run = f"run {res.name} · {res.dir.name}" + (f" · {note}" if note else "")
+    existing = fig.get_suptitle()
+    fig.suptitle(f"{existing}\n{run}" if existing else run, fontsize=10)
+    fig.tight_layout()
+
+
 def plot_results(
-    res: RunResults, out_dir: Path, x: str | None = None, n_boot: int = 1000, seed: int = 0
+    res: RunResults,
+    out_dir: Path,
+    x: str | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+    note: str = "",
 ) -> list[Path]:
-    """Draw every figure the run has data for into ``out_dir``; return their paths."""
+    """Draw every figure the run has data for into ``out_dir``; return their paths.
+
+    ``note`` is added to every figure's title (e.g. "partial run: 4 of 6 points").
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from sim.analysis import figures
+    from sim.analysis import figures, figures_load
 
     layout = Layout(list(res.axes), choose_x_axis(res, x))
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -136,17 +152,22 @@ def plot_results(
     with plt.rc_context(STYLE):
         if res.table("requests"):
             drawn.append(("latency_cdf.png", figures.latency_cdf(plt, res, layout)))
+            drawn.append(("latency_ccdf.png", figures_load.latency_ccdf(plt, res, layout)))
             drawn.append(("p99_latency.png", figures.p99_vs_x(plt, res, layout, n_boot, seed)))
             drawn.append(("gil_hold.png", figures.gil_hold(plt, res, layout)))
         from sim.analysis import stage_figure
 
         if stage_figure.has_stage_columns(res):
             drawn.append(("hold_stages.png", stage_figure.hold_stages(plt, res, layout)))
+        rate = figures_load.rate_axis(res)
+        if rate is not None:
+            drawn.append(("latency_vs_rate.png", figures_load.latency_vs_rate(plt, res, rate)))
         steps = figures.engine_steps(plt, res, layout)
         if steps is not None:
             drawn.append(("engine_steps.png", steps))
         paths = []
         for name, fig in drawn:
+            _name_the_run(fig, res, note)
             fig.savefig(out_dir / name)
             plt.close(fig)
             paths.append(out_dir / name)

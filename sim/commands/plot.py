@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 HELP = "draw PNG figures of a finished run (latency CDF, p99 vs workers, GIL hold)"
@@ -21,14 +22,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from sim.analysis.completeness import completeness_warnings
     from sim.analysis.plot import plot_results
     from sim.errors import UsageError
     from sim.rundir.reader import load_results
 
     res = load_results(args.results)
+    warnings = completeness_warnings(res)
+    for line in warnings:
+        print(f"warning: {line}", file=sys.stderr)
     out = Path(args.out) if args.out else res.dir / "figures"
     try:
-        paths = plot_results(res, out, args.x, seed=args.seed)
+        note = "partial run (see warnings)" if warnings else ""
+        paths = plot_results(res, out, args.x, seed=args.seed, note=note)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     for p in paths:

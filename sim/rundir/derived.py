@@ -19,6 +19,7 @@ FIGURE_FILES = (
     "p99_latency.png",
     "gil_hold.png",
     "engine_steps.png",
+    "hold_stages.png",
     "latency_vs_rate.png",
     "search.png",
 )

@@ -65,7 +65,9 @@ def draw_search(run_dir: Path) -> Path:
                         ax.plot(best, y, "*", ms=16, color=c, mec="black", zorder=5)
             ax.axhline(slo.limit, color="grey", ls="--", lw=1.2, label=f"limit: {slo.text}")
             if log:
-                ax.set_xscale("log")
+                from sim.analysis.figures_load import _plain_log_x
+
+                _plain_log_x(ax)
             ax.set_xlabel(axis + (" (req/s offered)" if axis == "rate_rps" else ""))
             ax.set_ylabel(slo.metric)
             ax.set_ylim(bottom=0)

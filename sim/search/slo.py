@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sim.analysis.behind import ACHIEVED_MIN
+
 __all__ = ["SLO", "Verdict", "judge", "parse_slo"]
 
 _PATTERN = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*(<=|<)\s*([0-9.eE+-]+)\s*$")
@@ -118,6 +120,14 @@ def judge(row: Mapping[str, Any], slos: Sequence[SLO]) -> Verdict:
     failed = _num(row.get("failed"))
     if failed and failed > 0:
         return Verdict(False, values, f"{failed:.0f} request(s) failed")
+    offered, achieved = _num(row.get("offered_rps")), _num(row.get("achieved_rps"))
+    if offered > 0 and achieved < ACHIEVED_MIN * offered:
+        # A rate the harness could not apply is not a rate the variant sustained.
+        return Verdict(
+            False,
+            values,
+            f"the harness applied only {achieved:.3g} of the {offered:.3g} req/s offered",
+        )
     for s in slos:
         v = values[s.metric]
         if math.isnan(v):

@@ -1,0 +1,123 @@
+"""kvsim plot: latency against offered load (hockey stick), the tail on log scale, a title
+naming the run on every figure, and layouts that clip nothing."""
+
+from __future__ import annotations
+
+import json
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from test_compare import write_run
+
+from sim.analysis import figures, figures_load
+from sim.analysis.plot import Layout
+from sim.cli import main
+from sim.rundir.outputs import read_csv, write_csv, write_json
+from sim.rundir.reader import load_results
+
+
+def rate_run(path):
+    """Two variants at four offered rates; latency turns up past each one's capacity."""
+    rng = np.random.default_rng(1)
+    summary, requests = [], []
+    for variant, capacity in (("scalar", 40.0), ("numpy", 160.0)):
+        for rate in (10, 20, 40, 80, 160):
+            load = rate / capacity
+            base = {"variant": variant, "workers": 1, "rate_rps": rate}
+            lat = 5 + 5 * rng.exponential(1 / max(1e-3, 1.2 - load), 100) * (1 + 10 * (load > 1))
+            requests += [{**base, "repeat": 0, "latency_ms": v, "gil_hold_ms": 1.0} for v in lat]
+            summary.append(
+                {**base, "repeats": 1, "status": "ok",
+                 "latency_p50_ms": float(np.percentile(lat, 50)),
+                 "latency_p99_ms": float(np.percentile(lat, 99)),
+                 "offered_rps": rate * 1.01, "achieved_rps": min(rate, capacity),
+                 "noise_floor_p99_ms": 0.8}
+            )  # fmt: skip
+    path.mkdir()
+    write_json(path / "manifest.json", {"tool": "kvsim", "status": "complete", "repeats": 1,
+               "axes": ["variant", "workers", "rate_rps"], "config": {"name": "load"}})  # fmt: skip
+    write_csv(path / "summary.csv", list(summary[0]), summary)
+    write_csv(path / "requests.csv", list(requests[0]), requests)
+    return path
+
+
+def test_hockey_stick_has_a_line_per_variant_the_floor_band_and_measured_x(tmp_path) -> None:
+    res = load_results(rate_run(tmp_path / "run"))
+    assert figures_load.rate_axis(res) == "rate_rps"
+    fig = figures_load.latency_vs_rate(plt, res, "rate_rps")
+    left, right = fig.axes
+    labels = [ln.get_label() for ln in left.get_lines()]
+    assert labels == ["scalar p99", "scalar p50", "numpy p99", "numpy p50"]
+    p99 = left.get_lines()[0]
+    assert np.allclose(p99.get_xdata(), np.array([10, 20, 40, 80, 160]) * 1.01)  # offered_rps
+    assert "measured" in left.get_xlabel()
+    band = [c for c in left.collections if c.get_label().startswith("harness noise floor")]
+    assert len(band) == 1
+    assert [ln.get_label() for ln in right.get_lines()][:2] == ["scalar", "numpy"]
+    assert np.allclose(right.get_lines()[0].get_ydata(), [10, 20, 40, 40, 40])  # achieved
+    plt.close(fig)
+
+
+def test_plot_command_draws_ccdf_and_hockey_stick_titled_with_the_run(tmp_path, capsys):
+    run = rate_run(tmp_path / "run")
+    titles = {}
+    real = matplotlib.figure.Figure.savefig
+
+    def spy(fig, path, *a, **kw):
+        titles[str(path).rsplit("/", 1)[-1]] = fig.get_suptitle()
+        return real(fig, path, *a, **kw)
+
+    matplotlib.figure.Figure.savefig = spy
+    try:
+        assert main(["plot", str(run)]) == 0
+    finally:
+        matplotlib.figure.Figure.savefig = real
+    assert {"latency_ccdf.png", "latency_vs_rate.png"} <= set(titles)
+    assert all("run load · run" in t for t in titles.values()), titles
+
+
+def test_ccdf_is_log_log_and_reaches_the_tail(tmp_path) -> None:
+    res = load_results(write_run(tmp_path / "run", n=200))
+    layout = Layout(list(res.axes), "workers")
+    fig = figures_load.latency_ccdf(plt, res, layout)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    line = ax.get_lines()[0]
+    assert line.get_ydata()[0] == 1.0 and line.get_ydata()[-1] == pytest.approx(1 / 200)
+    plt.close(fig)
+
+
+def test_one_workers_value_keeps_series_apart_and_error_bars_inside(tmp_path) -> None:
+    run = write_run(tmp_path / "run", n=100)
+    for stem in ("summary", "summary_repeats", "requests"):
+        rows = [r for r in read_csv(run / f"{stem}.csv") if r["workers"] == "1"]
+        write_csv(run / f"{stem}.csv", list(rows[0]), rows)
+    res = load_results(run)
+    layout = Layout(list(res.axes), "workers")
+    fig = figures.p99_vs_x(plt, res, layout, 200, 0)
+    ax = fig.axes[0]
+    lo, hi = ax.get_xlim()
+    xs = [x for ln in ax.get_lines() for x in np.atleast_1d(ln.get_xdata())]
+    assert hi - lo <= 1.5  # not stretched to the dodge
+    assert all(lo + 0.1 * (hi - lo) < x < hi - 0.1 * (hi - lo) for x in xs)
+    tops = [seg[:, 1].max() for c in ax.collections for seg in c.get_segments()]
+    assert max(tops) < ax.get_ylim()[1]  # the highest error bar is not clipped
+    plt.close(fig)
+    # the CDF figure is as large as the single-panel ones beside it
+    cdf = figures.latency_cdf(plt, res, layout)
+    assert tuple(cdf.get_size_inches()) == tuple(fig.get_size_inches())
+    plt.close(cdf)
+
+
+def test_plot_warns_about_a_partial_run(tmp_path, capsys) -> None:
+    run = write_run(tmp_path / "run", n=50)
+    m = json.loads((run / "manifest.json").read_text())
+    write_json(
+        run / "manifest.json", {**m, "status": "interrupted", "runs": {"done": 3, "total": 4}}
+    )
+    assert main(["plot", str(run)]) == 0
+    assert "the run was interrupted (3 of 4 point runs finished)" in capsys.readouterr().err

@@ -14,9 +14,13 @@ __all__ = ["completeness_warnings"]
 
 
 def _resume_hint(res: RunResults) -> str:
-    path = res.manifest.get("config_path") or "CONFIG"
-    sets = "".join(f" --set {s}" for s in res.manifest.get("overrides") or [])
-    return f"`kvsim run {path}{sets} --out {res.dir} --resume` finishes it"
+    import shlex
+
+    cmd = ["kvsim", "run", str(res.manifest.get("config_path") or "CONFIG")]
+    for s in res.manifest.get("overrides") or []:
+        cmd += ["--set", str(s)]
+    cmd += ["--out", str(res.dir), "--resume"]
+    return f"`{shlex.join(cmd)}` finishes it"
 
 
 def completeness_warnings(res: RunResults) -> list[str]:

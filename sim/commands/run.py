@@ -87,10 +87,14 @@ def interrupt_hint(args: argparse.Namespace) -> str:
     out = getattr(args, "resolved_out", None)
     if out is None:
         return ""
-    cmd = ["kvsim", "run", args.config, *(f"--set {s}" for s in args.set)]
+    import shlex
+
+    cmd = ["kvsim", "run", args.config]
+    for s in args.set:
+        cmd += ["--set", s]
     if args.out:
         cmd += ["--out", args.out]
-    return f"finished point runs are kept in {out}; `{' '.join(cmd)} --resume` runs the rest"
+    return f"finished point runs are kept in {out}; `{shlex.join(cmd)} --resume` runs the rest"
 
 
 def check_baseline(baseline: str | None, points: list[Any]) -> None:

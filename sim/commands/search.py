@@ -80,8 +80,10 @@ def interrupt_hint(args: argparse.Namespace) -> str:
     out = getattr(args, "resolved_out", None)
     if out is None:
         return ""
+    import shlex
+
     argv = [a for a in sys.argv[1:] if a not in ("--force", "--resume")]
-    return f"points tried so far are kept in {out}; `kvsim {' '.join(argv)} --resume` continues"
+    return f"points tried so far are kept in {out}; `kvsim {shlex.join(argv)} --resume` continues"
 
 
 def _check_numbers(args: argparse.Namespace) -> None:

@@ -73,22 +73,30 @@ def test_search_runs_points_that_compare_plot_and_resume_read(write_config, tmp_
             "--in-process"]  # fmt: skip
     assert main(args) == 0
     text = capsys.readouterr().out
-    # a generous SLO: both tries held, so each variant sustains at least the second
-    assert "scalar sustains at least 800 req/s at p99 load latency ≤ 1000 ms" in text
-    assert "numpy sustains at least 800 req/s" in text
     rows = read_csv(out / "summary.csv")
-    assert [(r["variant"], r["rate_rps"]) for r in rows] == [
-        ("scalar", "400"), ("numpy", "400"), ("scalar", "800"), ("numpy", "800")
-    ]  # fmt: skip
     state = json.loads((out / "search.json").read_text())
-    assert [s["result"]["value"] for s in state["series"]] == [800, 800]
+    # Whether a point meets the SLO depends on this machine's load; what must hold is that
+    # each verdict is the SLO judged on the point's summary row, and that the second value
+    # tried follows from the first verdict (double after a pass, halve after a miss).
+    slo = parse_slo("latency_p99_ms<=1000")
+    for series in state["series"]:
+        first, second = series["tried"][0], series["tried"][1]
+        assert first["value"] == 400  # the config's rate_rps
+        assert second["value"] == (800 if first["meets"] else 200)
+        for t in series["tried"]:
+            row = next(r for r in rows if r["variant"] == series["axes"]["variant"]
+                       and r["rate_rps"] == str(t["value"]))  # fmt: skip
+            assert judge(row, [slo]).ok == t["meets"]
+        line = next(ln for ln in text.splitlines() if ln.startswith(series["label"] + " "))
+        assert "p99 load latency ≤ 1000 ms" in line
+    assert len(rows) == 4 and {r["variant"] for r in rows} == {"scalar", "numpy"}
     assert (out / "figures" / "search.png").stat().st_size > 0
     results = json.loads((out / "results.json").read_text())
-    assert {p["axes"]["rate_rps"] for p in results["points"]} == {400, 800}
+    assert {p["axes"]["rate_rps"] for p in results["points"]} == {int(r["rate_rps"]) for r in rows}
     assert main(["compare", str(out), "--bootstrap", "100"]) == 0
     heads = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("## ")]
-    assert len(heads) == 2 and all("workers=2" in h for h in heads)
-    assert "rate_rps=400" in heads[0] and "rate_rps=800" in heads[1]
+    assert heads and all("workers=2" in h for h in heads)
+    assert "rate_rps=400" in heads[0]
     assert main(["plot", str(out)]) == 0
     # resumed with a bigger budget: the four points are kept, two more are run
     before = {p.name: (p / "rep-0" / "status.json").read_text() for p in (out / "points").iterdir()}

@@ -131,7 +131,7 @@ class Search:
                             "values": s.verdicts[v].values,
                             "why": s.verdicts[v].why,
                         }
-                        for v in sorted(s.verdicts)
+                        for v in sorted(s.verdicts, key=lambda v: s.points[v])  # as tried
                     ],
                     "result": {
                         "kind": res.kind,

@@ -14,6 +14,7 @@ import pytest
 
 from sim.cli import main
 from sim.config import ConfigError, parse_config
+from sim.rundir.guard import record_owned
 from sim.rundir.layout import read_status
 from sim.rundir.outputs import write_json
 
@@ -90,7 +91,9 @@ def test_resume_removes_compare_and_figures_of_the_partial_run(write_config, tmp
     assert main(["compare", str(out), "--bootstrap", "100"]) == 0
     (out / "figures").mkdir()
     (out / "figures" / "latency_cdf.png").write_bytes(b"png")
+    record_owned(out, "figures/latency_cdf.png")  # as `kvsim plot` records what it drew
     (out / "figures" / "notes.txt").write_text("the user's own file")
+    (out / "figures" / "gil_hold.png").write_text("a user's file with a kvsim name")
     # make the second point unfinished, as an interrupted run leaves it
     second = sorted((out / "points").iterdir())[1] / "rep-0"
     (second / "status.json").unlink()
@@ -102,6 +105,7 @@ def test_resume_removes_compare_and_figures_of_the_partial_run(write_config, tmp
     assert "removed compare.csv, compare.md, figures/latency_cdf.png" in err
     assert not (out / "compare.md").exists() and not (out / "figures" / "latency_cdf.png").exists()
     assert (out / "figures" / "notes.txt").read_text() == "the user's own file"
+    assert (out / "figures" / "gil_hold.png").exists()  # not in the ledger: not kvsim's
 
 
 def _slow_config(write_config) -> Path:

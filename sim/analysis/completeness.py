@@ -30,9 +30,9 @@ def completeness_warnings(res: RunResults) -> list[str]:
     runs = res.manifest.get("runs") if isinstance(res.manifest.get("runs"), dict) else {}
     done, total = runs.get("done"), runs.get("total")
     counted = f" ({done} of {total} point runs finished)" if done is not None and total else ""
-    if status in ("interrupted", "running"):
-        what = "was interrupted" if status == "interrupted" else "is running or was killed"
-        out.append(f"{res.dir}: the run {what}{counted}; {_resume_hint(res)}")
+    if status in ("interrupted", "running") and not res.note:
+        # (res.note already says when another process is writing the run now)
+        out.append(f"{res.dir}: the run was interrupted{counted}; {_resume_hint(res)}")
     elif status == "failed":
         out.append(f"{res.dir}: some point runs failed{counted}; see summary.csv's error column")
     planned = int(as_float(res.manifest.get("repeats")) or 1) if res.manifest else 1

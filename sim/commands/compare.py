@@ -64,6 +64,8 @@ def _warn(res: Any) -> list[str]:
     from sim.analysis.completeness import completeness_warnings
 
     lines = completeness_warnings(res)
+    if res.note:
+        print(res.note, file=sys.stderr)
     for line in lines:
         print(f"warning: {line}", file=sys.stderr)
     return lines
@@ -74,10 +76,20 @@ def _write(stem: Path, text: str, cols: list[str], rows: list[dict[str, Any]]) -
 
     stem = stem.absolute()
     md, csv = stem.with_name(stem.name + ".md"), stem.with_name(stem.name + ".csv")
+    _own(md, csv)
     atomic_write_text(md, text)
     write_csv(csv, cols, rows)
     print(text, end="")
     print(f"\n(written: {md}, {csv})")
+
+
+def _own(*paths: Path) -> None:
+    """Name files written inside a kvsim run in its ledger (so --force may remove them)."""
+    from sim.rundir.guard import is_kvsim_run, record_owned
+
+    for path in paths:
+        if is_kvsim_run(path.parent) and not path.parent.is_symlink():
+            record_owned(path.parent, path.name)
 
 
 def _one(args: argparse.Namespace) -> int:

@@ -29,14 +29,33 @@ def main(args: argparse.Namespace) -> int:
 
     res = load_results(args.results)
     warnings = completeness_warnings(res)
+    if res.note:
+        print(res.note, file=sys.stderr)
     for line in warnings:
         print(f"warning: {line}", file=sys.stderr)
-    out = Path(args.out) if args.out else res.dir / "figures"
+    from sim.rundir.layout import FIGURES_DIR
+
+    out = Path(args.out) if args.out else res.dir / FIGURES_DIR
     try:
         note = "partial run (see warnings)" if warnings else ""
         paths = plot_results(res, out, args.x, seed=args.seed, note=note)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    _own(res.dir, paths)
     for p in paths:
         print(p)
     return 0
+
+
+def _own(run_dir: Path, paths: list[Path]) -> None:
+    """Name the figures written inside the run in its ledger (so --force may remove them)."""
+    from sim.rundir.guard import record_owned
+
+    inside = []
+    for p in paths:
+        try:
+            inside.append(str(Path(p).absolute().relative_to(run_dir.absolute())))
+        except ValueError:
+            continue
+    if inside:
+        record_owned(run_dir, *inside)

@@ -144,7 +144,13 @@ def _dry_run(cfg: Any, points: list[Any], out_dir: Path) -> int:
             min_width=widest if col == "point" else None,
             no_wrap=col != "state",
         )
-    colour = {"done": "green", "failed": "red", "interrupted": "yellow", "pending": "default"}
+    colour = {
+        "done": "green",
+        "failed": "red",
+        "interrupted": "yellow",
+        "damaged": "red",
+        "pending": "default",
+    }
     for run in plan.runs:
         state = f"[{colour[run.state]}]{run.state}[/]"
         if run.error:
@@ -158,6 +164,11 @@ def _dry_run(cfg: Any, points: list[Any], out_dir: Path) -> int:
         )
     out = Console()
     out.print(table)
+    from sim.rundir.state import run_state_note
+
+    note = run_state_note(out_dir)
+    if note:
+        out.print(note, soft_wrap=True, markup=False)
     todo = len(plan.pending)
     if plan.existing and plan.difference:
         out.print(
@@ -176,7 +187,9 @@ def _dry_run(cfg: Any, points: list[Any], out_dir: Path) -> int:
     return 0
 
 
-def _run_with_progress(cfg: Any, points: list[Any], args: argparse.Namespace, out_dir: Path):
+def _run_with_progress(
+    cfg: Any, points: list[Any], args: argparse.Namespace, out_dir: Path, lock: Any
+):
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -246,6 +259,7 @@ def _run_with_progress(cfg: Any, points: list[Any], args: argparse.Namespace, ou
             isolate=not args.in_process,
             on_point_done=on_point_done,
             overrides=args.set,
+            lock=lock,
         )
 
 
@@ -305,7 +319,7 @@ def _executor_choice(args: argparse.Namespace) -> Any:
 
 def main(args: argparse.Namespace) -> int:
     from sim.config import parse_config
-    from sim.rundir.guard import prepare_run_dir
+    from sim.rundir.guard import normalize_dir, open_run_dir
 
     if args.mode:  # --mode is --set mode=...; kept in args.set so a resume hint repeats it
         args.set = [*args.set, f"mode={args.mode}"]
@@ -315,44 +329,61 @@ def main(args: argparse.Namespace) -> int:
         from sim.model.coverage import check_points
 
         check_points(points)  # refuse what the calibration does not cover, before anything
-    # Relative to the working directory; printed in full so that it is never ambiguous.
-    out_dir = Path(args.out or cfg.output_dir).absolute()
+    # ``~`` expanded, ``..`` folded (no stray directories), absolute: never ambiguous.
+    out_dir = normalize_dir(args.out or cfg.output_dir).absolute()
     if args.dry_run:
         return _dry_run(cfg, points, out_dir)
     from sim.store.memory import check_points
 
     check_points(args.config, points)  # a real-store point that cannot fit is refused here
-    if args.resume:
-        from sim.sweep.experiment import check_resumable
-
-        check_resumable(cfg, out_dir)
     choice = _executor_choice(args)
-    prepare_run_dir(out_dir, args.force, args.resume)
-    args.resolved_out = out_dir
-    if args.resume:
-        _drop_stale(cfg, points, out_dir)
+    lock = open_run_dir(out_dir, args.force, args.resume)
+    try:
+        if args.resume:
+            from sim.sweep.experiment import check_resumable
 
-    if choice.name != "local" and not args.quiet:
-        from sim.commands.run_hosts import run_on_hosts
+            check_resumable(cfg, out_dir)
+        args.resolved_out = out_dir
+        if args.resume:
+            _drop_stale(cfg, points, out_dir)
 
-        result = run_on_hosts(cfg, points, args, out_dir, choice, _planned_counts(points))
-    elif args.quiet:
-        from sim.sweep.experiment import run_experiment
+        if choice.name != "local" and not args.quiet:
+            from sim.commands.run_hosts import run_on_hosts
 
-        result = run_experiment(
-            cfg,
-            points,
-            Path(args.config),
-            out_dir,
-            resume=args.resume,
-            isolate=not args.in_process,
-            overrides=args.set,
-            executor=choice,
-        )
-    else:
-        result = _run_with_progress(cfg, points, args, out_dir)
+            result = run_on_hosts(
+                cfg, points, args, out_dir, choice, _planned_counts(points), lock=lock
+            )
+        elif args.quiet:
+            from sim.sweep.experiment import run_experiment
 
+            result = run_experiment(
+                cfg,
+                points,
+                Path(args.config),
+                out_dir,
+                resume=args.resume,
+                isolate=not args.in_process,
+                overrides=args.set,
+                executor=choice,
+                lock=lock,
+            )
+        else:
+            result = _run_with_progress(cfg, points, args, out_dir, lock)
+    finally:
+        lock.release()
+    return _report(cfg, points, args, out_dir, result)
+
+
+def _report(cfg: Any, points: list[Any], args: argparse.Namespace, out_dir: Path, result) -> int:
     from sim.analysis.report import comparison_table, pick_baseline
+    from sim.rundir.layout import (
+        LOG_FILE,
+        MANIFEST_FILE,
+        POINTS_DIR,
+        REQUESTS_FILE,
+        SUMMARY_FILE,
+        SUMMARY_REPEATS_FILE,
+    )
 
     rows = result.summary_rows
     if not args.quiet:
@@ -373,7 +404,9 @@ def main(args: argparse.Namespace) -> int:
         if has_stages(rows):
             out.print(stage_table(rows, result.axes, "where the hold goes"))
         nf = _noise_floor(rows)
-        files = "requests.csv, summary.csv, summary_repeats.csv, manifest.json, points/"
+        files = ", ".join(
+            (REQUESTS_FILE, SUMMARY_FILE, SUMMARY_REPEATS_FILE, MANIFEST_FILE, f"{POINTS_DIR}/")
+        )
         out.print(f"harness noise floor: p99 ≤ {nf:.3f} ms · results in {out_dir}/ ({files})")
     failed = 0
     for r in rows:
@@ -384,14 +417,14 @@ def main(args: argparse.Namespace) -> int:
     if failed:
         print(
             f"warning: {failed} request(s) failed; see the error column of "
-            f"{out_dir / 'requests.csv'}",
+            f"{out_dir / REQUESTS_FILE}",
             file=sys.stderr,
         )
     if result.crashed_points:
         from sim.sweep.experiment import plan_sweep
 
         for run in plan_sweep(cfg, points, out_dir).pending:
-            log = run.rep.dir / "stderr.log"
+            log = run.rep.dir / LOG_FILE
             print(f"error: {run.rep.label}: {run.state}: {run.error} (log: {log})", file=sys.stderr)
     if result.empty_points:
         print(f"error: {len(result.empty_points)} point(s) completed no request", file=sys.stderr)

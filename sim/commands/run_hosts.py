@@ -21,6 +21,7 @@ def run_on_hosts(
     out_dir: Path,
     choice: Any,
     planned: dict[int, int],
+    lock: Any = None,
 ) -> Any:
     """Run the sweep through ``choice`` (an ExecutorChoice) with a per-host display."""
     from rich.console import Console
@@ -82,6 +83,7 @@ def run_on_hosts(
             on_rep_progress=lambda rep, done, total: _host_progress(
                 bar, host_task, running, rep, done, total
             ),
+            lock=lock,
         )
     return result
 

@@ -102,12 +102,10 @@ def _check_numbers(args: argparse.Namespace) -> None:
 def main(args: argparse.Namespace) -> int:
     from sim.config import parse_config
     from sim.errors import UsageError
-    from sim.rundir.guard import prepare_run_dir
+    from sim.rundir.guard import normalize_dir, open_run_dir
     from sim.runtime.metrics import SUMMARY_METRICS, extra_latency_columns
-    from sim.search.driver import plan_search, run_search
-    from sim.search.report import outcome_line, verdict_line
+    from sim.search.driver import plan_search
     from sim.search.slo import parse_slo
-    from sim.sweep.experiment import check_resumable, run_experiment
 
     _check_numbers(args)
     cfg, points = parse_config(args.config, args.set)
@@ -128,10 +126,24 @@ def main(args: argparse.Namespace) -> int:
         tol=args.tol,
         max_runs=args.max_runs,
     )
-    out_dir = Path(args.out or f"results/{search.cfg.name}").absolute()
+    out_dir = normalize_dir(args.out or f"results/{search.cfg.name}").absolute()
+    lock = open_run_dir(out_dir, args.force, args.resume)  # held until the search ends
+    try:
+        return _search(args, search, slos, out_dir, lock)
+    finally:
+        lock.release()
+
+
+def _search(
+    args: argparse.Namespace, search: Any, slos: list[Any], out_dir: Path, lock: Any
+) -> int:
+    """The search itself, with the run directory's lock held by the caller."""
+    from sim.search.driver import run_search
+    from sim.search.report import outcome_line, verdict_line
+    from sim.sweep.experiment import check_resumable, run_experiment
+
     if args.resume:
         check_resumable(search.cfg, out_dir)
-    prepare_run_dir(out_dir, args.force, args.resume)
     args.resolved_out = out_dir
     say = (lambda *a: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
     slo_text = " and ".join(s.text for s in slos)
@@ -153,6 +165,7 @@ def main(args: argparse.Namespace) -> int:
             resume=True,
             isolate=not args.in_process,
             overrides=args.set,
+            lock=lock,
         )
 
     def on_verdict(s: Any, v: float, verdict: Any) -> None:

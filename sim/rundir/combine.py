@@ -24,8 +24,17 @@ from typing import Any
 
 import numpy as np
 
-from sim.rundir.layout import RepRun
+from sim.rundir.layout import (
+    REQUESTS_FILE,
+    SUMMARY_FILE,
+    SUMMARY_REPEATS_FILE,
+    RepRun,
+    read_status,
+    table_file,
+    verify_rep,
+)
 from sim.rundir.outputs import read_csv, write_csv
+from sim.rundir.verify import record_files
 
 __all__ = ["SUM_COLUMNS", "Combiner", "aggregate_repeats"]
 
@@ -105,16 +114,30 @@ class Combiner:
         #: (point index, repeat) -> (status dict, {stem: rows})
         self._runs: dict[tuple[int, int], tuple[RepRun, dict[str, Any], dict[str, list]]] = {}
 
-    def add(self, rep: RepRun, status: dict[str, Any]) -> None:
-        """Record a run that ended; an interrupted one is left out (it is pending, not failed)."""
-        if status.get("status") == "interrupted":
-            self._runs.pop((rep.point.index, rep.repeat), None)
-            return
+    def add(self, rep: RepRun) -> str:
+        """Record a run as its directory says it ended, and return its state.
+
+        Only a verified run (``done``: every file it wrote is there as written)
+        contributes rows; a failed one contributes its error; an interrupted,
+        pending or damaged one is left out (it is to be run again, not failed).
+        """
+        key = (rep.point.index, rep.repeat)
+        state, why = verify_rep(rep.dir)
+        if state in ("pending", "interrupted", "damaged"):
+            self._runs.pop(key, None)
+            return state
+        status = read_status(rep.dir) or {"status": "failed", "error": why}
         tables: dict[str, list[dict[str, str]]] = {}
-        if status.get("status") == "ok":
-            for path in sorted(rep.dir.glob("*.csv")):
-                tables[path.stem] = read_csv(path)
-        self._runs[(rep.point.index, rep.repeat)] = (rep, status, tables)
+        if state == "done":
+            try:
+                for name in sorted(status.get("files", {})):
+                    if name.endswith(".csv"):
+                        tables[name[: -len(".csv")]] = read_csv(rep.dir / name)
+            except (OSError, UnicodeDecodeError, ValueError) as exc:
+                self._runs.pop(key, None)
+                return f"damaged: {exc}"
+        self._runs[key] = (rep, status, tables)
+        return state
 
     def repeat_rows(self) -> list[dict[str, Any]]:
         rows = []
@@ -130,24 +153,27 @@ class Combiner:
     def summary_rows(self) -> list[dict[str, Any]]:
         return aggregate_repeats(self.repeat_rows(), self._axes, self._with_spread)
 
-    def write(self) -> list[str]:
-        """Rewrite every top-level table (atomically, each); return the file names."""
+    def write(self) -> dict[str, dict[str, Any]]:
+        """Rewrite every top-level table (atomically, each, after naming it in the run's
+        ledger); return the size and checksum of each, by file name."""
+        from sim.rundir.guard import record_owned
+
         lead = [*self._axes, "repeat"]
         stems: dict[str, list[dict[str, Any]]] = {}
         for key in sorted(self._runs):
             for stem, rows in self._runs[key][2].items():
-                if stem != "summary":
+                if table_file(stem) != SUMMARY_FILE:
                     stems.setdefault(stem, []).extend(rows)
-        stems.setdefault("requests", [])
-        written = []
+        stems.setdefault(REQUESTS_FILE.removesuffix(".csv"), [])
+        names = [table_file(stem) for stem in stems]
+        record_owned(self._run_dir, *names, SUMMARY_REPEATS_FILE, SUMMARY_FILE)
         for stem, rows in stems.items():
-            write_csv(self._run_dir / f"{stem}.csv", _union(rows, lead), rows)
-            written.append(f"{stem}.csv")
+            write_csv(self._run_dir / table_file(stem), _union(rows, lead), rows)
         tail = ["status", "error"]
         rep_rows = self.repeat_rows()
         rep_cols = [c for c in _union(rep_rows, lead) if c not in tail]
-        write_csv(self._run_dir / "summary_repeats.csv", [*rep_cols, *tail], rep_rows)
+        write_csv(self._run_dir / SUMMARY_REPEATS_FILE, [*rep_cols, *tail], rep_rows)
         agg = self.summary_rows()
         cols = [c for c in _union(agg, [*self._axes, "repeats"]) if c not in tail]
-        write_csv(self._run_dir / "summary.csv", [*cols, *tail], agg)
-        return [*written, "summary_repeats.csv", "summary.csv"]
+        write_csv(self._run_dir / SUMMARY_FILE, [*cols, *tail], agg)
+        return record_files(self._run_dir, [*names, SUMMARY_REPEATS_FILE, SUMMARY_FILE])

@@ -3,12 +3,16 @@
 ``kvsim compare`` and ``kvsim plot`` write into the run directory. When a
 ``--resume`` then adds points, those files describe the partial run: rather than
 leave them beside newer results, the resume removes them (only the names kvsim
-writes) and says so, so that nothing on disk contradicts ``summary.csv``.
+writes, as its ledger lists them: a user's ``compare_notes.md`` stays) and says so,
+so that nothing on disk contradicts ``summary.csv``.
 """
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
+
+from sim.rundir.layout import COMPARE_STEM, FIGURES_DIR
 
 __all__ = ["FIGURE_FILES", "derived_files", "remove_stale_derived"]
 
@@ -26,11 +30,20 @@ FIGURE_FILES = (
 
 
 def derived_files(run_dir: Path) -> list[Path]:
-    """The compare and figure files present in ``run_dir`` (only names kvsim writes)."""
-    found = [*run_dir.glob("compare*.md"), *run_dir.glob("compare*.csv")]
-    figures = run_dir / "figures"
-    found += [figures / n for n in FIGURE_FILES if (figures / n).is_file()]
-    return sorted(p for p in found if p.is_file())
+    """The compare and figure files kvsim wrote in ``run_dir`` and that are still there."""
+    from sim.rundir.guard import owned_files
+    from sim.rundir.verify import first_link
+
+    found = [
+        run_dir / name
+        for name in owned_files(run_dir)
+        if name.startswith(COMPARE_STEM) or name.startswith(f"{FIGURES_DIR}/")
+    ]
+    return sorted(
+        p
+        for p in found
+        if first_link(run_dir, p) is None and p.is_file()  # never through or at a link
+    )
 
 
 def remove_stale_derived(run_dir: Path) -> list[Path]:
@@ -38,7 +51,6 @@ def remove_stale_derived(run_dir: Path) -> list[Path]:
     gone = derived_files(run_dir)
     for p in gone:
         p.unlink(missing_ok=True)
-    figures = run_dir / "figures"
-    if figures.is_dir() and not any(figures.iterdir()):
-        figures.rmdir()
+    with contextlib.suppress(OSError):
+        (run_dir / FIGURES_DIR).rmdir()  # only when empty, and never a link
     return gone

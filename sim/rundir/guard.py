@@ -2,99 +2,232 @@
 
 kvsim refuses to write into a directory that is not one of its own runs, and
 replaces a previous run only when asked (``--force``), removing only the files
-it wrote itself. ``--resume`` keeps a previous run so that its finished points
-are not run again (the sweep checks that the config is still the same).
+it wrote itself: the ones its ledger (``.kvsim-files``, appended to BEFORE each
+top-level write, so a crash at any moment leaves it complete) or its manifest
+lists, and kvsim's own files under ``points/``. It never follows a symbolic link
+and never removes a directory that still holds anything else. ``--resume`` keeps
+a previous run so that its finished points are not run again.
+
+Every writer holds the run's lock (``sim.rundir.lock``) from before it looks at
+the directory until it ends.
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
-import shutil
+import stat
 from pathlib import Path
 
 from sim.errors import RunDirError
-from sim.rundir.manifest import MANIFEST_TOOL
-
-__all__ = ["OWNED", "RunDirError", "is_kvsim_run", "prepare_run_dir"]
-
-#: Everything kvsim writes at the top of a run directory.
-OWNED = (
-    "manifest.json",
-    "requests.csv",
-    "summary.csv",
-    "summary_repeats.csv",
-    "results.json",
-    "search.json",
-    "steps.csv",
-    "gc.csv",
-    "points",
-    "figures",
-    "compare.md",
-    "compare.csv",
+from sim.rundir.layout import (
+    FIGURES_DIR,
+    LEDGER_FILE,
+    LOCK_FILE,
+    MANIFEST_FILE,
+    POINTS_DIR,
+    REQUESTS_FILE,
+    SUMMARY_FILE,
+    SUMMARY_REPEATS_FILE,
+    remove_rep_files,
 )
+from sim.rundir.lock import RunLock
+from sim.rundir.manifest import read_manifest
+from sim.rundir.verify import first_link
+
+__all__ = [
+    "CORE_FILES",
+    "RunDirError",
+    "is_kvsim_run",
+    "normalize_dir",
+    "open_run_dir",
+    "owned_files",
+    "prepare_run_dir",
+    "record_owned",
+    "remove_owned",
+]
+
+
+#: Tables every run writes (a run of an older kvsim may not list them in its manifest).
+CORE_FILES = (REQUESTS_FILE, SUMMARY_FILE, SUMMARY_REPEATS_FILE)
+
+
+def normalize_dir(path: str | Path) -> Path:
+    """``~`` expanded and ``a/b/../..`` folded, so that no stray directory is created."""
+    return Path(os.path.normpath(os.path.expanduser(str(path))))
+
+
+def _is_link(path: Path) -> bool:
+    try:
+        return stat.S_ISLNK(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _safe_name(name: object) -> bool:
+    """A relative path inside the run, without '..', absolute parts or empty parts."""
+    if not isinstance(name, str) or not name or name.startswith("/") or "\\" in name:
+        return False
+    parts = name.split("/")
+    return all(p not in ("", ".", "..") for p in parts) and "\n" not in name
+
+
+def owned_files(path: Path) -> list[str]:
+    """Top-level paths (relative) that kvsim says it wrote: ledger plus manifest."""
+    names: dict[str, None] = {}
+    try:
+        if not _is_link(path / LEDGER_FILE):
+            text = (path / LEDGER_FILE).read_text(encoding="utf-8", errors="replace")
+            names.update(dict.fromkeys(text.splitlines()))
+    except OSError:
+        pass
+    manifest = read_manifest(path) or {}
+    files = manifest.get("files")
+    if isinstance(files, list):
+        names.update(dict.fromkeys(f for f in files if isinstance(f, str)))
+    return [n for n in names if _safe_name(n)]
+
+
+def record_owned(path: Path, *names: str) -> None:
+    """Append ``names`` to the run's ledger before writing them (a crash then leaves a
+    ledger that lists every file kvsim may have written)."""
+    have = set(owned_files(path))
+    new = [n for n in names if n not in have and _safe_name(n)]
+    if not new:
+        return
+    fd = os.open(
+        path / LEDGER_FILE,
+        os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0),
+        0o666,
+    )
+    with os.fdopen(fd, "a", encoding="utf-8") as fh:
+        fh.write("".join(f"{n}\n" for n in new))
 
 
 def is_kvsim_run(path: Path) -> bool:
+    """A manifest of kvsim, or kvsim's ledger (written before anything else)."""
+    return read_manifest(path) is not None or (
+        (path / LEDGER_FILE).is_file() and not _is_link(path / LEDGER_FILE)
+    )
+
+
+def _has_previous_run(path: Path) -> bool:
+    """A manifest, or anything kvsim's ledger lists, or points/: results a run left."""
+    if read_manifest(path) is not None or os.path.lexists(path / POINTS_DIR):
+        return True
+    return any(os.path.lexists(path / name) for name in owned_files(path))
+
+
+def _unlink_file(path: Path) -> None:
+    """Remove a file kvsim wrote; a directory, or a path reached through a link, is left."""
     try:
-        data = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(st.st_mode):
+        return
+    os.unlink(path)
+
+
+def _remove_points(run_dir: Path) -> None:
+    root = run_dir / POINTS_DIR
+    if _is_link(root) or not root.is_dir():
+        return
+    for slug in os.scandir(root):
+        if not slug.is_dir(follow_symlinks=False):
+            continue
+        for rep in os.scandir(slug.path):
+            if rep.is_dir(follow_symlinks=False) and rep.name.startswith("rep-"):
+                remove_rep_files(Path(rep.path))
+        with contextlib.suppress(OSError):
+            os.rmdir(slug.path)
+    with contextlib.suppress(OSError):
+        os.rmdir(root)
+
+
+def remove_owned(path: Path) -> None:
+    """Remove exactly what kvsim wrote in ``path`` (see the module doc); keep the lock."""
+    for name in (POINTS_DIR, FIGURES_DIR):
+        if _is_link(path / name):
+            raise RunDirError(
+                f"{path / name}: is a symbolic link; kvsim neither follows nor removes links "
+                "in a run directory: remove it yourself, or pass --out to write elsewhere"
+            )
+    names = [*dict.fromkeys([*CORE_FILES, *owned_files(path)])]
+    for name in names:
+        if first_link(path, (path / name).parent) is not None:
+            continue  # reached through a link: not kvsim's to remove
+        _unlink_file(path / name)
+        _remove_temporaries(path / name)
+    for name in sorted({n.rsplit("/", 1)[0] for n in names if "/" in n}, reverse=True):
+        with contextlib.suppress(OSError):
+            os.rmdir(path / name)
+    _remove_points(path)
+    _unlink_file(path / MANIFEST_FILE)
+    _remove_temporaries(path / MANIFEST_FILE)
+    _unlink_file(path / LEDGER_FILE)
+
+
+def _remove_temporaries(target: Path) -> None:
+    """Temporary files an atomic write of ``target`` left behind when it was killed."""
+    parent = target.parent
+    if _is_link(parent) or not parent.is_dir():
+        return
+    prefix = f".{target.name}."
+    for entry in os.scandir(parent):
+        ours = entry.name.startswith(prefix) and entry.name.endswith(".tmp")
+        if ours and entry.is_file(follow_symlinks=False):
+            os.unlink(entry.path)
+
+
+def _foreign(path: Path) -> bool:
+    """Non-empty and not a kvsim run (the lock file alone does not make a run)."""
+    try:
+        names = [e.name for e in os.scandir(path)]
+    except OSError:
         return False
-    return isinstance(data, dict) and data.get("tool") == MANIFEST_TOOL
+    return bool(set(names) - {LOCK_FILE}) and not is_kvsim_run(path)
 
 
-def _previous_files(path: Path) -> list[str]:
-    """Top-level files the previous run's manifest lists as its own (plain names only)."""
-    try:
-        data = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
-    files = data.get("files") if isinstance(data, dict) else None
-    if not isinstance(files, list):
-        return []
-    return [
-        f
-        for f in files
-        if isinstance(f, str)
-        and f.endswith(".csv")
-        and "/" not in f
-        and "\\" not in f
-        and not f.startswith(".")
-    ]
-
-
-def prepare_run_dir(path: Path, force: bool, resume: bool = False) -> None:
+def open_run_dir(path: Path, force: bool, resume: bool = False) -> RunLock:
     """Make ``path`` ready for a new run (or, with ``resume``, for continuing the one
-    there), or raise RunDirError saying why not."""
+    there) and return its lock, held; or raise RunDirError saying why not."""
     if force and resume:
         raise RunDirError("--force and --resume contradict each other; choose one")
     if path.exists() and not path.is_dir():
         raise RunDirError(f"{path}: exists and is not a directory")
-    if path.is_dir() and any(path.iterdir()):
-        if not is_kvsim_run(path):
-            raise RunDirError(
-                f"{path}: directory is not empty and holds no kvsim run; "
-                "choose another output.dir (or --out)"
-            )
-        if not force and not resume:
-            raise RunDirError(
-                f"{path}: holds a previous kvsim run; pass --resume to finish it, "
-                "--force to replace it, or --out to write elsewhere"
-            )
-        # kvsim compare --out may have written more comparisons beside the default one.
-        extra = [p.name for p in (*path.glob("compare*.md"), *path.glob("compare*.csv"))]
-        for name in () if resume else (*OWNED, *_previous_files(path), *extra):
-            target = path / name
-            if target.is_dir():
-                shutil.rmtree(target)
-            elif target.exists():
-                target.unlink()
+    if path.is_dir() and _foreign(path):
+        raise RunDirError(
+            f"{path}: directory is not empty and holds no kvsim run; "
+            "choose another output.dir (or --out)"
+        )
     try:
         path.mkdir(parents=True, exist_ok=True)
-        probe = path / ".kvsim-write-test"
-        probe.write_text("")
-        probe.unlink()
     except OSError as exc:
         raise RunDirError(f"{path}: cannot write ({exc.strerror or exc})") from None
     if not os.access(path, os.W_OK):
         raise RunDirError(f"{path}: cannot write (permission denied)")
+    lock = RunLock(path).acquire()
+    try:
+        if _has_previous_run(path):
+            if not force and not resume:
+                raise RunDirError(
+                    f"{path}: holds a previous kvsim run; pass --resume to finish it, "
+                    "--force to replace it, or --out to write elsewhere"
+                )
+            if force:
+                remove_owned(path)
+        record_owned(path, MANIFEST_FILE)
+    except OSError as exc:
+        lock.release()
+        where = exc.filename or path
+        raise RunDirError(f"{where}: cannot write ({exc.strerror or exc})") from None
+    except BaseException:
+        lock.release()
+        raise
+    return lock
+
+
+def prepare_run_dir(path: Path, force: bool, resume: bool = False) -> None:
+    """``open_run_dir`` for callers that do not write afterwards (the lock is released)."""
+    open_run_dir(path, force, resume).release()

@@ -10,41 +10,80 @@ Every grid point × repeat gets a directory of its own::
         stderr.log      the child's stderr (and any stray stdout)
         status.json     written LAST, atomically: {"status": "ok" | "failed" | ...}
 
-A run counts as finished only when ``status.json`` says ``ok``: it is written
-after every other file, by rename, so a crash or a kill at any moment leaves
-either a finished run or one that a resumed sweep redoes from scratch.
+A run counts as finished only when ``status.json`` says ``ok`` AND every file it
+lists (with its size and checksum, see ``sim.rundir.verify``) is still there as
+written: it is written after every other file, by rename, so a crash or a kill at
+any moment leaves either a finished run or one that a resumed sweep redoes from
+scratch, and a file damaged later is found and its point run again.
+
+This module is the one owner of the run directory's file names: other code
+uses the constants below, never the literal names.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-import shutil
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sim.config import Point
+from sim.errors import RunDirError
 from sim.rundir.outputs import write_json
+from sim.rundir.verify import first_link, record_files, verify_files
 
 __all__ = [
+    "COMPARE_STEM",
+    "FIGURES_DIR",
+    "LEDGER_FILE",
+    "LOCK_FILE",
     "LOG_FILE",
+    "MANIFEST_FILE",
     "POINTS_DIR",
+    "REQUESTS_FILE",
+    "RESULTS_FILE",
     "SPEC_FILE",
     "STATUS_FILE",
+    "SUMMARY_FILE",
+    "SUMMARY_REPEATS_FILE",
     "RepRun",
     "clear_rep_dir",
     "read_status",
     "rep_runs",
+    "table_file",
+    "verify_rep",
+    "write_ok",
     "write_status",
 ]
 
+#: Top level of a run directory.
+MANIFEST_FILE = "manifest.json"
+REQUESTS_FILE = "requests.csv"
+SUMMARY_FILE = "summary.csv"
+SUMMARY_REPEATS_FILE = "summary_repeats.csv"
+RESULTS_FILE = "results.json"
+#: Held (flock) by the one process writing the run; says who that is.
+LOCK_FILE = ".kvsim.lock"
+#: Every top-level path kvsim wrote, one per line, appended BEFORE the write.
+LEDGER_FILE = ".kvsim-files"
+FIGURES_DIR = "figures"
+COMPARE_STEM = "compare"
 POINTS_DIR = "points"
+#: Inside each points/<slug>/rep-<k>/.
 SPEC_FILE = "spec.json"
 STATUS_FILE = "status.json"
 LOG_FILE = "stderr.log"
 
 #: Status values a status.json may hold; only "ok" means finished.
 STATUSES = ("ok", "failed", "interrupted")
+
+
+def table_file(stem: str) -> str:
+    """File name of a table (``requests`` -> ``requests.csv``)."""
+    return f"{stem}.csv"
 
 
 @dataclass(frozen=True)
@@ -64,8 +103,8 @@ class RepRun:
 
     @property
     def done(self) -> bool:
-        st = self.status()
-        return st is not None and st.get("status") == "ok"
+        """Finished, and every file it wrote is still as it was written."""
+        return verify_rep(self.dir)[0] == "done"
 
 
 def rep_runs(run_dir: Path, points: list[Point], repeats: int) -> list[RepRun]:
@@ -80,8 +119,10 @@ def rep_runs(run_dir: Path, points: list[Point], repeats: int) -> list[RepRun]:
 def read_status(rep_dir: Path) -> dict[str, Any] | None:
     """The status marker of a run directory, or None when absent or unreadable."""
     try:
+        if stat.S_ISLNK(os.lstat(rep_dir).st_mode):
+            return None
         data = json.loads((rep_dir / STATUS_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(data, dict) or data.get("status") not in STATUSES:
         return None
@@ -95,16 +136,64 @@ def write_status(rep_dir: Path, status: str, **fields: Any) -> None:
     write_json(rep_dir / STATUS_FILE, {"status": status, **fields})
 
 
+def write_ok(rep_dir: Path, written: list[str], **fields: Any) -> None:
+    """Mark a run finished, recording the size and checksum of every file it wrote."""
+    write_status(rep_dir, "ok", files=record_files(rep_dir, written), **fields)
+
+
+def verify_rep(rep_dir: Path) -> tuple[str, str]:
+    """(state, reason): state is "done", "failed", "interrupted", "damaged" or "pending".
+
+    "damaged": the run says ok but a file it wrote is missing or changed (the
+    reason says which); such a run is redone, never combined.
+    """
+    st = read_status(rep_dir)
+    if st is None:
+        return "pending", ""
+    if st["status"] != "ok":
+        return str(st["status"]), str(st.get("error", ""))
+    why = verify_files(rep_dir, st.get("files"))
+    return ("damaged", why) if why else ("done", "")
+
+
+def is_kvsim_rep_file(name: str) -> bool:
+    """Names kvsim writes inside a rep directory (and its temporary files)."""
+    return (
+        name in (SPEC_FILE, STATUS_FILE, LOG_FILE)
+        or (name.endswith(".csv") and not name.startswith("."))
+        or (name.startswith(".") and name.endswith(".tmp"))
+    )
+
+
+def remove_rep_files(rep_dir: Path) -> None:
+    """Remove kvsim's files from a rep directory (never following a link), then the
+    directory itself when nothing else is left in it."""
+    try:
+        entries = list(os.scandir(rep_dir))
+    except FileNotFoundError:
+        return
+    for entry in entries:
+        if is_kvsim_rep_file(entry.name) and not entry.is_dir(follow_symlinks=False):
+            os.unlink(entry.path)
+    with contextlib.suppress(OSError):  # something that is not kvsim's is in there: leave it
+        os.rmdir(rep_dir)
+
+
 def clear_rep_dir(run_dir: Path, rep_dir: Path) -> None:
     """Remove what an earlier, unfinished attempt left, and create the directory afresh.
 
-    Refuses any directory outside ``run_dir/points`` so that a bad slug can never
-    make kvsim delete something it did not write.
+    Refuses a directory outside ``run_dir/points``, or reached through a symbolic
+    link, so that a bad slug or a planted link can never make kvsim delete or
+    write something it did not write.
     """
-    root = (run_dir / POINTS_DIR).resolve()
-    target = rep_dir.resolve()
-    if root not in target.parents:
-        raise ValueError(f"{rep_dir} is not inside {root}")
-    if target.exists():
-        shutil.rmtree(target)
-    target.mkdir(parents=True)
+    root = run_dir / POINTS_DIR
+    if root not in rep_dir.parents:
+        raise RunDirError(f"{rep_dir} is not inside {root}")
+    link = first_link(run_dir, rep_dir)
+    if link is not None:
+        raise RunDirError(
+            f"{link}: is a symbolic link; kvsim neither follows nor removes links in a run "
+            "directory: remove it, or pass --out to write elsewhere"
+        )
+    remove_rep_files(rep_dir)
+    rep_dir.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,11 @@
-"""What a result was measured on: config, seed, versions, CPU, switch interval, commit."""
+"""``manifest.json``: what a result was measured on (config, seed, versions, CPU, switch
+interval, commit), how far the run got, and the files kvsim wrote (with the size and
+checksum of each top-level table). The one module that reads and writes it.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import subprocess
@@ -11,7 +15,15 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MANIFEST_TOOL", "machine_info", "package_versions"]
+__all__ = [
+    "MANIFEST_TOOL",
+    "is_kvsim_manifest",
+    "machine_info",
+    "manifest_path",
+    "package_versions",
+    "read_manifest",
+    "write_manifest",
+]
 
 MANIFEST_TOOL = "kvsim"
 _PACKAGES = ("kvsim", "simpy", "numpy", "numba", "torch", "pydantic", "pyyaml")
@@ -65,3 +77,32 @@ def machine_info() -> dict[str, Any]:
         "packages": package_versions(),
         "recorded_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
+
+
+def manifest_path(run_dir: Path) -> Path:
+    from sim.rundir.layout import MANIFEST_FILE
+
+    return run_dir / MANIFEST_FILE
+
+
+def read_manifest(run_dir: Path) -> dict[str, Any] | None:
+    """The run's manifest as a dict, or None when absent, unreadable or not kvsim's."""
+    path = manifest_path(run_dir)
+    try:
+        if os.path.islink(path):
+            return None
+        with open(path, encoding="utf-8") as fh:
+            data = json.loads(fh.read(64 << 20))
+    except (OSError, ValueError, RecursionError):
+        return None
+    return data if is_kvsim_manifest(data) else None
+
+
+def is_kvsim_manifest(data: Any) -> bool:
+    return isinstance(data, dict) and data.get("tool") == MANIFEST_TOOL
+
+
+def write_manifest(run_dir: Path, data: dict[str, Any]) -> None:
+    from sim.rundir.outputs import write_json
+
+    write_json(manifest_path(run_dir), data)

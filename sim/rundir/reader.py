@@ -8,7 +8,6 @@ version that made them.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +16,10 @@ from typing import Any
 import numpy as np
 
 from sim.rundir.guard import RunDirError
+from sim.rundir.layout import MANIFEST_FILE, SUMMARY_FILE, table_file
+from sim.rundir.manifest import read_manifest
 from sim.rundir.outputs import read_csv
+from sim.rundir.state import run_state_note, verify_tables
 
 __all__ = ["RunResults", "as_float", "column", "load_results"]
 
@@ -45,6 +47,8 @@ class RunResults:
     #: summary.csv rows (one per point).
     summary: list[dict[str, str]]
     _tables: dict[str, list[dict[str, str]] | None] = field(default_factory=dict)
+    #: One line when the run is still being written or was interrupted ("" when whole).
+    note: str = ""
 
     @property
     def name(self) -> str:
@@ -52,13 +56,16 @@ class RunResults:
         return str(cfg.get("name", self.dir.name)) if isinstance(cfg, dict) else self.dir.name
 
     def has_table(self, stem: str) -> bool:
-        return (self.dir / f"{stem}.csv").is_file()
+        return (self.dir / table_file(stem)).is_file()
 
     def table(self, stem: str) -> list[dict[str, str]]:
-        """Rows of ``<stem>.csv`` (cached); empty when the file does not exist."""
+        """Rows of ``<stem>.csv`` (cached); empty when the file does not exist; RunDirError
+        when it is not the file the run wrote (size or checksum differ)."""
         if stem not in self._tables:
-            path = self.dir / f"{stem}.csv"
-            self._tables[stem] = read_csv(path) if path.is_file() else None
+            path = self.dir / table_file(stem)
+            self._tables[stem] = (
+                _read_verified(self.dir, table_file(stem)) if path.is_file() else None
+            )
         return self._tables[stem] or []
 
     def summary_has(self, col: str) -> bool:
@@ -79,22 +86,33 @@ def _axes_from(manifest: dict[str, Any], summary: list[dict[str, str]]) -> list[
     return ["variant", "workers"]
 
 
+def _read_verified(run: Path, name: str) -> list[dict[str, str]]:
+    why = verify_tables(run, [name])
+    if why:
+        raise RunDirError(
+            f"{run}: {why}; its rows cannot be trusted: `kvsim run CONFIG --resume` "
+            "rebuilds the tables from the verified points"
+        )
+    try:
+        return read_csv(run / name)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise RunDirError(f"{run / name}: unreadable ({type(exc).__name__})") from None
+
+
 def load_results(path: str | Path) -> RunResults:
     """Read a run directory; RunDirError (one line) when it is not a usable kvsim run."""
-    run = Path(path)
+    run = Path(path).expanduser()
     if not run.is_dir():
         raise RunDirError(f"{run}: no such run directory")
-    try:
-        manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        raise RunDirError(f"{run}: no readable manifest.json; not a kvsim run directory") from None
-    if not isinstance(manifest, dict) or manifest.get("tool") != "kvsim":
-        raise RunDirError(f"{run}: manifest.json is not a kvsim manifest")
-    if not (run / "summary.csv").is_file():
-        raise RunDirError(f"{run}: no summary.csv yet; has any point finished?")
-    summary = read_csv(run / "summary.csv")
+    manifest = read_manifest(run)
+    if manifest is None:
+        raise RunDirError(f"{run}: no readable kvsim {MANIFEST_FILE}; not a kvsim run directory")
+    if not (run / SUMMARY_FILE).is_file():
+        raise RunDirError(f"{run}: no {SUMMARY_FILE} yet; has any point finished?")
+    summary = _read_verified(run, SUMMARY_FILE)
     if "status" in (summary[0] if summary else {}):
         summary = [r for r in summary if r.get("status") != "failed"]
     if not summary:
-        raise RunDirError(f"{run}: summary.csv has no finished point")
-    return RunResults(run, manifest, _axes_from(manifest, summary), summary)
+        raise RunDirError(f"{run}: {SUMMARY_FILE} has no finished point")
+    note = run_state_note(run, written_only=True)
+    return RunResults(run, manifest, _axes_from(manifest, summary), summary, note=note)

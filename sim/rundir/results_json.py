@@ -19,11 +19,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sim.rundir.layout import RESULTS_FILE
 from sim.rundir.outputs import write_json
 
 __all__ = ["RESULTS_FILE", "RESULTS_FORMAT", "results_document", "write_results_json"]
 
-RESULTS_FILE = "results.json"
 RESULTS_FORMAT = "kvsim-results/1"
 
 #: Summary columns that count things: integers in the JSON.

@@ -175,6 +175,9 @@ class Search:
                 self.next_index = max(self.next_index, int(index) + 1)
 
     def write(self, out_dir: Path) -> None:
+        from sim.rundir.guard import record_owned
+
+        record_owned(out_dir, SEARCH_FILE)
         write_json(out_dir / SEARCH_FILE, self.state())
 
 

@@ -39,7 +39,10 @@ def draw_search(run_dir: Path) -> Path:
     values = [_num(t["value"]) for s in series for t in s["tried"]]
     values = [v for v in values if math.isfinite(v) and v > 0]
     log = bool(values) and max(values) / min(values) >= 8
-    out = run_dir / "figures" / "search.png"
+    from sim.rundir.guard import record_owned
+    from sim.rundir.layout import FIGURES_DIR
+
+    out = run_dir / FIGURES_DIR / "search.png"
     out.parent.mkdir(parents=True, exist_ok=True)
     with plt.rc_context(STYLE):
         fig, axs = plt.subplots(1, len(slos), figsize=(7.2 * len(slos), 4.8), squeeze=False)
@@ -76,6 +79,7 @@ def draw_search(run_dir: Path) -> Path:
             ax.legend(loc="best", fontsize=8)
         fig.suptitle(f"kvsim search over {data['over']} · {run_dir.name}")
         fig.tight_layout()
+        record_owned(run_dir, f"{FIGURES_DIR}/{out.name}")
         fig.savefig(out)
         plt.close(fig)
     return out

@@ -29,7 +29,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from sim.config import Point
-from sim.rundir.layout import write_status
+from sim.rundir.layout import (
+    REQUESTS_FILE,
+    SUMMARY_FILE,
+    table_file,
+    write_ok,
+    write_status,
+)
 from sim.sweep.hostinfo import host_info
 from sim.sweep.spec import PointSpec, read_spec, write_spec
 
@@ -80,18 +86,18 @@ def execute_spec(
     host = host_info({k: v for k, v in res.summary.items() if k.startswith("noise_floor_")})
     base = {**{a: point.axes.get(a, "") for a in axes}, "repeat": repeat}
     write_csv(
-        rep_dir / "requests.csv",
+        rep_dir / REQUESTS_FILE,
         [*axes, "repeat", *REQUEST_COLUMNS],
         ({**base, **r.as_row()} for r in res.records),
     )
     write_csv(
-        rep_dir / "summary.csv",
+        rep_dir / SUMMARY_FILE,
         [*axes, "repeat", *summary_columns(res.summary), "host"],
         [{**base, **res.summary, "host": host["name"]}],
     )
     for stem, rows in res.tables.items():
         write_csv(
-            rep_dir / f"{stem}.csv",
+            rep_dir / table_file(stem),
             [*axes, "repeat", *_columns(rows)],
             ({**base, **row} for row in rows),
         )
@@ -103,7 +109,8 @@ def execute_spec(
         "ended_unix": time.time(),
         "host": host,
     }
-    write_status(rep_dir, "ok", **info)
+    written = [REQUESTS_FILE, SUMMARY_FILE, *(table_file(s) for s in res.tables)]
+    write_ok(rep_dir, written, **info)
     return info
 
 

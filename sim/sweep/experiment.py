@@ -10,7 +10,6 @@ same experiment (its hash is in the manifest).
 
 from __future__ import annotations
 
-import json
 import signal
 import threading
 import time
@@ -21,11 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from sim.config import ExperimentConfig, Point
-from sim.rundir.guard import RunDirError, is_kvsim_run
-from sim.rundir.layout import clear_rep_dir
-from sim.rundir.manifest import MANIFEST_TOOL, machine_info
-from sim.rundir.outputs import write_json
+from sim.rundir.guard import RunDirError, owned_files, record_owned
+from sim.rundir.layout import MANIFEST_FILE, clear_rep_dir, verify_rep
+from sim.rundir.lock import RunLock
+from sim.rundir.manifest import MANIFEST_TOOL, machine_info, read_manifest, write_manifest
 from sim.rundir.results_json import RESULTS_FILE, write_results_json
+from sim.rundir.verify import record_files
 from sim.sweep import (
     Combiner,
     RepOutcome,
@@ -68,7 +68,8 @@ class PlannedRun:
     """A point run and what the run directory already says about it."""
 
     rep: RepRun
-    #: "done", "failed", "interrupted" or "pending" (nothing finished there yet).
+    #: "done" (finished and verified), "failed", "interrupted", "damaged" (finished, but
+    #: a file it wrote is missing or changed: the error says which) or "pending".
     state: str
     error: str = ""
 
@@ -119,14 +120,6 @@ class ExperimentResult:
         return [*self.crashed_points, *self.empty_points]
 
 
-def _read_manifest(out_dir: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads((out_dir / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
 def _difference(cfg: ExperimentConfig, manifest: dict[str, Any]) -> str:
     if manifest.get("config_hash") == config_hash(cfg):
         return ""
@@ -138,22 +131,21 @@ def _difference(cfg: ExperimentConfig, manifest: dict[str, Any]) -> str:
 
 def plan_sweep(cfg: ExperimentConfig, points: Sequence[Point], out_dir: Path) -> SweepPlan:
     """Every point run and its state in ``out_dir``; reads only, never writes."""
-    manifest = _read_manifest(out_dir) if is_kvsim_run(out_dir) else None
+    manifest = read_manifest(out_dir)
     difference = _difference(cfg, manifest) if manifest is not None else ""
     runs = []
     for rep in rep_runs(out_dir, list(points), cfg.repeats):
-        st = rep.status() if manifest is not None and not difference else None
-        if st is None:
+        if manifest is None or difference:
             runs.append(PlannedRun(rep, "pending"))
         else:
-            state = "done" if st["status"] == "ok" else st["status"]
-            runs.append(PlannedRun(rep, state, str(st.get("error", ""))))
+            state, why = verify_rep(rep.dir)
+            runs.append(PlannedRun(rep, state, why))
     return SweepPlan(runs, manifest is not None, difference)
 
 
 def check_resumable(cfg: ExperimentConfig, out_dir: Path) -> None:
     """Raise RunDirError when ``out_dir`` holds a run of a different experiment."""
-    manifest = _read_manifest(out_dir) if is_kvsim_run(out_dir) else None
+    manifest = read_manifest(out_dir)
     if manifest is None:
         return
     diff = _difference(cfg, manifest)
@@ -177,7 +169,7 @@ class _Manifest:
         overrides: Sequence[str] = (),
         executor: str = "local",
     ) -> None:
-        self._path = out_dir / "manifest.json"
+        self._dir = out_dir
         self._started = time.time()
         prev = previous or {}
         self._data: dict[str, Any] = {
@@ -213,16 +205,21 @@ class _Manifest:
         """Keep an executor's report (a lost host, a retry) in this session's entry."""
         self._data["sessions"][-1].setdefault("notes", []).append(text)
 
-    def write(self, status: str, runs: dict[str, int], files: list[str]) -> None:
+    def write(self, status: str, runs: dict[str, int], tables: dict[str, Any]) -> None:
+        """Rewrite manifest.json: status, counts, kvsim's files and the tables' checksums."""
+        self.update(status, runs, tables)
+        write_manifest(self._dir, self._data)
+
+    def update(self, status: str, runs: dict[str, int], tables: dict[str, Any]) -> None:
         now = time.time()
         self._data["status"] = status
         self._data["runs"] = runs
-        self._data["files"] = sorted(set(self._data["files"]) | set(files))
+        self._data["files"] = sorted({*owned_files(self._dir), *tables})
+        self._data["tables"] = tables
         self._data["elapsed_s"] = sum(
             s.get("elapsed_s", 0.0) for s in self._data["sessions"][:-1]
         ) + (now - self._started)
         self._data["sessions"][-1].update(status=status, elapsed_s=now - self._started)
-        write_json(self._path, self._data)
 
     @property
     def data(self) -> dict[str, Any]:
@@ -271,6 +268,7 @@ def run_experiment(
     on_host: Callable[[RepRun, str], None] | None = None,
     on_note: Callable[[str], None] | None = None,
     on_rep_progress: Callable[[RepRun, int, int], None] | None = None,
+    lock: RunLock | None = None,
 ) -> ExperimentResult:
     """Run every unfinished point × repeat; the caller has prepared ``out_dir`` (see rundir).
 
@@ -286,11 +284,56 @@ def run_experiment(
     ``sim.sweep.executors``); ``on_host`` hears which host each run started on, and
     ``on_note`` what the executor reports besides results (a lost host, a retry);
     ``on_rep_progress`` gets progress with the run it belongs to (runs may overlap).
+    ``lock``: the run directory's lock, held by the caller; without it the run takes
+    the lock itself (and refuses when another process holds it).
     """
+    own = lock is None or not lock.held
+    held = RunLock(out_dir).acquire() if own else lock
+    try:
+        return _run_locked(
+            cfg,
+            points,
+            config_path,
+            out_dir,
+            on_point_start,
+            progress,
+            resume=resume,
+            isolate=isolate,
+            child_command=child_command,
+            on_point_done=on_point_done,
+            overrides=overrides,
+            executor=executor,
+            on_host=on_host,
+            on_note=on_note,
+            on_rep_progress=on_rep_progress,
+        )
+    finally:
+        if own and held is not None:
+            held.release()
+
+
+def _run_locked(
+    cfg: ExperimentConfig,
+    points: Sequence[Point],
+    config_path: str | Path | None,
+    out_dir: Path,
+    on_point_start: Callable[[Point, int], None] | None,
+    progress: Callable[[int, int], None] | None,
+    *,
+    resume: bool,
+    isolate: bool,
+    child_command: Sequence[str] | None,
+    on_point_done: Callable[[RepRun, RepOutcome], None] | None,
+    overrides: Sequence[str],
+    executor: ExecutorChoice | None,
+    on_host: Callable[[RepRun, str], None] | None,
+    on_note: Callable[[str], None] | None,
+    on_rep_progress: Callable[[RepRun, int, int], None] | None,
+) -> ExperimentResult:
     from sim.sweep import runner
 
     command = tuple(child_command) if child_command is not None else runner.CHILD_COMMAND
-    previous = _read_manifest(out_dir) if resume else None
+    previous = read_manifest(out_dir) if resume else None
     if resume:
         check_resumable(cfg, out_dir)
     plan = plan_sweep(cfg, points, out_dir) if resume else None
@@ -306,8 +349,8 @@ def run_experiment(
         if run.state == "done"
     }
     for rep in reps:
-        if (rep.point.index, rep.repeat) in finished:
-            combiner.add(rep, rep.status() or {"status": "ok"})
+        if (rep.point.index, rep.repeat) in finished and combiner.add(rep) != "done":
+            finished.discard((rep.point.index, rep.repeat))
     skipped = len(finished)
     todo = [r for r in reps if (r.point.index, r.repeat) not in finished]
 
@@ -321,9 +364,13 @@ def run_experiment(
         }
 
     def record(status: str) -> None:
-        manifest.write(status, counts(), [*files, RESULTS_FILE])
+        record_owned(out_dir, RESULTS_FILE)
+        manifest.update(status, counts(), files)
         write_results_json(out_dir, manifest.data, combiner.summary_rows(), axes)
+        manifest.write(status, counts(), {**files, **record_files(out_dir, [RESULTS_FILE])})
 
+    record_owned(out_dir, MANIFEST_FILE)
+    manifest.write("running", counts(), {})
     files = combiner.write()
     record("running")
     status = "interrupted"
@@ -361,7 +408,7 @@ def run_experiment(
 
     def ended(rep: RepRun, outcome: RepOutcome | None) -> None:
         nonlocal files, last_write, unwritten
-        combiner.add(rep, rep.status() or {"status": "failed", "error": "no status"})
+        combiner.add(rep)
         unwritten = True
         fast = rep.point.config.mode == "model"
         if not fast or time.monotonic() - last_write >= COMBINE_EVERY_S:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sim.rundir.layout import LOG_FILE, RepRun, clear_rep_dir, read_status, write_status
-from sim.sweep.child import execute, one_line, write_spec
+from sim.sweep.spec import write_spec
 
 __all__ = ["CHILD_COMMAND", "RepOutcome", "run_rep"]
 
@@ -72,6 +72,8 @@ def _relay(proc: subprocess.Popen[str], progress: ProgressFn | None) -> None:
 def _in_process(rep: RepRun, progress: ProgressFn | None) -> None:
     """Same files as a child would write, in this process (debugging, fast tests)."""
     import traceback
+
+    from sim.sweep.child import execute, one_line
 
     try:
         execute(rep.dir, progress)

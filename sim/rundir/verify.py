@@ -1,0 +1,85 @@
+"""Size and checksum of the files a run wrote, so that a damaged result is found, not used.
+
+A finished point run records ``{name: {"size": bytes, "sha256": hex}}`` of every
+file it wrote in its ``status.json``; the manifest records the same of the
+top-level tables. ``--resume``, ``--dry-run``, ``compare`` and ``plot`` check
+these records before they use a file: a truncated, deleted, garbled or replaced
+file is a reason to re-run (a point) or to rebuild (a table), never data.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+__all__ = ["file_record", "first_link", "record_files", "verify_files"]
+
+_BLOCK = 1 << 20
+
+
+def file_record(path: Path) -> dict[str, Any]:
+    """``{"size", "sha256"}`` of a regular file (not followed when it is a link)."""
+    h = hashlib.sha256()
+    size = 0
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "rb") as fh:
+        for block in iter(lambda: fh.read(_BLOCK), b""):
+            h.update(block)
+            size += len(block)
+    return {"size": size, "sha256": h.hexdigest()}
+
+
+def record_files(base: Path, names: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """Records of ``names`` (relative to ``base``), in name order."""
+    return {name: file_record(base / name) for name in sorted(set(names))}
+
+
+def first_link(root: Path, path: Path) -> Path | None:
+    """The first component of ``path`` below ``root`` that is a symbolic link, if any."""
+    try:
+        rel = path.relative_to(root)
+    except ValueError:
+        return path
+    cur = root
+    for part in rel.parts:
+        cur = cur / part
+        try:
+            if stat.S_ISLNK(os.lstat(cur).st_mode):
+                return cur
+        except FileNotFoundError:
+            return None
+    return None
+
+
+def verify_files(base: Path, records: Any) -> str:
+    """ "" when every recorded file is there, regular, and has its recorded size and
+    checksum; else the first reason it is not (one line, naming the file)."""
+    if not isinstance(records, Mapping) or not records:
+        return "no file sizes and checksums recorded (made by an older kvsim?)"
+    for name, rec in records.items():
+        if not isinstance(name, str) or "/" in name or name.startswith(".") or not name:
+            return f"bad file name {name!r} in the record"
+        if not isinstance(rec, Mapping):
+            return f"{name}: no size and checksum recorded"
+        path = base / name
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            return f"{name} is missing"
+        except OSError as exc:
+            return f"{name}: cannot read ({exc.strerror})"
+        if not stat.S_ISREG(st.st_mode):
+            return f"{name} is not a regular file"
+        if st.st_size != rec.get("size"):
+            return f"{name} has {st.st_size} bytes, {rec.get('size')} were written"
+        try:
+            digest = file_record(path)["sha256"]
+        except OSError as exc:
+            return f"{name}: cannot read ({exc.strerror})"
+        if digest != rec.get("sha256"):
+            return f"{name} was changed after it was written (checksum differs)"
+    return ""

@@ -26,6 +26,8 @@ COMMANDS: dict[str, str] = {
     "variants": "variants",
     "bench": "bench",
     "geometry": "geometry",
+    "calibrate": "calibrate",
+    "validate-model": "validate_model",
 }
 
 _HELP: dict[str, str] = {
@@ -37,6 +39,8 @@ _HELP: dict[str, str] = {
     "variants": "list the registered connector variants",
     "bench": "benchmark connector variants or index variants side by side",
     "geometry": "show the KV-cache geometry a model preset or HF config.json resolves to",
+    "calibrate": "measure on this machine the costs model mode simulates",
+    "validate-model": "run a config in real and model mode and report the model's error",
 }
 
 

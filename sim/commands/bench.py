@@ -8,7 +8,12 @@ import importlib
 HELP = "benchmark connector variants or index variants side by side"
 
 #: target name -> module under sim.benches
-TARGETS: dict[str, str] = {"index": "index", "connectors": "connectors", "harness": "harness"}
+TARGETS: dict[str, str] = {
+    "index": "index",
+    "connectors": "connectors",
+    "harness": "harness",
+    "model": "model",
+}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -15,25 +15,39 @@ reschedule per running task and nothing at all while the cores are not full
 
 from __future__ import annotations
 
+from typing import Any
+
 import simpy
 
-__all__ = ["Cores", "CpuTask"]
+__all__ = ["Cores", "CpuTask", "succeed_after"]
 
 #: Work left below this (1 ns) counts as done: sums of float times are not exact.
 _EPS_S = 1e-9
 
 
+def succeed_after(env: simpy.Environment, event: simpy.Event, delay: float, value: Any = None):
+    """``event.succeed(value)``, taking effect ``delay`` from now: one heap entry instead of
+    a Timeout plus the event (what ``Event.succeed`` does, with a delay; SimPy has no
+    public call for it)."""
+    if event.triggered:
+        raise RuntimeError(f"{event} has already been triggered")
+    event._ok = True
+    event._value = value
+    env.schedule(event, delay=delay)
+
+
 class CpuTask:
-    """CPU work in progress; ``event`` succeeds with the work left (0.0 when done)."""
+    """CPU work in progress. ``event`` is what a process waits on: it fires with the work
+    left (0.0 when done). It is replaced when the task is rescheduled; a process already
+    waiting is carried over to the replacement, so it never sees a stale event."""
 
-    __slots__ = ("event", "finish", "version")
+    __slots__ = ("_keep", "event", "finish")
 
-    def __init__(self, event: simpy.Event, finish: float) -> None:
-        self.event = event
+    def __init__(self, finish: float) -> None:
+        self.event: simpy.Event | None = None
         #: Virtual time at which the task is done.
         self.finish = finish
-        #: Bumped when the task's completion is rescheduled; stale timers are ignored.
-        self.version = 0
+        self._keep: Any = None  # this task's own bookkeeping callback on ``event``
 
 
 class Cores:
@@ -79,27 +93,37 @@ class Cores:
         if rate != self._rate:
             self._rate = rate
             for task in self._tasks:
-                task.version += 1
                 self._schedule(task)
 
-    def _schedule(self, task: CpuTask) -> None:
-        delay = max(0.0, (task.finish - self._v) / self._rate)
-        version = task.version
-        timer = self._env.timeout(delay)
-        timer.callbacks.append(lambda _e, t=task, v=version: self._done(t, v))
+    def _detach(self, task: CpuTask) -> list[Any]:
+        """Take the waiting processes' callbacks off the task's current event."""
+        old = task.event
+        if old is None or old.callbacks is None:
+            return []
+        waiting = [cb for cb in old.callbacks if cb is not task._keep]
+        old.callbacks = []  # it still fires, with nobody listening
+        return waiting
 
-    def _done(self, task: CpuTask, version: int) -> None:
-        if version != task.version or task.event.triggered:
+    def _schedule(self, task: CpuTask) -> None:
+        """(Re)arm the task's completion at the current rate: one Timeout, no extra event."""
+        waiting = self._detach(task)
+        delay = max(0.0, (task.finish - self._v) / self._rate)
+        timer = self._env.timeout(delay, 0.0)
+        keep = task._keep = lambda _e, t=task, ev=timer: self._done(t, ev)
+        timer.callbacks = [keep, *waiting]
+        task.event = timer
+
+    def _done(self, task: CpuTask, timer: simpy.Event) -> None:
+        if task.event is not timer:
             return
         self._advance()
         self._tasks.remove(task)
         self._set_rate()
-        task.event.succeed(0.0)
 
     def run(self, work_s: float) -> CpuTask:
         """Start ``work_s`` CPU seconds of work now; its event fires when they are done."""
         self._advance()
-        task = CpuTask(self._env.event(), self._v + max(0.0, work_s))
+        task = CpuTask(self._v + max(0.0, work_s))
         self._tasks.append(task)
         rate = self._rate
         self._set_rate()
@@ -108,17 +132,20 @@ class Cores:
         return task
 
     def stop(self, task: CpuTask) -> float:
-        """Take ``task`` off the cores now; its event fires with the work it has left."""
-        if task.event.triggered:
+        """Take ``task`` off the cores now; its waiters resume with the work it has left."""
+        if task not in self._tasks:
             return 0.0
         self._advance()
         left = task.finish - self._v
         if left < _EPS_S:  # done up to float rounding: finishing now is the same thing
             left = 0.0
         self._tasks.remove(task)
-        task.version += 1
+        waiting = self._detach(task)
+        event = self._env.event()
+        event.callbacks = waiting
+        task.event = event
+        event.succeed(left)
         self._set_rate()
-        task.event.succeed(left)
         return left
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid

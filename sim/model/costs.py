@@ -9,8 +9,9 @@ wake-ups: the arrival, the worker's completion, the transfer's end.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import lru_cache
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from sim.config import ExperimentConfig
 from sim.model.calibration import PARAMETRIC, Calibration, LinearFit
@@ -42,26 +43,45 @@ class ModelCosts:
     probe_hold_s: float
     #: Engine step build hold (None: no engine, or not calibrated).
     engine_build_s: float | None
+    #: The calibration's measurements of this variant: chunks, regions, groups, hold, free.
+    points: tuple[dict[str, float], ...] = ()
+    #: (key, chunks) -> ms, filled as requests ask (a point has few distinct sizes).
+    _memo: dict[tuple[str, int], float] = field(default_factory=dict, compare=False, repr=False)
 
     def hold_s(self, tokens: int) -> float:
         if self.hold_fit is None:
             return self.fixed_hold_s
-        return self._fit_s(self.hold_fit, tokens)
+        return self._cost_s("hold", tokens)
 
     def free_s(self, tokens: int) -> float:
         """GIL-free CPU time of a request (a nogil kernel)."""
         if self.free_fit is None:
             return self.free_cpu_s
-        return self._fit_s(self.free_fit, tokens)
+        return self._cost_s("free", tokens)
 
-    def _fit_s(self, fit: LinearFit, tokens: int) -> float:
-        return _fit_cached(fit, tokens, self.block_size, self.regions, self.groups)
+    def _cost_s(self, key: str, tokens: int) -> float:
+        chunks = -(-tokens // self.block_size) * self.groups
+        ms = self._memo.get((key, chunks))
+        if ms is None:
+            ms = self._memo[(key, chunks)] = _cost_ms(self, key, chunks)
+        return ms / 1e3
 
 
-@lru_cache(maxsize=4096)
-def _fit_cached(fit: LinearFit, tokens: int, block_size: int, regions: int, groups: int) -> float:
-    chunks = -(-tokens // block_size) * groups
-    return fit.ms(chunks, regions, groups) / 1e3
+def _cost_ms(costs: ModelCosts, key: str, chunks: int) -> float:
+    """Measured cost at ``chunks`` (all groups): interpolated between the calibration's
+    measurements at this point's regions and groups when it has them (the fit's
+    straight line misses the curvature of big requests: allocation and GC), else the fit."""
+    same = sorted(
+        (p["chunks"], p[key])
+        for p in costs.points
+        if p["regions"] == costs.regions and p["groups"] == costs.groups
+    )
+    if len(same) >= 2 and same[0][0] <= chunks <= same[-1][0]:
+        xs, ys = zip(*same, strict=True)
+        return float(np.interp(chunks, xs, ys))
+    fit = costs.hold_fit if key == "hold" else costs.free_fit
+    assert fit is not None
+    return fit.ms(chunks, costs.regions, costs.groups)
 
 
 def point_costs(cfg: ExperimentConfig, cal: Calibration) -> ModelCosts:
@@ -107,4 +127,5 @@ def point_costs(cfg: ExperimentConfig, cal: Calibration) -> ModelCosts:
         probe_late_s=h["probe_late_ms"] / 1e3,
         probe_hold_s=h["probe_hold_ms"] / 1e3,
         engine_build_s=engine_build,
+        points=tuple(entry.get("points", ())),
     )

@@ -32,7 +32,7 @@ from typing import Any
 
 import simpy
 
-from sim.model.cores import Cores, CpuTask
+from sim.model.cores import Cores, CpuTask, succeed_after
 
 __all__ = ["CPythonGil", "NoGil", "SimGil"]
 
@@ -161,11 +161,7 @@ class CPythonGil:
         thread, event = waiters.pop(min(i, len(waiters) - 1))
         self._holder = thread
         self._switches += 1
-        if self._handoff_s > 0:
-            timer = self._env.timeout(self._handoff_s)
-            timer.callbacks.append(lambda _t: event.succeed())
-        else:
-            event.succeed()
+        succeed_after(self._env, event, self._handoff_s)
 
 
 class NoGil:

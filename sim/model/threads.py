@@ -18,7 +18,7 @@ from typing import Any
 
 import simpy
 
-from sim.model.cores import Cores
+from sim.model.cores import Cores, succeed_after
 from sim.model.gil import CPythonGil, NoGil
 
 __all__ = ["SIM_THREAD", "Harness", "ModelJob", "ModelWorkers"]
@@ -50,7 +50,7 @@ class Harness:
         sleeping = self._sleeping
         if sleeping is not None:
             self._sleeping = None
-            sleeping.succeed(late_s)
+            succeed_after(self._env, sleeping, late_s)
         return ev
 
     def _loop(self) -> Generator[Any, Any, None]:
@@ -62,9 +62,7 @@ class Harness:
                     gil.release(SIM_THREAD)
                     holding = False
                 self._sleeping = env.event()
-                late = yield self._sleeping
-                if late > 0:
-                    yield env.timeout(late)
+                yield self._sleeping  # fires once woken, the wake-up latency later
             if not holding:
                 yield from gil.acquire(SIM_THREAD)
                 holding = True
@@ -119,7 +117,7 @@ class ModelWorkers:
     def submit(self, job: ModelJob) -> None:
         self._jobs.append(job)
         if self._idle:
-            self._idle.popleft().succeed()
+            succeed_after(self._env, self._idle.popleft(), self._wake_s)
 
     def _loop(self, name: str) -> Generator[Any, Any, None]:
         env, gil, jobs = self._env, self._gil, self._jobs
@@ -131,9 +129,7 @@ class ModelWorkers:
                     holding = False
                 wake = env.event()
                 self._idle.append(wake)
-                yield wake
-                if self._wake_s > 0:
-                    yield env.timeout(self._wake_s)
+                yield wake  # fires the OS wake-up latency after a job was queued
                 if not jobs:  # another worker took it meanwhile
                     continue
             if not holding:

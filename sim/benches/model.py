@@ -1,0 +1,118 @@
+"""``kvsim bench model``: how fast model mode simulates, in simulated requests per second.
+
+Runs a sweep of model-mode points in this process, the way ``kvsim run`` runs them
+(no child process), and prints simulated requests per wall-clock second, with and
+without the sentinel probe (the probe wakes every 2 ms of simulated time, which
+costs events when the GIL is busy), and what a 1,000-point sweep of 500 requests
+would take at that rate. The calibration file is a made-up one written to a
+temporary directory unless ``--calibration`` names a real one: speed does not
+depend on the costs' exact values, only on how busy they make the GIL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HELP = "simulated requests per second of model mode (target: 20,000)"
+
+#: A sweep like the synthetic one: holds of 0-40 ms, 1-8 workers, Poisson arrivals.
+_HOLDS = (0.0, 5.0, 10.0, 20.0, 40.0)
+_WORKERS = (1, 2, 4, 8)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--requests", type=int, default=500, help="requests per point (default 500)")
+    p.add_argument("--calibration", help="calibration file (default: a made-up one)")
+    p.add_argument("--rate", type=float, default=15.0, help="arrivals per second (default 15)")
+
+
+def _stand_in_calibration(path: Path) -> Path:
+    data = {
+        "kind": "kvsim-calibration",
+        "created": "kvsim bench model (stand-in costs)",
+        "machine": {"cores": 2},
+        "switch_interval_ms": 5.0,
+        "harness": {
+            "sim_cpu_per_request_ms": 0.3,
+            "wake_ms": 0.03,
+            "timer_late_ms": 0.08,
+            "sleep_late_ms": 0.08,
+            "probe_late_ms": 0.03,
+            "probe_hold_ms": 0.01,
+        },
+        "variants": {"synthetic": {"overhead_ms": 0.02}},
+    }
+    path.write_text(json.dumps(data))
+    return path
+
+
+def _points(cal: str, requests: int, rate: float, probe: bool) -> list[Any]:
+    from sim.config import ExperimentConfig, Point
+
+    out = []
+    for hold in _HOLDS:
+        for workers in _WORKERS:
+            cfg = ExperimentConfig.model_validate(
+                {
+                    "name": "bench-model",
+                    "seed": 11,
+                    "mode": "model",
+                    "machine": {"calibration": cal},
+                    "model": {"regions": 4, "block_len": [4096], "block_size": 128},
+                    "workload": {
+                        "requests": requests,
+                        "arrival": {"kind": "poisson", "rate_rps": rate},
+                        "tokens": 16384,
+                    },
+                    "connector": {
+                        "variant": "synthetic",
+                        "workers": workers,
+                        "options": {"hold_ms": hold, "free_ms": 1.0},
+                    },
+                    "gil": {"probe": probe},
+                }
+            )
+            out.append(Point(len(out), {"hold_ms": hold, "workers": workers}, cfg))
+    return out
+
+
+def _rate(points: list[Any]) -> tuple[float, int, float]:
+    from sim.model.coverage import point_calibration
+    from sim.model.driver import run_model_point
+
+    cal = point_calibration(points[0].config)
+    n = 0
+    t0 = time.perf_counter()
+    for p in points:
+        n += len(run_model_point(p, calibration=cal).records)
+    dt = time.perf_counter() - t0
+    return n / dt, n, dt
+
+
+def main(args: argparse.Namespace) -> int:
+    with tempfile.TemporaryDirectory(prefix="kvsim-bench-model-") as tmp:
+        cal = args.calibration or str(_stand_in_calibration(Path(tmp) / "calibration.json"))
+        print(
+            f"model mode: {len(_HOLDS) * len(_WORKERS)} points (synthetic hold "
+            f"{_HOLDS[0]:g}–{_HOLDS[-1]:g} ms × {_WORKERS[0]}–{_WORKERS[-1]} workers), "
+            f"{args.requests} requests each at {args.rate:g}/s"
+        )
+        results = {}
+        for probe in (False, True):
+            rate, n, dt = _rate(_points(cal, args.requests, args.rate, probe))
+            results[probe] = rate
+            label = "with probe   " if probe else "without probe"
+            print(f"  {label}: {rate:9,.0f} simulated requests/s ({n} in {dt:.2f} s)")
+        worst = min(results.values())
+        sweep_s = 1000 * 500 / worst
+        print(
+            f"  a 1,000-point sweep of 500 requests: ~{sweep_s:.0f} s of simulation at the "
+            f"slower rate (target: under 60 s; 20,000 requests/s)"
+        )
+        print("  (wall-clock rates on a shared machine: rerun to see the spread)")
+    return 0

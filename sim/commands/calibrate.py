@@ -1,0 +1,144 @@
+"""``kvsim calibrate [TARGET]``: measure what a model needs, on this machine.
+
+Targets are sub-commands so that each model can add its own; the default (no
+target, or ``gil``) measures what model mode's simulated GIL and threads need
+(sim.model.measure) and writes the calibration file every model run records
+in its manifest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+HELP = "measure on this machine the costs model mode simulates (writes a calibration file)"
+
+#: target name -> (help, add_arguments, main); the default target is "gil".
+TARGETS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable]] = {}
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        out = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected integers separated by commas"
+        ) from None
+    if not out or min(out) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected positive integers")
+    return out
+
+
+def _gil_arguments(p: argparse.ArgumentParser) -> None:
+    from sim.model.measure import DEFAULT_CHUNKS, DEFAULT_GROUPS, DEFAULT_REGIONS
+
+    p.add_argument(
+        "--out",
+        default="results/calibration.json",
+        help="calibration file to write (default: results/calibration.json, the default of "
+        "machine.calibration)",
+    )
+    p.add_argument(
+        "--variants",
+        help="address variants to measure, comma-separated (default: every registered one)",
+    )
+    p.add_argument(
+        "--handlers",
+        default="per_group,per_chunk",
+        help="request handlers to measure (default: per_group,per_chunk)",
+    )
+    p.add_argument(
+        "--chunks",
+        type=_ints,
+        default=list(DEFAULT_CHUNKS),
+        help="chunks per group to measure at (default: %(default)s)",
+    )
+    p.add_argument("--regions", type=_ints, default=list(DEFAULT_REGIONS), help="regions")
+    p.add_argument("--groups", type=_ints, default=list(DEFAULT_GROUPS), help="KV-cache groups")
+    p.add_argument("--reps", type=int, default=5, help="requests measured per geometry (median)")
+    p.add_argument("--no-engine", action="store_true", help="skip the engine step's hold")
+    p.add_argument("--force", action="store_true", help="replace an existing calibration file")
+
+
+def _gil_main(args: argparse.Namespace) -> int:
+    from connectors import registry
+    from sim.config import ConfigError
+    from sim.model.measure import calibrate
+    from sim.rundir.outputs import write_json
+
+    out = Path(args.out)
+    if out.exists() and not args.force:
+        raise ConfigError(f"{out}: exists; pass --force to replace it (or --out elsewhere)")
+    names = registry.address_variant_names()
+    wanted = names if not args.variants else [v.strip() for v in args.variants.split(",")]
+    unknown = [v for v in wanted if v not in names]
+    if unknown:
+        raise ConfigError(
+            f"--variants: unknown variant {unknown[0]!r}; allowed: {', '.join(names)}"
+        )
+    handlers = [h.strip() for h in args.handlers.split(",") if h.strip()]
+    bad = [h for h in handlers if h not in ("per_group", "per_chunk")]
+    if bad or not handlers:
+        raise ConfigError(
+            f"--handlers: {bad[0] if bad else '(none)'}; allowed: per_group, per_chunk"
+        )
+
+    def say(msg: str) -> None:
+        print(f"calibrate: {msg}", file=sys.stderr, flush=True)
+
+    doc = calibrate(
+        wanted,
+        handlers,
+        args.chunks,
+        args.regions,
+        args.groups,
+        max(1, args.reps),
+        engine=not args.no_engine,
+        say=say,
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_json(out, doc)
+    h = doc["harness"]
+    print(
+        f"wrote {out} ({doc['elapsed_s']:.0f} s; {doc['machine']['cores']} cores, "
+        f"load average {doc['machine']['loadavg']})"
+    )
+    print(
+        f"harness: {h['sim_cpu_per_request_ms']:.3f} ms sim-thread CPU/request, wake "
+        f"{h['wake_ms'] * 1e3:.0f} µs, timer late {h['timer_late_ms'] * 1e3:.0f} µs"
+    )
+    for key, e in doc["variants"].items():
+        if "hold" in e:
+            fit = e["hold"]
+            print(
+                f"{key:22s} hold ≈ {fit['intercept']:.3f} ms + "
+                f"{fit['per_chunk_region'] * 1e3:.3f} µs·chunks·regions + "
+                f"{fit['per_chunk'] * 1e3:.2f} µs·chunks "
+                f"(worst fit error {e['fit_worst_rel_error']:.0%}; model mode interpolates "
+                "the measurements where it can)"
+            )
+        else:
+            print(f"{key:22s} overhead {e['overhead_ms'] * 1e3:.0f} µs/request")
+    return 0
+
+
+TARGETS["gil"] = (
+    "the simulated GIL's costs: holds per variant and geometry, harness, engine (default)",
+    _gil_arguments,
+    _gil_main,
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="target", metavar="TARGET")
+    for name, (help_text, add, _main) in TARGETS.items():
+        sp = sub.add_parser(name, help=help_text, description=help_text)
+        add(sp)
+    _gil_arguments(p)  # `kvsim calibrate` alone is `kvsim calibrate gil`
+
+
+def main(args: argparse.Namespace) -> int:
+    target = getattr(args, "target", None) or "gil"
+    return int(TARGETS[target][2](args) or 0)

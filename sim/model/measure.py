@@ -1,0 +1,316 @@
+"""``kvsim calibrate``: measure on this machine the costs model mode is built from.
+
+Everything is measured alone (one thread at a time, no contention), because
+contention is what the model adds: a request's GIL hold and GIL-free CPU per
+variant and geometry (through the same GIL meter and CPU stages as real mode),
+the simulation thread's CPU per request (a real no-op point, with the probe's
+ledger), thread wake-up and timer lateness, the probe's own lateness, and the
+engine step's build hold per index variant. Medians are taken throughout: a
+loaded machine adds outliers, not a shift of the bulk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import queue
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+
+from sim.model.calibration import CALIBRATION_KIND, PARAMETRIC, LinearFit
+
+__all__ = [
+    "DEFAULT_CHUNKS",
+    "DEFAULT_GROUPS",
+    "DEFAULT_REGIONS",
+    "calibrate",
+    "fit_linear",
+    "measure_harness",
+    "measure_variant",
+]
+
+DEFAULT_CHUNKS = (8, 64, 256, 1024, 2048)
+DEFAULT_REGIONS = (4, 61)
+DEFAULT_GROUPS = (1, 2)
+BLOCK_SIZE = 128
+
+Say = Callable[[str], None]
+
+
+def _median(xs: Sequence[float]) -> float:
+    return float(statistics.median(xs)) if xs else float("nan")
+
+
+def _config(variant: str, handler: str, chunks: int, regions: int, groups: int, options=None):
+    from sim.config import ExperimentConfig
+
+    return ExperimentConfig.model_validate(
+        {
+            "name": "calibrate",
+            "model": {
+                "regions": regions,
+                "block_len": [4096],
+                "block_size": BLOCK_SIZE,
+                "num_blocks": max(16384, 2 * chunks),
+                "kv_groups": groups,
+            },
+            "workload": {"requests": 1, "tokens": chunks * BLOCK_SIZE},
+            "connector": {"variant": variant, "handler": handler, "options": options or {}},
+        }
+    )
+
+
+def _job_costs(cfg: Any, reps: int) -> tuple[float, float]:
+    """Median (hold_ms, free_cpu_ms) of one request of ``cfg`` run alone on this thread."""
+    from sim.instruments.gilmeter import measure
+    from sim.runtime.pipeline import cpu_stages
+    from sim.runtime.point import build_variants
+    from sim.workload.plan import PlannedRequest
+
+    variants = build_variants(cfg)
+    req = PlannedRequest(0, cfg.workload.tokens.value, 0.0, 12345, 0.5)
+    job = req.job(cfg.model)
+    holds, frees = [], []
+    for _ in range(reps + 1):
+        _res, err, timing = measure(cpu_stages, variants, cfg.connector.handler, job)
+        if err is not None:
+            raise RuntimeError(f"{cfg.connector.variant}: {type(err).__name__}: {err}")
+        holds.append(timing.hold_ns / 1e6)
+        frees.append(timing.free_cpu_ns / 1e6)
+    return _median(holds[1:]), _median(frees[1:])  # the first one warms caches
+
+
+def fit_linear(rows: Sequence[dict[str, float]], key: str) -> tuple[LinearFit, float]:
+    """Fit of ``key`` over rows of chunks (all groups), regions, groups; returns the fit
+    and its worst relative error on the rows (those above 0.05 ms)."""
+    x = np.array(
+        [[1.0, r["chunks"] * r["regions"], r["chunks"], r["groups"]] for r in rows], dtype=float
+    )
+    y = np.array([r[key] for r in rows], dtype=float)
+    # Relative least squares (rows weighted by 1/y): holds span three orders of magnitude
+    # and a plain fit would trade the small geometries' accuracy for the large ones'.
+    w = 1.0 / np.maximum(y, 0.01)
+    coef, *_ = np.linalg.lstsq(x * w[:, None], y * w, rcond=None)
+    fit = LinearFit(*(float(c) for c in coef))
+    pred = np.array([fit.ms(int(r["chunks"]), int(r["regions"]), int(r["groups"])) for r in rows])
+    big = y > 0.05  # relative error means little on a few microseconds
+    worst = float(np.max(np.abs(pred[big] - y[big]) / y[big])) if big.any() else 0.0
+    return fit, worst
+
+
+def measure_variant(
+    variant: str,
+    handler: str,
+    chunks: Sequence[int] = DEFAULT_CHUNKS,
+    regions: Sequence[int] = DEFAULT_REGIONS,
+    groups: Sequence[int] = DEFAULT_GROUPS,
+    reps: int = 5,
+) -> dict[str, Any]:
+    """The calibration entry of one variant and handler."""
+    if variant in PARAMETRIC:
+        cfg = _config(variant, handler, 8, 4, 1, {"hold_ms": 0.0, "free_ms": 0.0})
+        hold, _free = _job_costs(cfg, reps * 4)
+        return {"overhead_ms": hold}
+    rows = []
+    for g in groups:
+        for r in regions:
+            for c in chunks:
+                hold, free = _job_costs(_config(variant, handler, c, r, g), reps)
+                rows.append(
+                    {"chunks": c * g, "regions": r, "groups": g, "hold": hold, "free": free}
+                )
+    hold_fit, hold_err = fit_linear(rows, "hold")
+    free_fit, _ = fit_linear(rows, "free")
+    return {
+        "hold": hold_fit.as_dict(),
+        "free": free_fit.as_dict(),
+        "fit_worst_rel_error": hold_err,
+        "range": {
+            "chunks": [min(chunks), max(chunks)],
+            "regions": [min(regions), max(regions)],
+            "groups": [min(groups), max(groups)],
+        },
+        "points": rows,
+    }
+
+
+def _wake_ms(n: int = 200) -> float:
+    """One thread waking another through a queue (half a ping-pong round trip)."""
+    ping: queue.SimpleQueue[int] = queue.SimpleQueue()
+    pong: queue.SimpleQueue[int] = queue.SimpleQueue()
+
+    def echo() -> None:
+        while (x := ping.get()) >= 0:
+            pong.put(x)
+
+    t = threading.Thread(target=echo, daemon=True)
+    t.start()
+    trips = []
+    for i in range(n):
+        time.sleep(0.0002)  # let the echo thread block again, as an idle worker does
+        t0 = time.perf_counter_ns()
+        ping.put(i)
+        pong.get()
+        trips.append((time.perf_counter_ns() - t0) / 2e6)
+    ping.put(-1)
+    t.join(5)
+    return _median(trips)
+
+
+def _timer_late_ms(n: int = 100, wait_s: float = 0.0005) -> float:
+    """How late a timed wait on an empty queue returns (the simulation thread's timers)."""
+    q: queue.SimpleQueue[int] = queue.SimpleQueue()
+    late = []
+    for _ in range(n):
+        t0 = time.perf_counter_ns()
+        with contextlib.suppress(queue.Empty):
+            q.get(timeout=wait_s)
+        late.append((time.perf_counter_ns() - t0) / 1e6 - wait_s * 1e3)
+    return max(0.0, _median(late))
+
+
+def _sleep_late_ms(n: int = 100, wait_s: float = 0.001) -> float:
+    late = []
+    for _ in range(n):
+        t0 = time.perf_counter_ns()
+        time.sleep(wait_s)
+        late.append((time.perf_counter_ns() - t0) / 1e6 - wait_s * 1e3)
+    return max(0.0, _median(late))
+
+
+def _probe_costs(seconds: float = 0.3) -> tuple[float, float]:
+    """(median lateness, CPU per wake-up) of the sentinel probe on an idle GIL, in ms."""
+    from sim.instruments.probe import SentinelProbe
+
+    probe = SentinelProbe(0.002, seed=1)
+    c0 = time.process_time()
+    probe.start()
+    time.sleep(seconds)
+    probe.stop()
+    cpu_ms = (time.process_time() - c0) * 1e3
+    wakes = probe.wake_late_ns
+    per_wake = cpu_ms / len(wakes) if wakes else 0.0
+    return _median([w / 1e6 for w in wakes]), per_wake
+
+
+def _sim_cpu_per_request_ms(requests: int = 200) -> dict[str, float]:
+    """The simulation thread's CPU per request, from a real no-op point with the probe."""
+    from sim.config import ExperimentConfig, Point
+    from sim.runtime.point import run_point
+
+    cfg = ExperimentConfig.model_validate(
+        {
+            "name": "calibrate-harness",
+            "model": {"regions": 4, "block_len": [4096], "block_size": BLOCK_SIZE},
+            "workload": {
+                "requests": requests,
+                "arrival": {"kind": "poisson", "rate_rps": 200.0},
+                "tokens": 8 * BLOCK_SIZE,
+            },
+            "connector": {"variant": "noop", "workers": 1},
+            "store": {"latency_ms": 0.2, "bandwidth_gbps": 100.0},
+        }
+    )
+    res = run_point(Point(0, {}, cfg))
+    s = res.summary
+    sim_cpu = s["gil_busy_harness"] * s["elapsed_s"] / max(1, s["requests"])
+    return {
+        "sim_cpu_per_request_ms": sim_cpu * 1e3,
+        "noop_latency_p50_ms": s["latency_p50_ms"],
+        "noise_floor_p50_ms": s["noise_floor_p50_ms"],
+        "noise_floor_p99_ms": s["noise_floor_p99_ms"],
+    }
+
+
+def measure_harness() -> dict[str, float]:
+    probe_late, probe_hold = _probe_costs()
+    return {
+        **_sim_cpu_per_request_ms(),
+        "wake_ms": _wake_ms(),
+        "timer_late_ms": _timer_late_ms(),
+        "sleep_late_ms": _sleep_late_ms(),
+        "probe_late_ms": probe_late,
+        "probe_hold_ms": probe_hold,
+    }
+
+
+def measure_engine(reps: int = 50) -> dict[str, dict[str, float]]:
+    """Build hold (CPU ms, median) of one engine step per index variant, default engine."""
+    from connectors import registry
+    from connectors.token_index import MetadataFactory
+    from sim.config import EngineConfig
+
+    cfg = EngineConfig(device="cpu")
+    out = {}
+    for name in registry.index_variant_names():
+        try:
+            variant = registry.get_index_variant(name)(cfg.components, cfg.max_tokens(), "cpu")
+            variant.warm_up()
+        except Exception:  # a variant this machine cannot run (a device-only one)
+            continue
+        factory = MetadataFactory(
+            cfg.batch_size, cfg.max_tokens(), variant.device, cfg.pad_multiple
+        )
+        holds = []
+        for _ in range(reps):
+            c0 = time.thread_time_ns()
+            variant.step(factory.make(cfg.query_lens()))
+            holds.append((time.thread_time_ns() - c0) / 1e6)
+        out[name] = {"build_ms": _median(holds)}
+    return out
+
+
+def calibrate(
+    variants: Sequence[str],
+    handlers: Sequence[str] = ("per_group", "per_chunk"),
+    chunks: Sequence[int] = DEFAULT_CHUNKS,
+    regions: Sequence[int] = DEFAULT_REGIONS,
+    groups: Sequence[int] = DEFAULT_GROUPS,
+    reps: int = 5,
+    engine: bool = True,
+    say: Say = lambda _msg: None,
+) -> dict[str, Any]:
+    """The whole calibration document (not yet written)."""
+    from sim.rundir.manifest import machine_info
+
+    t0 = time.perf_counter()
+    say("harness: simulation thread, wake-ups, timers, probe")
+    harness = measure_harness()
+    entries: dict[str, Any] = {}
+    for v in variants:
+        for h in handlers[:1] if v in PARAMETRIC else handlers:
+            key = v if v in PARAMETRIC else f"{v}/{h}"
+            say(f"variant {key}")
+            entries[key] = measure_variant(v, h, chunks, regions, groups, reps)
+    eng: dict[str, Any] = {}
+    if engine:
+        say("engine: step build per index variant")
+        try:
+            eng = measure_engine()
+        except ImportError as exc:  # torch missing: the engine cannot run here either
+            say(f"engine skipped: {exc}")
+    return {
+        "kind": CALIBRATION_KIND,
+        "version": 1,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": {
+            "cores": os.cpu_count() or 1,
+            "python": sys.version.split()[0],
+            "platform": platform.platform(),
+            "loadavg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+            "info": machine_info(),
+        },
+        "switch_interval_ms": sys.getswitchinterval() * 1e3,
+        "elapsed_s": time.perf_counter() - t0,
+        "harness": harness,
+        "variants": entries,
+        "engine": eng,
+    }

@@ -1,10 +1,12 @@
 """``kvsim validate-model CONFIG``: run a grid in both modes, report the model's error.
 
-The config's grid gets one more axis, ``mode: [real, model]``, and runs into one
-run directory (``--out``, default ``results/<name>-validate``): real points in
-child processes as usual, model points in this process. The table pairs every
-real point with its model twin; ``validation.csv`` and ``validation.md`` are
-written beside the run's other files. ``--no-run`` reports on a finished run.
+The config's grid runs three times under ``--out`` (default
+``results/<name>-validate``): ``real/`` (real mode, child processes as usual),
+``model/`` (model mode, given the background load of other processes measured
+just before and after the real runs: a shared machine is part of the conditions)
+and ``model-idle/`` (model mode on an idle machine). The table pairs every real
+point with its model twin; ``validation.csv`` and ``validation.md`` are written
+in ``--out``. ``--no-run`` reports on finished runs.
 """
 
 from __future__ import annotations
@@ -94,43 +96,110 @@ def render(rows: list[Any], title: str) -> tuple[str, list[dict[str, Any]]]:
     return "\n".join(lines) + "\n", csv_rows
 
 
-def main(args: argparse.Namespace) -> int:
+def _run(path: str, sets: list[str], out_dir: Path, args: argparse.Namespace) -> None:
     from sim.config import parse_config
-    from sim.model.validate import validate_run
-    from sim.rundir.outputs import atomic_write_text, write_csv
+    from sim.model.coverage import check_points
+    from sim.rundir.guard import prepare_run_dir
+    from sim.sweep.experiment import check_resumable, plan_sweep, run_experiment
+
+    cfg, points = parse_config(path, sets)
+    check_points(points)
+    if args.resume:
+        check_resumable(cfg, out_dir)
+        if not plan_sweep(cfg, points, out_dir).pending:
+            return
+    prepare_run_dir(out_dir, args.force, args.resume)
+
+    def started(point: Any, _rep: int) -> None:
+        print(f"· {point.label}", file=sys.stderr, flush=True)
+
+    run_experiment(cfg, points, Path(path), out_dir, started, resume=args.resume, overrides=sets)
+
+
+def _merge_conditions(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Conditions measured before and after the real runs, pooled."""
+    import statistics
+
+    out: dict[str, Any] = {
+        "background_load": (a["background_load"] + b["background_load"]) / 2,
+        "probe_hold_ms": (a["probe_hold_ms"] + b["probe_hold_ms"]) / 2,
+    }
+    for key, value in a.items():
+        if key.endswith("_samples_ms"):
+            pooled = sorted([*value, *b[key]])
+            out[key] = pooled
+            out[key.replace("_samples_ms", "_ms")] = statistics.median(pooled)
+    return out
+
+
+def main(args: argparse.Namespace) -> int:
+    import json
+
+    from sim.config import parse_config
+    from sim.model.coverage import point_calibration
+    from sim.model.measure import measure_conditions
+    from sim.model.validate import summary_counts, validate_runs
+    from sim.rundir.outputs import atomic_write_text, write_csv, write_json
     from sim.rundir.reader import load_results
 
-    sets = [*args.set, "sweep.mode=[real,model]"]
-    cfg, points = parse_config(args.config, sets)
-    out_dir = Path(args.out or f"results/{cfg.name}-validate").absolute()
+    cfg, _points = parse_config(args.config, args.set)
+    base = Path(args.out or f"results/{cfg.name}-validate").absolute()
+    real_dir, model_dir, idle_dir = base / "real", base / "model", base / "model-idle"
+    cal_file = base / "calibration-conditions.json"
     if not args.no_run:
-        from sim.model.coverage import check_points
-        from sim.rundir.guard import prepare_run_dir
-        from sim.sweep.experiment import check_resumable, run_experiment
-
-        check_points(points)
-        if args.resume:
-            check_resumable(cfg, out_dir)
-        prepare_run_dir(out_dir, args.force, args.resume)
-
-        def started(point: Any, _rep: int) -> None:
-            print(f"· {point.label}", file=sys.stderr, flush=True)
-
-        run_experiment(
-            cfg,
-            points,
-            Path(args.config),
-            out_dir,
-            started,
-            resume=args.resume,
-            overrides=sets,
+        cal = point_calibration(cfg)
+        base.mkdir(parents=True, exist_ok=True)
+        before = measure_conditions()
+        _run(args.config, [*args.set, "mode=real"], real_dir, args)
+        after = measure_conditions()
+        cond = _merge_conditions(before, after)
+        data = json.loads(json.dumps(cal.data))
+        data["harness"].update(cond)
+        data["conditions"] = {
+            "note": "harness latencies and background load re-measured around the real runs "
+            "of kvsim validate-model",
+            "from": cal.path,
+            "background_load_before": before["background_load"],
+            "background_load_after": after["background_load"],
+        }
+        write_json(cal_file, data)
+        print(
+            f"machine conditions: background load {before['background_load']:.1f} before "
+            f"the real runs, {after['background_load']:.1f} after; wake-up p50 "
+            f"{cond['wake_ms'] * 1e3:.0f} µs",
+            file=sys.stderr,
         )
-    res = load_results(out_dir)
-    rows = validate_run(res, n_boot=args.boot)
+        runs = (
+            (model_dir, [f"machine.calibration={cal_file}"]),
+            (idle_dir, [f"machine.calibration={cal.path}", "machine.background_load=0.0"]),
+        )
+        for out, extra in runs:
+            _run(args.config, [*args.set, "mode=model", *extra], out, args)
+    load_note = ""
+    if cal_file.is_file():
+        c = json.loads(cal_file.read_text())["conditions"]
+        b0, b1 = c["background_load_before"], c["background_load_after"]
+        load_note = (
+            f"Background load measured on this machine (runnable threads of other processes, "
+            f"fair-share spin test): {b0:.1f} before the real runs, {b1:.1f} after; the model "
+            f"was given their mean, and the wake-up and timer latencies measured with them "
+            f"({cal_file.name}).\n\n"
+        )
+    real = load_results(real_dir)
+    rows = validate_runs(real, load_results(model_dir), n_boot=args.boot)
     text, csv_rows = render(rows, f"kvsim validate-model · {cfg.name}")
+    text = text.replace("\n\n", "\n\n" + load_note, 1) if load_note else text
+    if idle_dir.is_dir():
+        idle = summary_counts(validate_runs(real, load_results(idle_dir), n_boot=1))
+        text += (
+            f"- the same model without the background load (an idle machine): latency p50 "
+            f"{idle['latency_p50_ms_met']}/{idle['points']} within ±10% (median |error| "
+            f"{_pct(idle['latency_p50_ms_median'])}), p99 {idle['latency_p99_ms_met']}/"
+            f"{idle['points']} within ±15% (median |error| {_pct(idle['latency_p99_ms_median'])})\n"
+        )
     print(text)
     if csv_rows:
-        write_csv(out_dir / "validation.csv", list(csv_rows[0]), csv_rows)
-    atomic_write_text(out_dir / "validation.md", text)
-    print(f"written: {out_dir / 'validation.md'}, {out_dir / 'validation.csv'}")
+        write_csv(base / "validation.csv", list(csv_rows[0]), csv_rows)
+    atomic_write_text(base / "validation.md", text)
+    print(f"written: {base / 'validation.md'}, {base / 'validation.csv'}")
     return 0

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from sim.config.types import FrozenModel, PosInt
+from sim.config.types import FrozenModel, NonNegFloat, PosInt
 
 __all__ = ["MachineConfig"]
 
@@ -22,6 +22,14 @@ class MachineConfig(FrozenModel):
         description="CPU cores of the simulated machine (model mode); default: the cores "
         "of the machine the calibration was measured on. Real mode runs on this machine "
         "and refuses any other value.",
+    )
+    background_load: NonNegFloat | None = Field(
+        None,
+        le=100_000,
+        description="Runnable threads of other processes competing for the cores (model "
+        "mode; the OS shares the cores among ours and these). Default: what `kvsim "
+        "calibrate` measured on this machine; 0 for a machine of one's own. Real mode "
+        "runs beside whatever load the machine has.",
     )
     calibration: str = Field(
         "results/calibration.json",

@@ -89,7 +89,15 @@ class Calibration:
 
     @property
     def harness(self) -> dict[str, float]:
-        return {k: float(v) for k, v in self.data["harness"].items()}
+        """The harness's scalar costs (ms), without the latency samples."""
+        return {k: float(v) for k, v in self.data["harness"].items() if not isinstance(v, list)}
+
+    def samples_ms(self, name: str) -> list[float]:
+        """Measured samples of latency ``name`` (e.g. ``wake``), or [median] if none kept."""
+        got = self.data["harness"].get(f"{name}_samples_ms")
+        if isinstance(got, list) and got:
+            return [float(x) for x in got]
+        return [float(self.data["harness"].get(f"{name}_ms", 0.0))]
 
     def manifest_entry(self) -> dict[str, Any]:
         """What a model run's manifest records about the calibration it used."""

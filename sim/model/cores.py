@@ -4,8 +4,9 @@ Every piece of CPU work — Python run while holding the GIL, a GIL-free kernel,
 simulation thread's own work — is a :class:`CpuTask` of a given length in CPU
 seconds. While at most ``n`` tasks run, each runs at full speed; with ``k > n``
 runnable tasks each gets ``n / k`` of a core, as a fair time-sharing scheduler
-gives them on average. Threads that sleep or wait for the GIL need no core and
-are not tasks.
+gives them on average. A *background load* of ``b`` runnable threads of other
+processes (a shared machine) counts in ``k`` all the time. Threads that sleep
+or wait for the GIL need no core and are not tasks.
 
 The bookkeeping uses virtual time: ``V`` advances at the current per-task rate,
 a task finishes when ``V`` reaches its finish tag, so a change of rate costs one
@@ -53,11 +54,15 @@ class CpuTask:
 class Cores:
     """Processor sharing over ``n`` cores in the given SimPy environment."""
 
-    def __init__(self, env: simpy.Environment, n: int) -> None:
+    def __init__(self, env: simpy.Environment, n: int, background: float = 0.0) -> None:
         if n < 1:
             raise ValueError("cores must be >= 1")
+        if background < 0:
+            raise ValueError("background load must be >= 0")
         self._env = env
         self._n = n
+        #: Runnable threads of other processes, always there, sharing the cores with ours.
+        self._bg = background
         self._tasks: list[CpuTask] = []
         self._v = 0.0  # virtual time at self._t
         self._t = 0.0
@@ -88,7 +93,7 @@ class Cores:
 
     def _set_rate(self) -> None:
         """Recompute the per-task rate; reschedule every task when it changed."""
-        k = len(self._tasks)
+        k = len(self._tasks) + self._bg
         rate = 1.0 if k <= self._n else self._n / k
         if rate != self._rate:
             self._rate = rate

@@ -9,6 +9,7 @@ wake-ups: the arrival, the worker's completion, the transfer's end.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -16,7 +17,24 @@ import numpy as np
 from sim.config import ExperimentConfig
 from sim.model.calibration import PARAMETRIC, Calibration, LinearFit
 
-__all__ = ["ModelCosts", "point_costs"]
+__all__ = ["Latency", "ModelCosts", "point_costs"]
+
+
+class Latency:
+    """A latency measured on the machine, as samples; each call draws one (seconds)."""
+
+    __slots__ = ("_draw", "_n", "_samples", "median")
+
+    def __init__(self, samples_ms: list[float], draw: Callable[[], float]) -> None:
+        self._samples = [max(0.0, x) / 1e3 for x in samples_ms] or [0.0]
+        self._n = len(self._samples)
+        self._draw = draw
+        self.median = float(np.median(self._samples))
+
+    def __call__(self) -> float:
+        if self._n == 1:
+            return self._samples[0]
+        return self._samples[int(self._draw() * self._n)]
 
 
 @dataclass(frozen=True)
@@ -34,12 +52,13 @@ class ModelCosts:
     arrival_s: float
     complete_s: float
     done_s: float
-    #: OS wake-up of a blocked thread (queue, inbox), and lateness of a timed wait / sleep.
-    wake_s: float
-    timer_late_s: float
-    sleep_late_s: float
-    #: Probe: lateness on an idle GIL and CPU per wake-up.
-    probe_late_s: float
+    #: OS wake-up of a blocked thread (queue, inbox), and lateness of a timed wait / sleep:
+    #: each call draws one measured sample (seconds).
+    wake: Latency
+    timer_late: Latency
+    sleep_late: Latency
+    #: Probe: lateness on an idle GIL (drawn) and CPU per wake-up.
+    probe_late: Latency
     probe_hold_s: float
     #: Engine step build hold (None: no engine, or not calibrated).
     engine_build_s: float | None
@@ -84,8 +103,11 @@ def _cost_ms(costs: ModelCosts, key: str, chunks: int) -> float:
     return fit.ms(chunks, costs.regions, costs.groups)
 
 
-def point_costs(cfg: ExperimentConfig, cal: Calibration) -> ModelCosts:
-    """Costs of one point; the caller has checked that the calibration covers it."""
+def point_costs(
+    cfg: ExperimentConfig, cal: Calibration, draw: Callable[[], float] = lambda: 0.5
+) -> ModelCosts:
+    """Costs of one point; the caller has checked that the calibration covers it.
+    ``draw`` gives the uniform draws latencies are sampled with (the run's generator)."""
     h = cal.harness
     conn = cfg.connector
     entry = cal.variant(conn.variant, conn.handler) or {}
@@ -100,7 +122,7 @@ def point_costs(cfg: ExperimentConfig, cal: Calibration) -> ModelCosts:
         if opts.free_kind == "kernel":
             free_cpu = free_ms / 1e3
         elif free_ms > 0:
-            free_sleep = free_ms / 1e3 + h["sleep_late_ms"] / 1e3
+            free_sleep = free_ms / 1e3  # the worker adds the sleep's lateness
     else:
         hold_fit = LinearFit.from_dict(entry["hold"])
         free_fit = LinearFit.from_dict(entry["free"])
@@ -121,10 +143,10 @@ def point_costs(cfg: ExperimentConfig, cal: Calibration) -> ModelCosts:
         arrival_s=per_req * 0.4,
         complete_s=per_req * 0.3,
         done_s=per_req * 0.3,
-        wake_s=h["wake_ms"] / 1e3,
-        timer_late_s=h["timer_late_ms"] / 1e3,
-        sleep_late_s=h["sleep_late_ms"] / 1e3,
-        probe_late_s=h["probe_late_ms"] / 1e3,
+        wake=Latency(cal.samples_ms("wake"), draw),
+        timer_late=Latency(cal.samples_ms("timer_late"), draw),
+        sleep_late=Latency(cal.samples_ms("sleep_late"), draw),
+        probe_late=Latency(cal.samples_ms("probe_late"), draw),
         probe_hold_s=h["probe_hold_ms"] / 1e3,
         engine_build_s=engine_build,
         points=tuple(entry.get("points", ())),

@@ -62,18 +62,25 @@ class Uniforms:
 class _Point:
     """The simulated processes of one point, wired together."""
 
-    def __init__(self, point: Point, costs: ModelCosts, cores: int, rng: np.random.Generator):
+    def __init__(
+        self,
+        point: Point,
+        costs: ModelCosts,
+        cores: int,
+        draw: Uniforms,
+        background: float = 0.0,
+    ) -> None:
         cfg = point.config
         self.cfg = cfg
         self.costs = costs
         self.env = env = simpy.Environment()
-        self.draw = Uniforms(rng)
-        self.cores = Cores(env, cores)
+        self.draw = draw
+        self.cores = Cores(env, cores, background)
         if cfg.gil.kind == "none":
             self.gil: CPythonGil | NoGil = NoGil(env, self.cores)
         else:
             self.gil = CPythonGil(
-                env, self.cores, cfg.gil.switch_interval_ms / 1e3, self.draw, costs.wake_s
+                env, self.cores, cfg.gil.switch_interval_ms / 1e3, self.draw, costs.wake
             )
         self.harness = Harness(env, self.gil)
         self.workers = ModelWorkers(
@@ -82,7 +89,8 @@ class _Point:
             self.cores,
             self.harness,
             cfg.connector.workers,
-            costs.wake_s,
+            costs.wake,
+            costs.sleep_late,
             costs.complete_s,
         )
         self.store = StoreModel(env, cfg.store)
@@ -145,7 +153,7 @@ class _Point:
             else:
                 rec.status = "failed"
                 rec.error = f"{type(xfer.error).__name__}: {xfer.error}"
-            yield self.harness.post(c.done_s, c.timer_late_s)
+            yield self.harness.post(c.done_s, c.timer_late)
         done = env.now
         if rec.status != "failed" or rec.attempts:
             rec.transfer_ms = (done - job.end) * 1e3
@@ -166,7 +174,7 @@ class _Point:
                     at = req.at_s or 0.0
                     if at > env.now:
                         yield env.timeout(at - env.now)
-                    injected = yield self.harness.post(c.arrival_s, c.timer_late_s)
+                    injected = yield self.harness.post(c.arrival_s, c.timer_late)
                     env.process(self.request(req, at, injected))
 
             env.process(arrivals())
@@ -178,7 +186,7 @@ class _Point:
             for req in queue:
                 if at > env.now:
                     yield env.timeout(at - env.now)
-                injected = yield self.harness.post(c.arrival_s, 0.0)
+                injected = yield self.harness.post(c.arrival_s, None)
                 done = yield env.process(self.request(req, at, injected))
                 at = done + workload.think_s
 
@@ -199,9 +207,13 @@ def run_model_point(
     rng = np.random.default_rng([cfg.seed, repeat])
     workload = plan_workload(cfg, rng)
     check_point(cfg, cal, [r.tokens for r in workload])
-    costs = point_costs(cfg, cal)
+    draw = Uniforms(rng)
+    costs = point_costs(cfg, cal, draw)
     cores = cfg.machine.cores or cal.cores
-    sim = _Point(point, costs, cores, rng)
+    background = cfg.machine.background_load
+    if background is None:
+        background = float(cal.harness.get("background_load", 0.0))
+    sim = _Point(point, costs, cores, draw, background)
     sim.harness.start()
     sim.workers.start()
     addons: list[Any] = []
@@ -237,7 +249,9 @@ def run_model_point(
         addon.detach()
     records = sorted(sim.records, key=lambda r: r.request_id)
     summary: dict[str, Any] = summarize_requests(records, elapsed)
-    floor = (costs.timer_late_s + 2 * costs.wake_s + costs.done_s + costs.complete_s) * 1e3
+    floor = (
+        costs.timer_late.median + 2 * costs.wake.median + costs.done_s + costs.complete_s
+    ) * 1e3
     summary["noise_floor_p50_ms"] = floor
     summary["noise_floor_p99_ms"] = floor
     summary.update(workload.stats)
@@ -249,4 +263,5 @@ def run_model_point(
     summary["model_switches"] = sim.gil.switches
     summary["model_forced_drops"] = sim.gil.forced_drops
     summary["model_cores"] = cores
+    summary["model_background_load"] = background
     return PointResult(point, repeat, records, summary, tables)

@@ -50,7 +50,7 @@ class CPythonGil:
         cores: Cores,
         switch_interval_s: float,
         draw: Callable[[], float],
-        handoff_s: float = 0.0,
+        handoff_s: float | Callable[[], float] = 0.0,
     ) -> None:
         if switch_interval_s <= 0:
             raise ValueError("switch interval must be > 0")
@@ -58,7 +58,10 @@ class CPythonGil:
         self._cores = cores
         self._si = switch_interval_s
         self._draw = draw
-        self._handoff_s = handoff_s
+        #: The woken waiter's OS wake-up: a constant, or a draw per hand-off.
+        self._handoff: Callable[[], float] = (
+            handoff_s if callable(handoff_s) else (lambda h=float(handoff_s): h)
+        )
         self._holder: Any = None
         self._waiters: list[tuple[Any, simpy.Event]] = []
         self._switches = 0
@@ -161,7 +164,7 @@ class CPythonGil:
         thread, event = waiters.pop(min(i, len(waiters) - 1))
         self._holder = thread
         self._switches += 1
-        succeed_after(self._env, event, self._handoff_s)
+        succeed_after(self._env, event, self._handoff())
 
 
 class NoGil:

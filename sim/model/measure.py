@@ -33,6 +33,8 @@ __all__ = [
     "DEFAULT_REGIONS",
     "calibrate",
     "fit_linear",
+    "measure_background_load",
+    "measure_conditions",
     "measure_harness",
     "measure_variant",
 ]
@@ -142,7 +144,7 @@ def measure_variant(
     }
 
 
-def _wake_ms(n: int = 200) -> float:
+def _wake_ms(n: int = 200) -> list[float]:
     """One thread waking another through a queue (half a ping-pong round trip)."""
     ping: queue.SimpleQueue[int] = queue.SimpleQueue()
     pong: queue.SimpleQueue[int] = queue.SimpleQueue()
@@ -162,10 +164,10 @@ def _wake_ms(n: int = 200) -> float:
         trips.append((time.perf_counter_ns() - t0) / 2e6)
     ping.put(-1)
     t.join(5)
-    return _median(trips)
+    return trips
 
 
-def _timer_late_ms(n: int = 100, wait_s: float = 0.0005) -> float:
+def _timer_late_ms(n: int = 100, wait_s: float = 0.0005) -> list[float]:
     """How late a timed wait on an empty queue returns (the simulation thread's timers)."""
     q: queue.SimpleQueue[int] = queue.SimpleQueue()
     late = []
@@ -174,20 +176,20 @@ def _timer_late_ms(n: int = 100, wait_s: float = 0.0005) -> float:
         with contextlib.suppress(queue.Empty):
             q.get(timeout=wait_s)
         late.append((time.perf_counter_ns() - t0) / 1e6 - wait_s * 1e3)
-    return max(0.0, _median(late))
+    return [max(0.0, x) for x in late]
 
 
-def _sleep_late_ms(n: int = 100, wait_s: float = 0.001) -> float:
+def _sleep_late_ms(n: int = 100, wait_s: float = 0.001) -> list[float]:
     late = []
     for _ in range(n):
         t0 = time.perf_counter_ns()
         time.sleep(wait_s)
         late.append((time.perf_counter_ns() - t0) / 1e6 - wait_s * 1e3)
-    return max(0.0, _median(late))
+    return [max(0.0, x) for x in late]
 
 
-def _probe_costs(seconds: float = 0.3) -> tuple[float, float]:
-    """(median lateness, CPU per wake-up) of the sentinel probe on an idle GIL, in ms."""
+def _probe_costs(seconds: float = 0.3) -> tuple[list[float], float]:
+    """(latenesses, CPU per wake-up) of the sentinel probe on an idle GIL, in ms."""
     from sim.instruments.probe import SentinelProbe
 
     probe = SentinelProbe(0.002, seed=1)
@@ -198,7 +200,7 @@ def _probe_costs(seconds: float = 0.3) -> tuple[float, float]:
     cpu_ms = (time.process_time() - c0) * 1e3
     wakes = probe.wake_late_ns
     per_wake = cpu_ms / len(wakes) if wakes else 0.0
-    return _median([w / 1e6 for w in wakes]), per_wake
+    return [w / 1e6 for w in wakes], per_wake
 
 
 def _sim_cpu_per_request_ms(requests: int = 200) -> dict[str, float]:
@@ -230,16 +232,56 @@ def _sim_cpu_per_request_ms(requests: int = 200) -> dict[str, float]:
     }
 
 
-def measure_harness() -> dict[str, float]:
+def measure_background_load(seconds: float = 1.0) -> float:
+    """Runnable threads of other processes sharing this machine's cores, right now.
+
+    One thread runs pure Python (as a load thread does) for ``seconds``. Under fair
+    sharing with ``b`` other runnable threads it gets ``min(1, n / (1 + b))`` of a
+    core, so its CPU share ``s`` gives ``b = n / s - 1``. A share near 1 shows no
+    load that matters to one thread: 0 then (more threads of ours could still meet
+    some; the measurement cannot tell).
+    """
+    n = os.cpu_count() or 1
+    c0, w0 = time.thread_time(), time.perf_counter()
+    end = w0 + seconds
+    x = 0
+    while time.perf_counter() < end:
+        for _ in range(1000):
+            x += 1
+    share = (time.thread_time() - c0) / max(1e-9, time.perf_counter() - w0)
+    if share >= 0.95:
+        return 0.0
+    return max(0.0, n / max(share, 1e-3) - 1.0)
+
+
+#: Latency distributions kept as samples: (key, how many kept).
+LATENCIES = ("wake", "timer_late", "sleep_late", "probe_late")
+
+
+def measure_conditions() -> dict[str, Any]:
+    """What the machine's state adds, right now: the background load and the latency
+    of thread wake-ups, timed waits, sleeps and the probe's wake-ups, each as a median
+    (``<name>_ms``) and as sorted samples (``<name>_samples_ms``) that the model draws
+    from, so that a loaded machine's long tails reach the simulated latencies."""
     probe_late, probe_hold = _probe_costs()
-    return {
-        **_sim_cpu_per_request_ms(),
-        "wake_ms": _wake_ms(),
-        "timer_late_ms": _timer_late_ms(),
-        "sleep_late_ms": _sleep_late_ms(),
-        "probe_late_ms": probe_late,
+    samples = {
+        "wake": _wake_ms(),
+        "timer_late": _timer_late_ms(),
+        "sleep_late": _sleep_late_ms(),
+        "probe_late": probe_late,
+    }
+    out: dict[str, Any] = {
+        "background_load": measure_background_load(),
         "probe_hold_ms": probe_hold,
     }
+    for name, xs in samples.items():
+        out[f"{name}_ms"] = _median(xs)
+        out[f"{name}_samples_ms"] = sorted(round(x, 6) for x in xs)
+    return out
+
+
+def measure_harness() -> dict[str, Any]:
+    return {**_sim_cpu_per_request_ms(), **measure_conditions()}
 
 
 def measure_engine(reps: int = 50) -> dict[str, dict[str, float]]:

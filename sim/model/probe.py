@@ -62,9 +62,10 @@ class ModelProbe:
         gil, c = self._gil, self._costs
         wakes, targets = self._wakes, self._targets
         target = env.now + self._gap()
-        late = c.probe_late_s
+        draw_late = c.probe_late
         while not self._stopped:
             delay = target - env.now
+            late = draw_late()
             if delay > 0:
                 yield env.timeout(delay + late)
             if gil.holder is None and not gil.waiting:
@@ -72,11 +73,12 @@ class ModelProbe:
                 # changes, so every target before it is served the same way: record those
                 # without a SimPy event each (exact; the probe's own microseconds of hold
                 # are left out on this path).
+                late = max(0.0, env.now - target)
                 wakes.append(late)
                 targets.append(late)
                 horizon = env.peek()
                 target += self._gap()
-                while target + late < horizon:
+                while target + (late := draw_late()) < horizon:
                     wakes.append(late)
                     targets.append(late)
                     target += self._gap()
@@ -149,19 +151,19 @@ class ModelEngine:
         done = 0
         while (count is None or done < count) and not self._stopped:
             posted = env.now
-            yield env.timeout(c.wake_s)
+            yield env.timeout(c.wake())
             yield from gil.acquire(ENGINE_THREAD)
             started = env.now
             yield from gil.run(ENGINE_THREAD, c.engine_build_s or 0.0)
             built = env.now
             gil.release(ENGINE_THREAD)
             before = env.now
-            yield env.timeout(forward_s + c.sleep_late_s)
+            yield env.timeout(forward_s + c.sleep_late())
             yield from gil.acquire(ENGINE_THREAD)
             resumed = env.now
             ended = env.now
             gil.release(ENGINE_THREAD)  # back to its command queue; the sim thread takes the row
-            yield self._harness.post(c.complete_s, c.wake_s)
+            yield self._harness.post(c.complete_s, c.wake)
             wake = started - posted
             resume = max(0.0, resumed - before - forward_s)
             self._rows.append(

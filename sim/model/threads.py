@@ -12,7 +12,7 @@ the result to the simulation thread's inbox.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,17 +40,21 @@ class Harness:
         self._env.process(self._loop())
 
     def post(
-        self, cost_s: float, late_s: float, event: simpy.Event | None = None, value: Any = None
+        self,
+        cost_s: float,
+        late: Callable[[], float] | None,
+        event: simpy.Event | None = None,
+        value: Any = None,
     ) -> simpy.Event:
         """Ask the simulation thread to do ``cost_s`` of work now (a timer fell due or a
-        message arrived); ``late_s`` is how long it takes to wake if asleep. The returned
+        message arrived); ``late()`` draws how long it takes to wake if asleep. The returned
         event succeeds (with ``value``, or the time) once the work is done."""
         ev = event if event is not None else self._env.event()
         self._items.append((cost_s, ev, value))
         sleeping = self._sleeping
         if sleeping is not None:
             self._sleeping = None
-            succeed_after(self._env, sleeping, late_s)
+            succeed_after(self._env, sleeping, late() if late is not None else 0.0)
         return ev
 
     def _loop(self) -> Generator[Any, Any, None]:
@@ -97,7 +101,8 @@ class ModelWorkers:
         cores: Cores,
         harness: Harness,
         workers: int,
-        wake_s: float,
+        wake: Callable[[], float],
+        sleep_late: Callable[[], float],
         complete_s: float,
     ) -> None:
         self._env = env
@@ -105,7 +110,8 @@ class ModelWorkers:
         self._cores = cores
         self._harness = harness
         self._n = workers
-        self._wake_s = wake_s
+        self._wake = wake
+        self._sleep_late = sleep_late
         self._complete_s = complete_s
         self._jobs: deque[ModelJob] = deque()
         self._idle: deque[simpy.Event] = deque()
@@ -117,7 +123,7 @@ class ModelWorkers:
     def submit(self, job: ModelJob) -> None:
         self._jobs.append(job)
         if self._idle:
-            succeed_after(self._env, self._idle.popleft(), self._wake_s)
+            succeed_after(self._env, self._idle.popleft(), self._wake())
 
     def _loop(self, name: str) -> Generator[Any, Any, None]:
         env, gil, jobs = self._env, self._gil, self._jobs
@@ -151,8 +157,8 @@ class ModelWorkers:
             if job.free_sleep_s > 0:
                 t0 = env.now
                 gil.release(name)
-                yield env.timeout(job.free_sleep_s)
+                yield env.timeout(job.free_sleep_s + self._sleep_late())
                 yield from gil.acquire(name)
                 job.free_wall += env.now - t0
             job.end = env.now
-            self._harness.post(self._complete_s, self._wake_s, job.done, job)
+            self._harness.post(self._complete_s, self._wake, job.done, job)

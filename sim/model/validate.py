@@ -1,8 +1,8 @@
 """How far model mode is from real mode, point by point, on a run that holds both.
 
-``kvsim validate-model`` runs a config's grid with ``mode`` swept over real and
-model into one run directory; this module pairs each real point with its model
-twin (same values of every other axis) and reports the model's relative error on
+``kvsim validate-model`` runs a config's grid in real mode and in model mode
+(two run directories); this module pairs each real point with its model twin
+(same values of every other axis) and reports the model's relative error on
 latency p50 and p99, GIL wait (mean and p99) and the probe's stall p99, with a
 bootstrap interval on the real side (sim.analysis.bootstrap) so that an error can
 be read against the real measurement's own noise.
@@ -19,7 +19,7 @@ import numpy as np
 from sim.analysis.bootstrap import Interval, stat_interval, statistic
 from sim.rundir.reader import RunResults, as_float, column
 
-__all__ = ["METRICS", "TARGETS", "ValidationRow", "summary_counts", "validate_run"]
+__all__ = ["METRICS", "TARGETS", "ValidationRow", "summary_counts", "validate_runs"]
 
 #: (name, table column or summary column, statistic, from per-request rows?)
 METRICS: tuple[tuple[str, str, str, bool], ...] = (
@@ -61,51 +61,46 @@ class ValidationRow:
         return iv.low <= m <= iv.high
 
 
-def _rows_of(res: RunResults, axes: list[str], key: tuple[str, ...], mode: str) -> list[dict]:
-    want = dict(zip(axes, key, strict=True))
-    want["mode"] = mode
-    return [
-        r
-        for r in res.table("requests")
-        if r.get("status") == "ok" and all(str(r.get(a, "")) == v for a, v in want.items())
-    ]
+def _key(row: dict[str, Any], axes: list[str]) -> tuple[str, ...]:
+    return tuple(str(row.get(a, "")) for a in axes)
 
 
-def _summary_of(res: RunResults, axes: list[str], key: tuple[str, ...], mode: str) -> dict:
-    want = dict(zip(axes, key, strict=True))
-    want["mode"] = mode
-    for r in res.summary:
-        if all(str(r.get(a, "")) == v for a, v in want.items()):
-            return r
-    return {}
-
-
-def validate_run(res: RunResults, n_boot: int = 2000, seed: int = 0) -> list[ValidationRow]:
-    """One row per pair of points (real, model) that differ only in mode."""
-    if "mode" not in res.axes:
-        raise ValueError(f"{res.dir}: the run has no mode axis; run it with both modes")
-    axes = [a for a in res.axes if a != "mode"]
-    keys = list(dict.fromkeys(res.key(r, axes) for r in res.summary))
+def validate_runs(
+    real: RunResults, model: RunResults, n_boot: int = 2000, seed: int = 0
+) -> list[ValidationRow]:
+    """One row per point of ``real`` that ``model`` has too (same values of every axis
+    but mode), in the real run's point order."""
+    axes = [a for a in real.axes if a != "mode"]
+    missing = [a for a in axes if a not in model.axes]
+    if missing:
+        raise ValueError(f"{model.dir}: has no axis {missing[0]!r} of {real.dir}")
+    ok = {"real": {}, "model": {}}  # type: dict[str, dict[tuple[str, ...], list[dict]]]
+    for side, res in (("real", real), ("model", model)):
+        for r in res.table("requests"):
+            if r.get("status") == "ok":
+                ok[side].setdefault(_key(r, axes), []).append(r)
+    summaries = {
+        side: {_key(r, axes): r for r in res.summary}
+        for side, res in (("real", real), ("model", model))
+    }
     out = []
-    for key in keys:
-        real_rows = _rows_of(res, axes, key, "real")
-        model_rows = _rows_of(res, axes, key, "model")
+    for key in dict.fromkeys(_key(r, axes) for r in real.summary):
+        real_rows, model_rows = ok["real"].get(key, []), ok["model"].get(key, [])
         if not real_rows or not model_rows:
             continue
-        real: dict[str, Interval] = {}
-        model: dict[str, float] = {}
+        got_real: dict[str, Interval] = {}
+        got_model: dict[str, float] = {}
         for name, col, stat, per_row in METRICS:
             if per_row:
-                values = column(real_rows, col)
-                real[name] = stat_interval([values], stat, n_boot, seed)
+                got_real[name] = stat_interval([column(real_rows, col)], stat, n_boot, seed)
                 mv = column(model_rows, col)
                 mv = mv[~np.isnan(mv)]
-                model[name] = float(statistic(mv, stat)) if mv.size else math.nan
+                got_model[name] = float(statistic(mv, stat)) if mv.size else math.nan
             else:
-                rv = as_float(_summary_of(res, axes, key, "real").get(col))
-                real[name] = Interval(rv, math.nan, math.nan)
-                model[name] = as_float(_summary_of(res, axes, key, "model").get(col))
-        out.append(ValidationRow(dict(zip(axes, key, strict=True)), real, model))
+                rv = as_float(summaries["real"].get(key, {}).get(col))
+                got_real[name] = Interval(rv, math.nan, math.nan)
+                got_model[name] = as_float(summaries["model"].get(key, {}).get(col))
+        out.append(ValidationRow(dict(zip(axes, key, strict=True)), got_real, got_model))
     return out
 
 

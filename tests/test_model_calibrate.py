@@ -1,0 +1,86 @@
+"""kvsim calibrate writes a calibration model runs accept; validate-model pairs the modes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sim.cli import main as cli_main
+from sim.model.calibration import load_calibration
+from sim.model.measure import fit_linear
+from sim.rundir.outputs import read_csv
+
+
+def test_fit_recovers_a_linear_cost() -> None:
+    rows = [
+        {"chunks": c * g, "regions": r, "groups": g, "hold": 0.1 + 2e-4 * c * g * r + 1e-3 * c * g}
+        for c in (8, 64, 512)
+        for r in (4, 61)
+        for g in (1, 2)
+    ]
+    fit, worst = fit_linear(rows, "hold")
+    assert fit.intercept == pytest.approx(0.1, abs=1e-6)
+    assert fit.per_chunk_region == pytest.approx(2e-4, rel=1e-6)
+    assert fit.per_chunk == pytest.approx(1e-3, rel=1e-6)
+    assert worst < 1e-6
+
+
+@pytest.fixture
+def small_calibration(tmp_path):
+    out = tmp_path / "cal.json"
+    args = ["calibrate", "--out", str(out), "--variants", "numpy,synthetic"]
+    args += ["--handlers", "per_group", "--chunks", "1,4", "--regions", "4", "--groups", "1"]
+    assert cli_main([*args, "--reps", "1", "--no-engine"]) == 0
+    return out
+
+
+def test_calibrate_writes_a_file_model_runs_use(small_calibration, write_config, tmp_path):
+    cal = load_calibration(small_calibration)
+    assert cal.cores >= 1
+    assert set(cal.data["variants"]) == {"numpy/per_group", "synthetic"}
+    entry = cal.data["variants"]["numpy/per_group"]
+    assert entry["range"] == {"chunks": [1, 4], "regions": [4, 4], "groups": [1, 1]}
+    assert all(p["hold"] > 0 for p in entry["points"])
+    for key in ("sim_cpu_per_request_ms", "wake_ms", "timer_late_ms", "probe_late_ms"):
+        assert cal.harness[key] >= 0
+    # TINY: 160 tokens of 16 = 10 chunks per group: outside 1-4 chunks, refused ...
+    path = write_config({"mode": "model", "machine": {"calibration": str(small_calibration)}})
+    assert cli_main(["run", str(path), "-q"]) == 2
+    # ... while 4 chunks are covered and run.
+    assert cli_main(["run", str(path), "-q", "--set", "workload.tokens=64", "--force"]) == 0
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["calibration"][0]["digest"] == cal.digest
+
+
+def test_calibrate_refuses_to_overwrite(small_calibration, capsys) -> None:
+    assert cli_main(["calibrate", "--out", str(small_calibration), "--variants", "noop"]) == 2
+    assert "exists; pass --force" in capsys.readouterr().err
+
+
+def test_validate_model_pairs_real_and_model_points(small_calibration, write_config, tmp_path):
+    path = write_config(
+        {
+            "machine": {"calibration": str(small_calibration)},
+            "model": {"block_size": 16},
+            "workload": {"requests": 30, "tokens": 64},
+            "connector": {"variant": "synthetic", "options": {"hold_ms": 2.0}},
+            "sweep": {"connector.workers": [1, 2]},
+        }
+    )
+    out = tmp_path / "val"
+    assert cli_main(["validate-model", str(path), "--out", str(out), "--boot", "200"]) == 0
+    rows = read_csv(out / "validation.csv")
+    assert [r["workers"] for r in rows] == ["1", "2"]
+    for r in rows:
+        real, model = float(r["latency_p50_ms_real"]), float(r["latency_p50_ms_model"])
+        assert real > 0 and model > 0
+        assert float(r["latency_p50_ms_error"]) == pytest.approx((model - real) / real)
+        assert float(r["latency_p50_ms_real_low"]) <= real <= float(r["latency_p50_ms_real_high"])
+    for sub, mode in (("real", "real"), ("model", "model"), ("model-idle", "model")):
+        summary = read_csv(out / sub / "summary.csv")
+        assert [r["mode"] for r in summary] == [mode, mode]
+    idle = read_csv(out / "model-idle" / "summary.csv")
+    assert {float(r["model_background_load"]) for r in idle} == {0.0}
+    text = (out / "validation.md").read_text()
+    assert "latency_p99_ms:" in text and "Background load measured" in text

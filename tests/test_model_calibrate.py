@@ -75,7 +75,7 @@ def test_validate_model_pairs_real_and_model_points(small_calibration, write_con
     for r in rows:
         real, model = float(r["latency_p50_ms_real"]), float(r["latency_p50_ms_model"])
         assert real > 0 and model > 0
-        assert float(r["latency_p50_ms_error"]) == pytest.approx((model - real) / real)
+        assert float(r["latency_p50_ms_error"]) == pytest.approx((model - real) / real, rel=1e-3, abs=1e-4)
         assert float(r["latency_p50_ms_real_low"]) <= real <= float(r["latency_p50_ms_real_high"])
     for sub, mode in (("real", "real"), ("model", "model"), ("model-idle", "model")):
         summary = read_csv(out / sub / "summary.csv")
@@ -83,4 +83,10 @@ def test_validate_model_pairs_real_and_model_points(small_calibration, write_con
     idle = read_csv(out / "model-idle" / "summary.csv")
     assert {float(r["model_background_load"]) for r in idle} == {0.0}
     text = (out / "validation.md").read_text()
-    assert "latency_p99_ms:" in text and "Background load measured" in text
+    assert "latency_p99_ms:" in text and "Background load on this machine" in text
+    loads = json.loads((out / "background_load.json").read_text())
+    assert sorted(loads) == ["0", "1"] and all(len(v) == 2 for v in loads.values())
+    model = read_csv(out / "model" / "summary.csv")
+    for r in model:
+        before, after = loads[str(int(r["workers"]) - 1)]
+        assert float(r["model_background_load"]) == pytest.approx((before + after) / 2, abs=1e-3)

@@ -2,8 +2,9 @@
 
 The config's grid runs three times under ``--out`` (default
 ``results/<name>-validate``): ``real/`` (real mode, child processes as usual),
-``model/`` (model mode, given the background load of other processes measured
-just before and after the real runs: a shared machine is part of the conditions)
+``model/`` (model mode, each point given the background load of other processes
+measured just before and after its real twin, and the thread wake-up and timer
+latencies measured around the real runs: a shared machine is part of the conditions)
 and ``model-idle/`` (model mode on an idle machine). The table pairs every real
 point with its model twin; ``validation.csv`` and ``validation.md`` are written
 in ``--out``. ``--no-run`` reports on finished runs.
@@ -96,13 +97,31 @@ def render(rows: list[Any], title: str) -> tuple[str, list[dict[str, Any]]]:
     return "\n".join(lines) + "\n", csv_rows
 
 
-def _run(path: str, sets: list[str], out_dir: Path, args: argparse.Namespace) -> None:
-    from sim.config import parse_config
+def _run(
+    path: str,
+    sets: list[str],
+    out_dir: Path,
+    args: argparse.Namespace,
+    loads: dict[int, list[float]] | None = None,
+    measure: bool = False,
+) -> None:
+    """Run the grid of ``path`` with ``sets`` into ``out_dir``. With ``measure`` the
+    background load is measured before and after each point into ``loads``; without,
+    each point of a model grid is given the mean of what ``loads`` holds for it."""
+    from sim.config import Point, parse_config
     from sim.model.coverage import check_points
+    from sim.model.measure import measure_background_load
     from sim.rundir.guard import prepare_run_dir
     from sim.sweep.experiment import check_resumable, plan_sweep, run_experiment
 
     cfg, points = parse_config(path, sets)
+    if loads is not None and not measure:
+        points = [
+            Point(p.index, p.axes, _with_load(p.config, sum(loads[p.index]) / 2))
+            if p.index in loads
+            else p
+            for p in points
+        ]
     check_points(points)
     if args.resume:
         check_resumable(cfg, out_dir)
@@ -111,9 +130,30 @@ def _run(path: str, sets: list[str], out_dir: Path, args: argparse.Namespace) ->
     prepare_run_dir(out_dir, args.force, args.resume)
 
     def started(point: Any, _rep: int) -> None:
+        if measure and loads is not None:
+            loads[point.index] = [measure_background_load()]
         print(f"· {point.label}", file=sys.stderr, flush=True)
 
-    run_experiment(cfg, points, Path(path), out_dir, started, resume=args.resume, overrides=sets)
+    def done(rep: Any, _outcome: Any) -> None:
+        if measure and loads is not None:
+            loads[rep.point.index].append(measure_background_load())
+
+    run_experiment(
+        cfg,
+        points,
+        Path(path),
+        out_dir,
+        started,
+        resume=args.resume,
+        overrides=sets,
+        on_point_done=done,
+    )
+
+
+def _with_load(cfg: Any, load: float) -> Any:
+    """``cfg`` with ``machine.background_load`` set (the config objects are frozen)."""
+    machine = cfg.machine.model_copy(update={"background_load": round(load, 3)})
+    return cfg.model_copy(update={"machine": machine})
 
 
 def _merge_conditions(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
@@ -150,8 +190,10 @@ def main(args: argparse.Namespace) -> int:
         cal = point_calibration(cfg)
         base.mkdir(parents=True, exist_ok=True)
         before = measure_conditions()
-        _run(args.config, [*args.set, "mode=real"], real_dir, args)
+        loads: dict[int, list[float]] = {}
+        _run(args.config, [*args.set, "mode=real"], real_dir, args, loads, measure=True)
         after = measure_conditions()
+        write_json(base / "background_load.json", {str(k): v for k, v in loads.items()})
         cond = _merge_conditions(before, after)
         data = json.loads(json.dumps(cal.data))
         data["harness"].update(cond)
@@ -169,21 +211,25 @@ def main(args: argparse.Namespace) -> int:
             f"{cond['wake_ms'] * 1e3:.0f} µs",
             file=sys.stderr,
         )
-        runs = (
-            (model_dir, [f"machine.calibration={cal_file}"]),
-            (idle_dir, [f"machine.calibration={cal.path}", "machine.background_load=0.0"]),
+        _run(
+            args.config,
+            [*args.set, "mode=model", f"machine.calibration={cal_file}"],
+            model_dir,
+            args,
+            loads,
         )
-        for out, extra in runs:
-            _run(args.config, [*args.set, "mode=model", *extra], out, args)
+        idle = [f"machine.calibration={cal.path}", "machine.background_load=0.0"]
+        _run(args.config, [*args.set, "mode=model", *idle], idle_dir, args)
     load_note = ""
-    if cal_file.is_file():
-        c = json.loads(cal_file.read_text())["conditions"]
-        b0, b1 = c["background_load_before"], c["background_load_after"]
+    load_file = base / "background_load.json"
+    if cal_file.is_file() and load_file.is_file():
+        per_point = [x for v in json.loads(load_file.read_text()).values() for x in v]
         load_note = (
-            f"Background load measured on this machine (runnable threads of other processes, "
-            f"fair-share spin test): {b0:.1f} before the real runs, {b1:.1f} after; the model "
-            f"was given their mean, and the wake-up and timer latencies measured with them "
-            f"({cal_file.name}).\n\n"
+            f"Background load on this machine (runnable threads of other processes, measured "
+            f"by a fair-share spin test before and after each real point): "
+            f"{min(per_point):.1f}–{max(per_point):.1f}. Each model point was given the mean "
+            f"of its real twin's two measurements, and the wake-up and timer latencies "
+            f"measured around the real runs ({cal_file.name}).\n\n"
         )
     real = load_results(real_dir)
     rows = validate_runs(real, load_results(model_dir), n_boot=args.boot)

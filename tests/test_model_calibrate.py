@@ -75,7 +75,8 @@ def test_validate_model_pairs_real_and_model_points(small_calibration, write_con
     for r in rows:
         real, model = float(r["latency_p50_ms_real"]), float(r["latency_p50_ms_model"])
         assert real > 0 and model > 0
-        assert float(r["latency_p50_ms_error"]) == pytest.approx((model - real) / real, rel=1e-3, abs=1e-4)
+        err = float(r["latency_p50_ms_error"])
+        assert err == pytest.approx((model - real) / real, rel=1e-3, abs=1e-4)
         assert float(r["latency_p50_ms_real_low"]) <= real <= float(r["latency_p50_ms_real_high"])
     for sub, mode in (("real", "real"), ("model", "model"), ("model-idle", "model")):
         summary = read_csv(out / sub / "summary.csv")

@@ -176,3 +176,23 @@ def test_every_point_names_its_host(write_config, tmp_path, monkeypatch) -> None
     assert {r["host"] for r in read_csv(out / "summary_repeats.csv")} == {"bench-7"}
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["sessions"][-1]["executor"] == "local"
+
+
+def test_recorded_checksums_name_the_drivers_spec(write_config, tmp_path):
+    """A child that records its files' checksums (spec included) checked the host's spec
+    copy; in the run directory the record must hold for the driver's spec."""
+    import hashlib
+
+    _cfg, _points, _out, rep, _spec = _trace_run(write_config, tmp_path)
+    host = tmp_path / "hostrep"
+    host.mkdir()
+    (host / "requests.csv").write_text("a\n1\n")
+    records = {
+        "spec.json": {"size": 2, "sha256": hashlib.sha256(b"{}").hexdigest()},
+        "requests.csv": {"size": 4, "sha256": hashlib.sha256(b"a\n1\n").hexdigest()},
+    }
+    (host / "status.json").write_text(json.dumps({"status": "ok", "files": records}))
+    status = write_outputs(rep.dir, collect_outputs(host), {})
+    for name, rec in status["files"].items():
+        data = (rep.dir / name).read_bytes()
+        assert rec == {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}

@@ -11,6 +11,8 @@ experiment because its data is byte-identical, wherever it lies.
 What comes back is every file the child wrote in its run directory, with a
 SHA-256 of each taken on the host; the driver checks them before writing them
 into ``RUN/points/<slug>/rep-<k>/`` (``status.json`` last, as a local child does).
+Where the child's status records its files' sizes and checksums, that record is
+kept true for the run directory (its ``spec.json`` is the driver's, not the host's).
 Only file names a child writes are accepted, so a host cannot write elsewhere.
 """
 
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sim.rundir.layout import LOG_FILE, STATUS_FILE
+from sim.rundir.layout import LOG_FILE, SPEC_FILE, STATUS_FILE
 from sim.rundir.outputs import write_json
 
 __all__ = [
@@ -127,6 +129,17 @@ def _accepted(name: str) -> bool:
     return plain and (name in (STATUS_FILE, LOG_FILE) or name.endswith(".csv"))
 
 
+def _keep_file_records(rep_dir: Path, status: dict[str, Any]) -> None:
+    """When the child recorded its files' sizes and checksums (``status["files"]``), keep
+    that record true here: the spec it names is the host's copy (config paths pointing at
+    the host's scratch directory), the one in the run directory is the driver's."""
+    records = status.get("files")
+    if not isinstance(records, dict) or SPEC_FILE not in records:
+        return
+    data = (rep_dir / SPEC_FILE).read_bytes()
+    records[SPEC_FILE] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+
 def collect_outputs(rep_dir: Path) -> dict[str, tuple[str, bytes]]:
     """Host side: every file the child wrote, with its checksum, by name."""
     out = {}
@@ -162,6 +175,7 @@ def write_outputs(
         raise TransferError("status.json from the host is not JSON") from None
     if not isinstance(status, dict):
         raise TransferError("status.json from the host is not a JSON object")
+    _keep_file_records(rep_dir, status)
     status.update(extra_status)
     write_json(rep_dir / STATUS_FILE, status)
     return status

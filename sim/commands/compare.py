@@ -60,10 +60,11 @@ def _error(msg: str) -> Exception:
     return UsageError(msg)
 
 
-def _warn(res: Any) -> list[str]:
+def _warn(res: Any, by: str | None = None) -> list[str]:
     from sim.analysis.completeness import completeness_warnings
+    from sim.analysis.hosts import host_warnings
 
-    lines = completeness_warnings(res)
+    lines = completeness_warnings(res) + host_warnings(res, by or "variant")
     if res.note:
         print(res.note, file=sys.stderr)
     for line in lines:
@@ -98,7 +99,7 @@ def _one(args: argparse.Namespace) -> int:
     from sim.rundir.reader import load_results
 
     res = load_results(args.results[0])
-    warnings = _warn(res)
+    warnings = _warn(res, args.by)
     try:
         comp = compare(
             res, args.baseline, args.metric, args.bootstrap, args.seed, args.by or "variant"

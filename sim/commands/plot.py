@@ -23,12 +23,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from sim.analysis.completeness import completeness_warnings
+    from sim.analysis.hosts import host_warnings
     from sim.analysis.plot import plot_results
     from sim.errors import UsageError
     from sim.rundir.reader import load_results
 
     res = load_results(args.results)
-    warnings = completeness_warnings(res)
+    warnings = completeness_warnings(res) + host_warnings(res)
     if res.note:
         print(res.note, file=sys.stderr)
     for line in warnings:

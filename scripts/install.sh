@@ -29,6 +29,8 @@ if ! ldconfig -p 2>/dev/null | grep -q 'libibverbs\.so\.1'; then
     echo "install: the Mooncake store needs libibverbs1; run: sudo apt-get install -y libibverbs1"
   fi
 fi
+# dev and ray first: the tests need them even where the Mooncake package cannot be had.
+"$PY" -m pip install --quiet -e '.[dev,ray]'
 if ! "$PY" -m pip install --quiet -e '.[dev,ray,mooncake]'; then
   echo "install: the Mooncake package could not be installed; store.kind: mooncake is unavailable"
 fi

@@ -29,16 +29,18 @@ def main(args: argparse.Namespace) -> int:
     from sim.rundir.reader import load_results
 
     res = load_results(args.results)
-    warnings = completeness_warnings(res) + host_warnings(res)
+    warnings = completeness_warnings(res)
+    hosts = host_warnings(res)
     if res.note:
         print(res.note, file=sys.stderr)
-    for line in warnings:
+    for line in [*warnings, *hosts]:
         print(f"warning: {line}", file=sys.stderr)
     from sim.rundir.layout import FIGURES_DIR
 
     out = Path(args.out) if args.out else res.dir / FIGURES_DIR
     try:
-        note = "partial run (see warnings)" if warnings else ""
+        notes = ["partial run"] * bool(warnings) + ["mixed hardware"] * bool(hosts)
+        note = f"{' and '.join(notes)} (see warnings)" if notes else ""
         paths = plot_results(res, out, args.x, seed=args.seed, note=note)
     except ValueError as exc:
         raise UsageError(str(exc)) from None

@@ -96,7 +96,7 @@ BAD = [
         "must not exceed",
     ),
     ({"workload": {"tokens": {"dist": "zipf"}}}, "workload.tokens", "unknown dist"),
-    ({"store": {"bandwidth_gbps": 0}}, "store.bandwidth_gbps", "greater than 0"),
+    ({"store": {"bandwidth_gb_per_s": 0}}, "store.bandwidth_gb_per_s", "greater than 0"),
     ({"store": {"latency_ms": float("nan")}}, "store.latency_ms", "finite"),
     ({"gil": {"switch_interval_ms": 0}}, "gil.switch_interval_ms", "greater than 0"),
     ({"name": "has space"}, "name", "pattern"),

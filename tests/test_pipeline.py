@@ -55,7 +55,7 @@ def test_every_request_ends_once_with_consistent_timestamps(write_config) -> Non
             r.latency_ms, (r.done_s - r.arrival_s) * 1e3, rel_tol=1e-3, abs_tol=0.01
         )
         assert r.gil_hold_ms > 0 and r.cpu_ms > 0 and r.queue_ms >= 0
-        modelled = cfg.store.latency_ms + r.bytes / (cfg.store.bandwidth_gbps * 1e9) * 1e3
+        modelled = cfg.store.latency_ms + r.bytes / (cfg.store.bandwidth_gb_per_s * 1e9) * 1e3
         assert r.transfer_ms >= modelled * 0.99  # the modelled transfer really elapsed
         assert r.thread.startswith("kvsim-load-")
     s = res.summary

@@ -45,7 +45,7 @@ BASE = {
     "seed": 5,
     "model": {"regions": 4, "block_len": [1024], "block_size": 128, "num_blocks": 256},
     "connector": {"variant": "numpy", "workers": 1},
-    "store": {"bandwidth_gbps": 50, "latency_ms": 0.2, "concurrency": 2},
+    "store": {"bandwidth_gb_per_s": 50, "latency_ms": 0.2, "concurrency": 2},
     "sweep": {"connector.variant": ["scalar", "numpy"], "connector.workers": [1, 2]},
 }
 

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 
 import pytest
+import simpy
 
 from connectors.base import AddressVariant
 from connectors.registry import ADDRESS_VARIANTS
-from sim.config import StoreConfig, parse_config
+from sim.config import ConfigError, StoreConfig, parse_config
 from sim.runtime.env import HybridEnvironment
 from sim.runtime.pipeline import WatchdogError
 from sim.runtime.point import run_point
@@ -20,25 +22,63 @@ pytestmark = pytest.mark.realthreads
 
 def test_transfer_time_is_latency_plus_bytes_over_bandwidth() -> None:
     env = HybridEnvironment()
-    store = StoreModel(env, StoreConfig(bandwidth_gbps=10, latency_ms=2, concurrency=1))
+    store = StoreModel(env, StoreConfig(bandwidth_gb_per_s=10, latency_ms=2, concurrency=1))
     assert store.transfer_time_s(10**9) == pytest.approx(0.002 + 0.1)
+    capped = StoreConfig(bandwidth_gb_per_s=10, per_transfer_gb_per_s=2, latency_ms=0)
+    assert StoreModel(env, capped).transfer_time_s(10**9) == pytest.approx(0.5)
+
+
+def _ends(cfg: StoreConfig, sizes: list[int], starts: list[float] | None = None) -> list[float]:
+    """When each transfer ends, on SimPy's virtual clock (exact, whatever the load)."""
+    env = simpy.Environment()
+    store = StoreModel(env, cfg)
+    ends = [math.nan] * len(sizes)
+
+    def one(i: int, start: float):
+        yield env.timeout(start)
+        out = yield from store.transfer(sizes[i])
+        assert out.error is None
+        ends[i] = env.now
+
+    for i, start in enumerate(starts or [0.0] * len(sizes)):
+        env.process(one(i, start))
+    env.run()
+    return ends
+
+
+def test_two_equal_transfers_started_together_each_take_twice_as_long() -> None:
+    cfg = StoreConfig(bandwidth_gb_per_s=25, latency_ms=0, concurrency=8)
+    (alone,) = _ends(cfg, [10**9])
+    assert alone == pytest.approx(0.04)
+    assert _ends(cfg, [10**9, 10**9]) == pytest.approx([2 * alone, 2 * alone])
+
+
+def test_the_link_is_shared_as_transfers_come_and_go() -> None:
+    # 1 GB at 10 GB/s; a second 0.5 GB transfer joins at 50 ms: both move at 5 GB/s
+    # until the second is done (100 ms later), then the first has 0.0 GB left alone.
+    cfg = StoreConfig(bandwidth_gb_per_s=10, latency_ms=0, concurrency=4)
+    first, second = _ends(cfg, [10**9, 5 * 10**8], [0.0, 0.05])
+    assert second == pytest.approx(0.15)
+    assert first == pytest.approx(0.15)
+    # Three transfers: the per-transfer cap binds alone, the share binds together.
+    capped = StoreConfig(bandwidth_gb_per_s=10, per_transfer_gb_per_s=4, latency_ms=1)
+    assert _ends(capped, [4 * 10**8]) == pytest.approx([0.101])
+    assert _ends(capped, [3 * 10**8] * 3) == pytest.approx([0.091] * 3)
 
 
 def test_concurrency_limits_transfers_in_flight() -> None:
-    env = HybridEnvironment()
-    store = StoreModel(env, StoreConfig(bandwidth_gbps=1, latency_ms=20, concurrency=2))
-    ends: list[float] = []
+    cfg = StoreConfig(bandwidth_gb_per_s=1, latency_ms=20, concurrency=2)
+    ends = _ends(cfg, [0, 0, 0, 0])
+    assert ends == pytest.approx([0.02, 0.02, 0.04, 0.04])
 
-    def one():
-        out = yield from store.transfer(0)
-        ends.append(env.now)
-        return out
 
-    for _ in range(4):
-        env.process(one())
-    env.run()
-    assert ends[:2] == pytest.approx([0.02, 0.02], abs=0.01)
-    assert ends[2:] == pytest.approx([0.04, 0.04], abs=0.01)
+def test_the_old_bandwidth_key_says_what_it_is_called_now(write_config) -> None:
+    text = "name: old\nworkload: {requests: 2}\nstore: {bandwidth_gbps: 200}\n"
+    with pytest.raises(ConfigError) as err:
+        parse_config(write_config(text=text))
+    msg = str(err.value)
+    assert "bandwidth_gbps is now bandwidth_gb_per_s" in msg and "GB/s" in msg
+    assert "\n" not in msg
 
 
 def test_always_failing_store_fails_every_request_after_all_retries(write_config) -> None:

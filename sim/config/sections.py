@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, Strict, StrictBool, field_validator
+from pydantic import Field, Strict, StrictBool, field_validator, model_validator
 
 from sim.config.mooncake import MooncakeConfig
 from sim.config.types import FrozenModel, NonNegFloat, NonNegInt, PosFloat, PosInt, Prob
@@ -36,8 +36,15 @@ class ConnectorConfig(FrozenModel):
 
 
 class StoreConfig(FrozenModel):
-    """The KV store behind the load path: modelled (transfer time = latency + bytes /
-    bandwidth) or a real Mooncake store (``kind: mooncake``, settings under ``mooncake``)."""
+    """The KV store behind the load path: modelled, or a real Mooncake store (``kind:
+    mooncake``, settings under ``mooncake``).
+
+    The modelled store: a fixed latency, then the bytes over one shared link.
+
+    The transfers in flight (at most ``concurrency``) divide the link's bandwidth
+    equally between them (processor sharing), each capped at ``per_transfer_gb_per_s``
+    when set: two equal transfers started together each take twice as long as one alone.
+    """
 
     kind: Literal["model", "mooncake"] = Field(
         "model",
@@ -48,11 +55,20 @@ class StoreConfig(FrozenModel):
         default_factory=MooncakeConfig, description="Real store settings (kind: mooncake)."
     )
 
-    bandwidth_gbps: PosFloat = Field(
-        100.0, description="Transfer bandwidth in GB/s (10^9 bytes per second)."
+    bandwidth_gb_per_s: PosFloat = Field(
+        100.0,
+        description="Bandwidth of the link all transfers share, in GB/s (10^9 bytes per "
+        "second; a 200 Gbit/s NIC is 25 GB/s).",
     )
-    latency_ms: NonNegFloat = Field(0.5, description="Fixed cost per transfer.")
-    concurrency: PosInt = Field(4, le=4096, description="Transfers in flight at once.")
+    per_transfer_gb_per_s: PosFloat | None = Field(
+        None,
+        description="Most one transfer can move, in GB/s (e.g. one NIC or one stream); "
+        "default: no cap beyond its share of the link.",
+    )
+    latency_ms: NonNegFloat = Field(0.5, description="Fixed cost per transfer (not shared).")
+    concurrency: PosInt = Field(
+        4, le=4096, description="Transfers in flight at once; more wait for a slot."
+    )
     fail_prob: Prob = Field(0.0, description="Probability that one transfer attempt fails.")
     stall_prob: Prob = Field(0.0, description="Probability that one attempt stalls first.")
     stall_ms: NonNegFloat = Field(0.0, description="Extra time a stalled attempt takes.")
@@ -60,6 +76,17 @@ class StoreConfig(FrozenModel):
         2, le=100, description="Attempts after a failed one before the request fails."
     )
     retry_backoff_ms: NonNegFloat = Field(1.0, description="Pause before each retry.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed_bandwidth(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "bandwidth_gbps" in data:
+            raise ValueError(
+                "bandwidth_gbps is now bandwidth_gb_per_s: the old key was in GB/s "
+                "(10^9 bytes per second, not Gbit/s), so keep the number to keep the "
+                "meaning; the link is now shared by the transfers in flight"
+            )
+        return data
 
 
 class GilConfig(FrozenModel):

@@ -218,7 +218,7 @@ def _sim_cpu_per_request_ms(requests: int = 200) -> dict[str, float]:
                 "tokens": 8 * BLOCK_SIZE,
             },
             "connector": {"variant": "noop", "workers": 1},
-            "store": {"latency_ms": 0.2, "bandwidth_gbps": 100.0},
+            "store": {"latency_ms": 0.2, "bandwidth_gb_per_s": 100.0},
         }
     )
     res = run_point(Point(0, {}, cfg))

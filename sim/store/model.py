@@ -1,4 +1,8 @@
-"""The modelled KV store: time = latency + bytes / bandwidth, a bounded number at once.
+"""The modelled KV store: a fixed latency, then the bytes over a link the transfers share.
+
+At most ``concurrency`` transfers are in flight; they divide the link's bandwidth
+between them (:class:`sim.store.link.SharedLink`), so a store that is busy is
+slower for everyone, as a real NIC is.
 
 Faults can be injected (a failed attempt, a stalled attempt) with a retry policy,
 so that a run shows what a flaky store does to load latency. Fault draws come
@@ -17,6 +21,7 @@ import simpy
 
 from sim.config import StoreConfig
 from sim.errors import StoreError
+from sim.store.link import SharedLink
 
 __all__ = ["StoreError", "StoreModel", "TransferOutcome"]
 
@@ -40,13 +45,21 @@ class StoreModel:
         self._env = env
         self._cfg = cfg
         self._slots = simpy.Resource(env, capacity=cfg.concurrency)
+        cap = cfg.per_transfer_gb_per_s
+        self._link = SharedLink(env, cfg.bandwidth_gb_per_s * 1e9, cap * 1e9 if cap else None)
 
     @property
     def config(self) -> StoreConfig:
         return self._cfg
 
+    @property
+    def in_flight(self) -> int:
+        """Transfers moving bytes on the link now."""
+        return self._link.in_flight
+
     def transfer_time_s(self, nbytes: int) -> float:
-        return self._cfg.latency_ms / 1e3 + nbytes / (self._cfg.bandwidth_gbps * 1e9)
+        """How long a transfer of ``nbytes`` takes alone on the link."""
+        return self._cfg.latency_ms / 1e3 + nbytes / self._link.rate(1)
 
     def transfer(
         self, nbytes: int, faults: np.random.Generator | None = None
@@ -67,11 +80,13 @@ class StoreModel:
             with self._slots.request() as slot:
                 yield slot
                 waited += self._env.now - t0
-                duration = self.transfer_time_s(nbytes)
+                pause = cfg.latency_ms / 1e3
                 if stall_draw < cfg.stall_prob:
-                    duration += cfg.stall_ms / 1e3
+                    pause += cfg.stall_ms / 1e3
                     stalls += 1
-                yield self._env.timeout(duration)
+                if pause > 0:
+                    yield self._env.timeout(pause)
+                yield self._link.send(nbytes)
             if fail_draw >= cfg.fail_prob:
                 return TransferOutcome(waited, attempts, stalls)
             if attempt < cfg.retries and cfg.retry_backoff_ms:

@@ -35,4 +35,5 @@ if ! "$PY" -m pip install --quiet -e '.[dev,ray,mooncake]'; then
   echo "install: the Mooncake package could not be installed; store.kind: mooncake is unavailable"
 fi
 "$PY" -c "from sim.store.mooncake import mooncake_missing as m; w = m(); print('install: Mooncake store', 'ready' if w is None else 'unavailable: ' + w)"
+command -v py-spy >/dev/null || echo "install: warning: py-spy is not on PATH; gil.audit: pyspy will say so and skip the audit"
 "$PY" -c "import sim, connectors, torch, numba, simpy; print('install: kvsim ready (torch', torch.__version__ + ')')"

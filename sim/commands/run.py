@@ -73,6 +73,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_set_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument(
+        "--audit",
+        action="store_true",
+        help="audit the GIL meter with py-spy on every point (same as --set gil.audit=pyspy)",
+    )
+    p.add_argument(
         "--set",
         action="append",
         default=[],
@@ -291,15 +296,37 @@ def _noise_floor(rows: list[dict[str, Any]]) -> float:
     return max(vals) if vals else math.nan
 
 
+def _as_float(v: Any) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.nan
+
+
 def _print_behind(out: Any, rows: list[dict[str, Any]], axes: list[str]) -> None:
-    """One warning per point where the harness fell behind its planned arrivals."""
+    """One warning per point where the harness fell behind its planned arrivals or the
+    meter exceeds the py-spy audit; one line per reason the audit could not run."""
+    from sim.analysis.audit import audit_note, audit_problems
     from sim.analysis.behind import behind_note
 
     for r in rows:
         label = " · ".join(f"{a}={r.get(a, '')}" for a in axes) or "the point"
-        note = behind_note(label, r)
-        if note:
-            out.print(f"[yellow]warning:[/yellow] {note}", highlight=False)
+        for note in (behind_note(label, r), audit_note(label, r)):
+            if note:
+                out.print(f"[yellow]warning:[/yellow] {note}", highlight=False)
+    for why in audit_problems(rows):
+        out.print(f"[yellow]warning:[/yellow] GIL audit not run: {why}", highlight=False)
+    audited = [r for r in rows if str(r.get("audit_status", "")) == "ok"]
+    if audited:
+        figures = ", ".join(
+            f"{r.get('variant')} {_as_float(r.get('audit_vs_meter')):.2f}" for r in audited
+        )
+        cpu = max(_as_float(r.get("audit_pyspy_cpu_frac")) for r in audited)
+        out.print(
+            f"GIL audit (py-spy): audit_vs_meter {figures}; py-spy used up to "
+            f"{100 * cpu:.0f} % of a core",
+            highlight=False,
+        )
 
 
 def _executor_choice(args: argparse.Namespace) -> Any:
@@ -323,6 +350,8 @@ def main(args: argparse.Namespace) -> int:
 
     if args.mode:  # --mode is --set mode=...; kept in args.set so a resume hint repeats it
         args.set = [*args.set, f"mode={args.mode}"]
+    if args.audit:  # likewise --audit is --set gil.audit=pyspy
+        args.set = [*args.set, "gil.audit=pyspy"]
     cfg, points = parse_config(args.config, args.set)
     check_baseline(args.baseline, points)
     if any(p.config.mode == "model" for p in points):

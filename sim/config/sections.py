@@ -119,6 +119,15 @@ class GilConfig(FrozenModel):
         description="A wake-up later than this found the GIL busy; keep it above the "
         "probe's wake-up latency on an idle GIL and well below the holds measured.",
     )
+    audit: Literal["off", "pyspy"] = Field(
+        "off",
+        description="pyspy: audit the meter independently — py-spy samples which thread "
+        "holds the GIL (~audit_rate_hz, without stopping the process) over each point's "
+        "load window (real mode; `kvsim run --audit`; docs/gil-method.md).",
+    )
+    audit_rate_hz: PosInt = Field(
+        1000, ge=10, le=10000, description="py-spy's sampling rate for gil.audit."
+    )
 
 
 class LimitsConfig(FrozenModel):

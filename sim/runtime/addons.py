@@ -68,6 +68,18 @@ def _gc(cfg: ExperimentConfig) -> AddOn | None:
 ADDON_FACTORIES.append(_gc)
 
 
+def _audit(cfg: ExperimentConfig) -> AddOn | None:
+    """The py-spy GIL audit, when gil.audit is pyspy. Last: it attaches after every other
+    add-on (after an engine-alone baseline) and detaches first, so that its window is the
+    load's."""
+    from sim.instruments.audit import audit_addon
+
+    return audit_addon(cfg)
+
+
+ADDON_FACTORIES.append(_audit)
+
+
 def build_addons(cfg: ExperimentConfig) -> list[AddOn]:
     out = []
     for factory in ADDON_FACTORIES:

@@ -8,14 +8,16 @@ threads post completions to the inbox with :meth:`HybridEnvironment.complete`.
 Only the simulation thread ever touches SimPy objects (the threading rule).
 
 The one invariant that lets SimPy's own ``step`` run unchanged: the clock is
-only ever moved forward to a time no later than the earliest queued event, so
-popping the queue never moves it backwards.
+only ever moved forward (to deliver a completion) while no queued event is due,
+so to a time before the earliest one, and popping the queue never moves it
+backwards.
 """
 
 from __future__ import annotations
 
 import queue
 import time
+from collections import deque
 from typing import Any
 
 import simpy
@@ -35,10 +37,9 @@ class HybridEnvironment(simpy.Environment):
 
     ``env.now`` never runs ahead of the wall clock: an event scheduled for time
     *t* is processed once the wall clock reaches *t*. When the simulation falls
-    behind (a busy GIL), events are processed late but at their own times, and a
-    completion posted by a thread is delivered at the wall time it is picked up
-    (or at the earliest overdue event, whichever is earlier); the clock never goes
-    backwards.
+    behind (a busy GIL), overdue events are processed late, in time order, at their
+    own times; a completion posted by a thread is delivered once none is overdue, at
+    the wall time it is picked up. The clock never goes backwards.
 
     Timestamps of record are given in *run time*: seconds since the origin, which
     is time zero until :meth:`set_origin` moves it (to where the load starts, so
@@ -48,6 +49,8 @@ class HybridEnvironment(simpy.Environment):
     def __init__(self, stall_timeout_s: float | None = None) -> None:
         super().__init__(initial_time=0.0)
         self._inbox: queue.SimpleQueue[tuple[simpy.Event, bool, Any]] = queue.SimpleQueue()
+        #: Completions taken from the inbox while waiting, delivered on the next pass.
+        self._held: deque[tuple[simpy.Event, bool, Any]] = deque()
         self._pending = 0
         self._t0_ns = time.perf_counter_ns()
         self._origin_ns = self._t0_ns
@@ -96,46 +99,50 @@ class HybridEnvironment(simpy.Environment):
         self._inbox.put((event, ok, value))
 
     # -- the simulation side ---------------------------------------------
-    def _deliver(self, item: tuple[simpy.Event, bool, Any]) -> None:
-        event, ok, value = item
-        self._pending -= 1
-        # Forward to the wall clock, but not past an overdue event (the invariant).
-        now = min(self.wall(), self.peek())
-        if now > self._now:
-            self._now = now
-        if ok:
-            event.succeed(value)
-        else:
-            event.fail(value)
-
-    def _drain(self) -> None:
-        inbox = self._inbox
-        while True:
-            try:
-                item = inbox.get_nowait()
-            except queue.Empty:
-                return
-            self._deliver(item)
+    def _next_posted(self) -> tuple[simpy.Event, bool, Any] | None:
+        """A completion already posted (held back or in the inbox), without waiting."""
+        if self._held:
+            return self._held.popleft()
+        try:
+            return self._inbox.get_nowait()
+        except queue.Empty:
+            return None
 
     def step(self) -> None:
-        """Wait, serving the inbox, until the next event is due; then process it (SimPy)."""
+        """Process the next event once its time has come (SimPy's own ``step``).
+
+        Events come in time order: one already due (its time has passed on the wall
+        clock) is processed before any completion posted since, because the
+        completion happened later. A completion is delivered only while nothing is
+        due, at the wall time it is picked up — which keeps the clock no later than
+        the earliest queued event, and makes a process resumed by a completion see
+        the real time (a transfer it starts then lasts its full modelled time).
+        """
         while True:
-            self._drain()
+            wall = self.wall()
             due = self.peek()
+            if due <= wall:
+                break
+            item = self._next_posted()
+            if item is not None:
+                event, ok, value = item
+                self._pending -= 1
+                if wall > self._now:
+                    self._now = wall
+                if ok:
+                    event.succeed(value)
+                else:
+                    event.fail(value)
+                continue
             if due == _INF and self._pending == 0:
                 raise EmptySchedule()
-            delay = due - self.wall()
-            if delay <= 0:
-                break
-            timeout = self._stall_timeout_s if due == _INF else delay
+            timeout = self._stall_timeout_s if due == _INF else due - wall
             try:
-                item = self._inbox.get(timeout=timeout)
+                self._held.append(self._inbox.get(timeout=timeout))
             except queue.Empty:
                 if due == _INF:
                     raise StallError(
                         f"{self._pending} thread job(s) gave no answer for "
                         f"{self._stall_timeout_s:g} s and no timer is due"
                     ) from None
-                continue
-            self._deliver(item)
         super().step()

@@ -76,6 +76,17 @@ SUMMARY_METRICS = [
     "gil_busy_engine",
     "gil_busy_agreement",
     "core_wait_frac",
+    # py-spy GIL audit (sim.instruments.audit), when gil.audit: pyspy
+    "audit_busy_requests",
+    "audit_busy_harness",
+    "audit_busy_engine",
+    "audit_busy_probe",
+    "audit_vs_meter",
+    "audit_offcore_frac",
+    "audit_vs_meter_oncore",
+    "audit_samples",
+    "audit_pyspy_cpu_frac",
+    "audit_status",
     # engine step loop (sim.instruments.engine), when engine.enabled
     "engine_steps",
     "engine_step_p50_ms",

@@ -44,7 +44,7 @@ class WorkerPool:
         self._env = env
         self._n = workers
         self._name = name
-        self._jobs: queue.Queue[Any] = queue.Queue()
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()  # no lock+condition per job
         self._threads: list[threading.Thread] = []
         self._stopping = threading.Event()
 

@@ -12,6 +12,7 @@ seed fail the same requests however the threads interleave.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
@@ -44,7 +45,10 @@ class StoreModel:
     def __init__(self, env: simpy.Environment, cfg: StoreConfig) -> None:
         self._env = env
         self._cfg = cfg
-        self._slots = simpy.Resource(env, capacity=cfg.concurrency)
+        # Slots as a count and a FIFO of waiters rather than a simpy.Resource: a transfer
+        # that finds a slot free costs no event at all (the harness's cost per request).
+        self._busy = 0
+        self._waiting: deque[simpy.Event] = deque()
         cap = cfg.per_transfer_gb_per_s
         self._link = SharedLink(env, cfg.bandwidth_gb_per_s * 1e9, cap * 1e9 if cap else None)
 
@@ -61,6 +65,13 @@ class StoreModel:
         """How long a transfer of ``nbytes`` takes alone on the link."""
         return self._cfg.latency_ms / 1e3 + nbytes / self._link.rate(1)
 
+    def _release(self) -> None:
+        """Give a finished transfer's slot to the longest waiter, or free it."""
+        if self._waiting:
+            self._waiting.popleft().succeed()
+        else:
+            self._busy -= 1
+
     def transfer(
         self, nbytes: int, faults: np.random.Generator | None = None
     ) -> Generator[Any, Any, TransferOutcome]:
@@ -76,10 +87,15 @@ class StoreModel:
         for attempt in range(cfg.retries + 1):
             attempts = attempt + 1
             fail_draw, stall_draw = faults.random(2) if faults is not None else (1.0, 1.0)
-            t0 = self._env.now
-            with self._slots.request() as slot:
-                yield slot
+            if self._busy < cfg.concurrency:
+                self._busy += 1
+            else:
+                t0 = self._env.now
+                turn = self._env.event()
+                self._waiting.append(turn)
+                yield turn  # a finishing transfer hands its slot over
                 waited += self._env.now - t0
+            try:
                 pause = cfg.latency_ms / 1e3
                 if stall_draw < cfg.stall_prob:
                     pause += cfg.stall_ms / 1e3
@@ -87,6 +103,8 @@ class StoreModel:
                 if pause > 0:
                     yield self._env.timeout(pause)
                 yield self._link.send(nbytes)
+            finally:
+                self._release()
             if fail_draw >= cfg.fail_prob:
                 return TransferOutcome(waited, attempts, stalls)
             if attempt < cfg.retries and cfg.retry_backoff_ms:

@@ -141,7 +141,21 @@ class AddressVariant:
         except ValidationError as exc:
             err = exc.errors()[0]
             field = ".".join(str(x) for x in err["loc"])
-            raise ValueError(f"{field}: {err['msg']} (variant {cls.name!r})") from None
+            allowed = list(cls.Options.model_fields)
+            if err["type"] == "extra_forbidden":
+                import difflib
+
+                close = difflib.get_close_matches(field, allowed, n=1)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                raise ValueError(
+                    f"{field}: not an option of variant {cls.name!r}; {hint}allowed: "
+                    f"{', '.join(allowed)} (`kvsim variants {cls.name}` says what each does)"
+                ) from None
+            got = err.get("input")
+            raise ValueError(
+                f"{field}: {err['msg']} (got {got!r}; variant {cls.name!r}, "
+                f"`kvsim variants {cls.name}` lists its options)"
+            ) from None
 
     def warm_up(self) -> None:
         """Compile, import and touch caches so the first measured request is not special."""

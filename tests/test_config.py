@@ -99,7 +99,7 @@ BAD = [
     ({"store": {"bandwidth_gb_per_s": 0}}, "store.bandwidth_gb_per_s", "greater than 0"),
     ({"store": {"latency_ms": float("nan")}}, "store.latency_ms", "finite"),
     ({"gil": {"switch_interval_ms": 0}}, "gil.switch_interval_ms", "greater than 0"),
-    ({"name": "has space"}, "name", "pattern"),
+    ({"name": "has space"}, "name", "no spaces"),
     ({"seed": -1}, "seed", "greater than or equal"),
     ({"sweep": {"connector.variant": []}}, "sweep", "no values"),
     ({"sweep": {"conector.variant": ["numpy"]}}, "sweep.conector.variant", "did you mean"),

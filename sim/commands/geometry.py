@@ -93,7 +93,8 @@ def _lines(model: str, tp: int, block_size: int, kv_dtype: str) -> list[str]:
     return [
         f"model        {title}",
         f"attention    {shape}",
-        f"dtype        {layout.dtype} ({layout.dtype_bytes} bytes), tp={tp}",
+        f"dtype        {layout.dtype} ({layout.dtype_bytes} "
+        f"byte{'s' if layout.dtype_bytes != 1 else ''}), tp={tp}",
         f"regions      {regions}",
         f"block_len    {blen} bytes per {geo.block_size}-token block per region ({_size(blen)})",
         f"per token    {per_token} bytes per rank ({_size(per_token)})",

@@ -6,6 +6,7 @@ import argparse
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 HELP = "check a config file and list its points without running anything"
 
@@ -65,4 +66,23 @@ def main(args: argparse.Namespace) -> int:
         print(line)
     for line in memory_lines:
         print(line)
+    for line in rounding_notes(points):
+        print(line)
     return 0
+
+
+def rounding_notes(points: Sequence[Any]) -> list[str]:
+    """Token counts the run will round down to the chunk granularity, said before it runs
+    (``tokens: 1000`` with 128-token chunks loads 896 tokens)."""
+    from sim.config.workload import FixedTokens, UniformTokens
+
+    notes: dict[str, None] = {}
+    for p in points:
+        tokens, gran = p.config.workload.tokens, p.config.model.chunk_granularity
+        what = f"a multiple of {gran} tokens, the chunk granularity of the model section"
+        if isinstance(tokens, FixedTokens) and tokens.value % gran:
+            got = max(tokens.value // gran, 1) * gran
+            notes[f"note: workload.tokens {tokens.value} is rounded down to {got} ({what})"] = None
+        elif isinstance(tokens, UniformTokens) and (tokens.low % gran or tokens.high % gran):
+            notes[f"note: workload.tokens draws are rounded down to {what}"] = None
+    return list(notes)

@@ -80,10 +80,12 @@ def _constraints(field: Any) -> str:
 def _section(model: type[BaseModel], prefix: str, out: list[str], seen: set[str]) -> None:
     nested: list[tuple[str, type[BaseModel]]] = []
     title = prefix or "top level"
-    doc = (model.__doc__ or "").strip().splitlines()
+    # The docstring's first paragraph, whole (not its first line: a sentence may wrap).
+    first = (model.__doc__ or "").strip().split("\n\n", 1)[0]
+    doc = " ".join(line.strip() for line in first.splitlines())
     out.append(f"\n## `{title}`" + (f" — {model.__name__}" if prefix else "") + "\n")
     if doc:
-        out.append(doc[0] + "\n")
+        out.append(doc + "\n")
     out.append("| field | type | default | allowed | meaning |")
     out.append("|---|---|---|---|---|")
     for name, field in model.model_fields.items():
@@ -110,6 +112,9 @@ def render() -> str:
         "Every field can be a sweep axis by its dotted path, e.g. `connector.workers`.",
     ]
     _section(ExperimentConfig, "", out, set())
+    from sim.config.option_doc import variant_options_markdown
+
+    out += variant_options_markdown()
     return "\n".join(out) + "\n"
 
 

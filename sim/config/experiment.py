@@ -24,7 +24,8 @@ class ExperimentConfig(FrozenModel):
     name: str = Field(
         ...,
         pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$",
-        description="Experiment name: letters, digits, '_', '.', '-' (used in paths).",
+        description="Experiment name (used in paths): letters, digits, '_', '.', '-', no "
+        "spaces; starts with a letter or digit; at most 100 characters.",
     )
     seed: NonNegInt = Field(0, description="Seed of the run's one random generator.")
     mode: Literal["real", "model"] = Field(

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 from sim.config.experiment import ExperimentConfig, Point, expand_points
 from sim.config.overrides import apply_overrides, parse_overrides
 from sim.config.paths import CONFIG_DIR
+from sim.config.sweep_axes import axis_problem, sweep_value_line
 from sim.errors import ConfigError
 
 __all__ = ["ConfigError", "load_config", "load_points", "parse_config"]
@@ -152,9 +153,32 @@ def _describe(err: dict[str, Any]) -> tuple[tuple[Any, ...], str]:
         return loc, f"needs '{disc}'"
     msg = err["msg"].replace("Value error, ", "")
     given = err.get("input")
+    words = _in_words(kind, loc, err)
+    if words is not None:
+        return loc, words
     if kind not in ("model_type", "dict_type") and not isinstance(given, (dict, list)):
         msg += f" (got {given!r})"
     return loc, msg
+
+
+def _in_words(kind: str, loc: tuple[Any, ...], err: dict[str, Any]) -> str | None:
+    """pydantic's wording replaced by what is allowed, for the errors users meet most."""
+    given = err.get("input")
+    if kind in ("model_type", "dict_type", "model_attributes_type") and not isinstance(given, dict):
+        return f"expected a section of settings ({{key: value, ...}}), got {given!r}"
+    if kind in ("tuple_type", "list_type"):
+        if loc and loc[0] == "sweep":
+            return (
+                f"the values of a sweep axis are a list, e.g. [{given!r}] or [1, 2, 4] "
+                f"(got {given!r})"
+            )
+        return f"expected a list such as [1, 2] (got {given!r})"
+    if kind == "string_pattern_mismatch":
+        model = _model_at(tuple(err["loc"]))
+        field = getattr(model, "model_fields", {}).get(loc[-1]) if loc else None
+        allowed = field.description if field is not None and field.description else ""
+        return f"{given!r} is not allowed" + (f"; {allowed}" if allowed else "")
+    return None
 
 
 _UNION_TAGS = {
@@ -181,9 +205,9 @@ def _build(
         cfg = ExperimentConfig.model_validate(raw, context={CONFIG_DIR: path.parent})
     except ValidationError as exc:
         loc, msg = _describe(exc.errors()[0])
-        line = _line_of(node, loc)
-        at = f"{path}:{line}" if line else str(path)
         dotted = ".".join(str(x) for x in loc)
+        line = (sweep_value_line(node, dotted, raw) if where else None) or _line_of(node, loc)
+        at = f"{path}:{line}" if line else str(path)
         given = next((k for k in overridden if dotted == k or dotted.startswith(k + ".")), None)
         if given is not None:
             at = f"{path} (--set {given})"
@@ -197,7 +221,10 @@ def _check_variant(path: Path, node: yaml.Node | None, cfg: ExperimentConfig, wh
     from connectors import registry
 
     suffix = f" [at {where}]" if where else ""
-    line = _line_of(node, ("connector", "variant"))
+    point = {"connector": {"variant": cfg.connector.variant}}
+    line = (sweep_value_line(node, "connector.variant", point) if where else None) or _line_of(
+        node, ("connector", "variant")
+    )
     at = f"{path}:{line}" if line else str(path)
     names = registry.address_variant_names()
     if cfg.connector.variant not in names:
@@ -210,7 +237,12 @@ def _check_variant(path: Path, node: yaml.Node | None, cfg: ExperimentConfig, wh
     try:
         registry.get_address_variant(cfg.connector.variant).validate_options(cfg.connector.options)
     except (ValueError, TypeError) as exc:
-        line = _line_of(node, ("connector", "options")) or line
+        opts = {"connector": {"options": dict(cfg.connector.options)}}
+        line = (
+            (sweep_value_line(node, "connector.options", opts) if where else None)
+            or _line_of(node, ("connector", "options"))
+            or line
+        )
         at = f"{path}:{line}" if line else str(path)
         raise ConfigError(f"{at}: connector.options: {exc}{suffix}") from None
 
@@ -241,15 +273,12 @@ def parse_config(
             raise ConfigError(str(exc)) from None
         overridden = tuple(k for k, _ in parsed)
     cfg = _build(path, node, raw, overridden=overridden)
-    known_top = set(ExperimentConfig.model_fields) - {"sweep", "repeats", "name"}
     for axis in cfg.sweep:
-        head = axis.split(".", 1)[0]
-        if head not in known_top:
-            close = difflib.get_close_matches(head, sorted(known_top), n=1)
-            hint = f"did you mean '{close[0]}'?" if close else f"allowed: {sorted(known_top)}"
+        problem = axis_problem(ExperimentConfig, axis)
+        if problem:
             line = _line_of(node, ("sweep", axis))
             at = f"{path}:{line}" if line else str(path)
-            raise ConfigError(f"{at}: sweep.{axis}: not a config field; {hint}")
+            raise ConfigError(f"{at}: sweep.{axis}: {problem}")
     points = expand_points(raw, lambda r, where: _build(path, node, r, where, overridden))
     _check_data_files(path, node, [cfg, *(p.config for p in points)])
     return cfg, points

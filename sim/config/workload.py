@@ -192,7 +192,8 @@ class WorkloadConfig(FrozenModel):
     )
     arrival: ArrivalConfig = Field(
         default_factory=PoissonArrival,
-        description="Arrival process (kind: poisson | constant | onoff | closed | trace).",
+        description="Arrival process (kind: poisson | constant | onoff | closed | trace); "
+        "without kind, poisson.",
     )
     tokens: TokensConfig = Field(
         default_factory=FixedTokens,
@@ -203,12 +204,25 @@ class WorkloadConfig(FrozenModel):
     @model_validator(mode="before")
     @classmethod
     def _plain_int_is_fixed(cls, data):
-        if (
-            isinstance(data, dict)
-            and isinstance(data.get("tokens"), int)
-            and not isinstance(data.get("tokens"), bool)
-        ):
-            data = {**data, "tokens": {"dist": "fixed", "value": data["tokens"]}}
+        if not isinstance(data, dict):
+            return data
+        tokens = data.get("tokens")
+        if isinstance(tokens, int) and not isinstance(tokens, bool):
+            data = {**data, "tokens": {"dist": "fixed", "value": tokens}}
+        elif isinstance(tokens, (str, float)):
+            raise ValueError(
+                f"tokens: {tokens!r} is not a token count; write a whole number of tokens "
+                "(e.g. 65536 for 64K) or a distribution such as "
+                "{dist: uniform, low: 1024, high: 65536}"
+            )
+        # The documented defaults apply when a section gives fields but no kind/dist,
+        # e.g. `arrival: {rate_rps: 30}` or a sweep of workload.arrival.rate_rps.
+        arrival = data.get("arrival")
+        if isinstance(arrival, dict) and "kind" not in arrival:
+            data = {**data, "arrival": {"kind": "poisson", **arrival}}
+        tokens = data.get("tokens")
+        if isinstance(tokens, dict) and "dist" not in tokens:
+            data = {**data, "tokens": {"dist": "fixed", **tokens}}
         return data
 
     @model_validator(mode="after")

@@ -133,7 +133,7 @@ class _Point:
         rec.start_s = job.start
         rec.cpu_done_s = job.end
         rec.queue_ms = (job.start - arrival) * 1e3
-        rec.cpu_ms = wall * 1e3
+        rec.stage_wall_ms = wall * 1e3
         rec.gil_hold_ms = job.hold_s * 1e3
         rec.gil_wait_ms = max(0.0, wall - job.hold_s - job.free_wall) * 1e3
         if req.draw < self.fail_prob:

@@ -59,7 +59,7 @@ SUMMARY_METRICS = [
     # the hold by stage (requests.csv hold_*_ms), and collections per request on its thread
     *STAGE_METRICS,
     "gc_per_request",
-    "cpu_mean_ms",
+    "stage_wall_mean_ms",
     "queue_p50_ms",
     "queue_p99_ms",
     "transfer_p50_ms",
@@ -203,7 +203,7 @@ def summarize_requests(
         "gil_hold_p99_ms": h99,
         "gil_wait_mean_ms": _mean(wait),
         "gil_wait_p99_ms": percentiles(wait, [99])[0],
-        "cpu_mean_ms": _mean(r.cpu_ms for r in records),
+        "stage_wall_mean_ms": _mean(r.stage_wall_ms for r in records),
         "queue_p50_ms": q50,
         "queue_p99_ms": q99,
         "transfer_p50_ms": t50,

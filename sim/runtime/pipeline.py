@@ -107,7 +107,7 @@ class LoadPipeline:
         rec.start_s = env.to_run_time(t.start_ns)
         rec.cpu_done_s = env.to_run_time(t.end_ns)
         rec.queue_ms = (t.start_ns - arrival_ns) / 1e6
-        rec.cpu_ms = t.wall_ns / 1e6
+        rec.stage_wall_ms = t.wall_ns / 1e6
         rec.gil_hold_ms = t.hold_ns / 1e6
         rec.gil_wait_ms = t.wait_ns / 1e6
         if t.stages is not None:
@@ -136,7 +136,7 @@ class LoadPipeline:
                 rec.transfer_bytes = rec.bytes if xfer.error is None else 0
             else:  # real: the get, measured in the load thread (part of its job)
                 rec.transfer_ms = xfer.transfer_ms
-                rec.cpu_ms -= xfer.transfer_ms
+                rec.stage_wall_ms -= xfer.transfer_ms
                 rec.transfer_bytes = xfer.transfer_bytes or 0
         rec.done_s = env.to_run_time(done_ns)
         rec.latency_ms = (done_ns - arrival_ns) / 1e6

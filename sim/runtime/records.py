@@ -31,7 +31,9 @@ class RequestRecord:
     cpu_done_s: float = float("nan")
     done_s: float = float("nan")
     queue_ms: float = float("nan")
-    cpu_ms: float = float("nan")
+    #: Wall time of the CPU stages on the load thread: GIL hold plus GIL wait (and any
+    #: GIL-free work), not CPU time. Called cpu_ms before.
+    stage_wall_ms: float = float("nan")
     gil_hold_ms: float = float("nan")
     gil_wait_ms: float = float("nan")
     #: gil_hold_ms by stage (sim.instruments.stages): chunk list and store keys, the

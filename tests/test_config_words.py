@@ -1,0 +1,56 @@
+"""Config errors from the newcomer trial, in words: what is allowed, at the right line."""
+
+from __future__ import annotations
+
+import pytest
+
+from sim.config import ConfigError, parse_config
+
+CASES = [
+    # (yaml text after "name: t\n", line, fragment)
+    ("workload: {tokens: 64K}\n", 2, "write a whole number of tokens (e.g. 65536 for 64K)"),
+    ("sweep: {connector.workers: 4}\n", 2, "the values of a sweep axis are a list, e.g. [4]"),
+    ("store: 5\n", 2, "expected a section of settings"),
+    ("sweep: {workers: [1, 2]}\n", 2, "did you mean 'connector.workers'?"),
+    ("sweep: {store.bandwith_gbps: [1, 2]}\n", 2, "did you mean 'store.bandwidth_gb_per_s'?"),
+    ("sweep: {store: [1]}\n", 2, "names a whole section"),
+    (
+        "connector: {variant: rows, options: {pause_gcc: true}}\n",
+        2,
+        "did you mean 'pause_gc'? allowed: pause_gc, share_size_rows, promote_young",
+    ),
+    (
+        "seed: 1\nconnector:\n  variant: numpy\nsweep:\n  connector.variant:\n    - numpy\n"
+        "    - nunba\n",
+        8,
+        "unknown variant 'nunba'; did you mean 'numba'?",
+    ),
+    ("sweep:\n  store.bandwidth_gb_per_s: [1,\n    -2]\n", 4, "greater than 0"),
+]
+
+
+@pytest.mark.parametrize(("text", "line", "fragment"), CASES)
+def test_errors_say_what_is_allowed_at_the_line(tmp_path, text, line, fragment) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("name: t\n" + text)
+    with pytest.raises(ConfigError) as info:
+        parse_config(path)
+    msg = str(info.value)
+    assert msg.startswith(f"{path}:{line}:"), msg
+    assert fragment in msg, msg
+    assert "Input should be a valid" not in msg and "Extra inputs" not in msg
+
+
+def test_name_with_a_space_is_explained(tmp_path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("name: my study\n")
+    with pytest.raises(ConfigError, match=r"'my study' is not allowed; .*no spaces"):
+        parse_config(path)
+
+
+def test_sweeping_the_rate_uses_the_default_poisson_arrival(tmp_path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("name: t\nsweep: {workload.arrival.rate_rps: [10, 20]}\n")
+    _, points = parse_config(path)
+    arrivals = [p.config.workload.arrival for p in points]
+    assert [(a.kind, a.rate_rps) for a in arrivals] == [("poisson", 10), ("poisson", 20)]

@@ -5,7 +5,12 @@ each step has) and the index of every one of K components. ``query_start_loc``
 and its device copy are prepared once per batch shape, because the model runner
 makes them for every variant alike. All variants run in one process, their order
 rotated every repeat so drift on a shared machine hits them alike; each figure
-is the median over repeats of the mean over ``iters`` steps, after warm-up. On
+is the median over repeats of the mean over ``iters`` steps, with the p10 and p90
+of those repeats beside it (a median that jumps between runs shows as a wide
+spread). Warm-up — one untimed block of ``iters`` steps per variant and case, so
+first-touch allocations and lazy initialisation stay out — precedes timing. The
+ratio is a time ratio, as everywhere in kvsim: the variant's time ÷ the
+baseline's (below 1 is faster), plus "× faster" in words. On
 CUDA the device is synchronised at the end of each timed block, so queued copies
 and kernels are paid for. Ratios are printed, never a pass/fail threshold.
 """
@@ -34,7 +39,9 @@ CSV_COLUMNS = [
     "components",
     "device",
     "us_per_step",
-    "speedup_vs_per_component",
+    "us_p10",
+    "us_p90",
+    "time_ratio_vs_per_component",
     "repeats",
     "iters",
     "torch",
@@ -156,13 +163,14 @@ def run_bench(
 
         for v in variants:
             _check(v, make_meta())
-            _time_block(v, make_meta, max(1, iters // 4))
+            _time_block(v, make_meta, iters)  # warm-up: untimed
         samples: dict[str, list[float]] = {n: [] for n in names}
         for rep in range(repeats):
             shift = rep % len(variants)
             for v in variants[shift:] + variants[:shift]:
                 samples[v.name].append(_time_block(v, make_meta, iters))
         medians = {n: statistics.median(s) for n, s in samples.items()}
+        spread = {n: _p10_p90(s) for n, s in samples.items()}
         base = medians.get(BASELINE, float("nan"))
         for n in names:
             rows.append(
@@ -175,15 +183,32 @@ def run_bench(
                     "components": components,
                     "device": dev,
                     "us_per_step": medians[n],
-                    "speedup_vs_per_component": base / medians[n]
-                    if medians[n] > 0
-                    else float("nan"),
+                    "us_p10": spread[n][0],
+                    "us_p90": spread[n][1],
+                    "time_ratio_vs_per_component": medians[n] / base if base > 0 else float("nan"),
                     "repeats": repeats,
                     "iters": iters,
                     "torch": torch.__version__,
                 }
             )
     return rows
+
+
+def _p10_p90(samples: Sequence[float]) -> tuple[float, float]:
+    import numpy as np
+
+    lo, hi = np.percentile(np.asarray(samples, dtype=float), [10, 90])
+    return float(lo), float(hi)
+
+
+def _ratio_text(ratio: float) -> str:
+    """``0.25× (4.0× faster)``: the time ratio, then what it means."""
+    if ratio != ratio:
+        return "—"
+    if ratio == 1.0:
+        return "1.00×"
+    words = f"{1 / ratio:.1f}× faster" if ratio < 1 else f"{ratio:.1f}× slower"
+    return f"{ratio:.2f}× ({words})"
 
 
 def _table(rows: Sequence[dict[str, Any]], title: str) -> Any:
@@ -195,21 +220,22 @@ def _table(rows: Sequence[dict[str, Any]], title: str) -> Any:
     table.add_column("tokens", justify="right")
     table.add_column("variant")
     table.add_column("µs/step", justify="right")
-    table.add_column(f"× vs {BASELINE}", justify="right")
+    table.add_column("p10–p90 µs", justify="right")
+    table.add_column(f"time ÷ {BASELINE}", justify="right")
     previous = None
     for r in rows:
         new_case = r["case"] != previous
         if new_case and previous is not None:
             table.add_section()
         previous = r["case"]
-        ratio = r["speedup_vs_per_component"]
         table.add_row(
             r["case"] if new_case else "",
             str(r["batch_size"]) if new_case else "",
             str(r["padded_tokens"]) if new_case else "",
             r["variant"],
             f"{r['us_per_step']:.2f}",
-            "—" if ratio != ratio else f"{ratio:.2f}×",
+            f"{r['us_p10']:.2f}–{r['us_p90']:.2f}",
+            _ratio_text(r["time_ratio_vs_per_component"]),
         )
     return table
 
@@ -241,7 +267,7 @@ def main(args: argparse.Namespace) -> int:
         r["cpu_model"] = machine["cpu_model"]
     title = (
         f"index variants · K={args.components} · device {rows[0]['device']} · "
-        f"median of {args.repeats}×{args.iters} steps"
+        f"median (and p10–p90) of {args.repeats} blocks × {args.iters} steps, after warm-up"
     )
     console.print(_table(rows, title))
     console.print(

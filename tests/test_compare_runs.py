@@ -107,3 +107,20 @@ def test_compare_warns_about_an_interrupted_or_partial_run(tmp_path, capsys) -> 
     assert "fewer repeats than planned: variant=scalar, workers=1 (2 of 3)" in cap.err
     md = (run / "compare.md").read_text()
     assert "**Warning:**" in md and "interrupted" in md
+
+
+def test_pooled_and_per_repeat_p99_are_labelled(tmp_path) -> None:
+    from rich.console import Console
+
+    from sim.analysis.report import comparison_table
+
+    run = write_run(tmp_path / "run", repeats=2)
+    assert main(["compare", str(run), "--bootstrap", "100"]) == 0
+    assert "pooled" in (run / "compare.md").read_text()
+    rows = [
+        {"variant": "scalar", "workers": 1, "repeats": 2, "latency_p99_ms": 30.5,
+         "latency_p99_ms_std": 1.0, "ok": 10, "requests": 10}
+    ]  # fmt: skip
+    console = Console(width=200, record=True)
+    console.print(comparison_table(rows, ["variant", "workers"], "scalar", "t"))
+    assert "mean of per-repeat p99s" in " ".join(console.export_text().split())

@@ -121,3 +121,15 @@ def test_plot_warns_about_a_partial_run(tmp_path, capsys) -> None:
     )
     assert main(["plot", str(run)]) == 0
     assert "the run was interrupted (3 of 4 point runs finished)" in capsys.readouterr().err
+
+
+def test_engine_step_markers_are_not_clipped(tmp_path) -> None:
+    res = load_results(write_run(tmp_path / "run", n=40, steps=True))
+    fig = figures.engine_steps(plt, res, Layout(list(res.axes), "workers"))
+    for ax in fig.axes:
+        data = [ln for ln in ax.get_lines() if ln.get_marker() not in (None, "", "None")]
+        top = max(np.nanmax(ln.get_ydata()) for ln in data)
+        lo, hi = ax.get_xlim()
+        xs = [x for ln in data for x in np.atleast_1d(ln.get_xdata())]
+        assert top < ax.get_ylim()[1] and lo < min(xs) and max(xs) < hi
+    plt.close(fig)

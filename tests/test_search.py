@@ -123,3 +123,21 @@ def test_search_argument_errors_are_one_line(write_config, capsys) -> None:
                  "workload.arrival.rate_rps"]) == 2  # fmt: skip
     assert "is kind 'closed'" in capsys.readouterr().err
     assert main([*base, "--slo", "latency_p99_ms<=3", "--max-runs", "0"]) == 2
+
+
+def test_search_over_workers_scans_and_names_the_best(write_config, tmp_path, capsys) -> None:
+    path = write_config({})
+    out = tmp_path / "w"
+    args = ["search", str(path), "--slo", "latency_p99_ms<=100000", "--over",
+            "connector.workers", "--hi", "2", "--out", str(out), "--in-process"]  # fmt: skip
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    rows = read_csv(out / "summary.csv")
+    assert sorted(r["workers"] for r in rows) == ["1", "2"]  # powers of two up to --hi
+    tried = json.loads((out / "search.json").read_text())["series"][0]["tried"]
+    met = [t for t in tried if t["meets"]]  # a point the harness fell behind on is a miss
+    if met:
+        best = min(met, key=lambda t: t["values"]["latency_p99_ms"])["value"]
+        assert f"numpy: best workers = {best} under p99 load latency ≤ 100000 ms" in text
+    else:
+        assert "numpy misses p99 load latency ≤ 100000 ms" in text

@@ -106,6 +106,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         hint = hint_fn(args) if hint_fn is not None else ""
         print("kvsim: interrupted" + (f"; {hint}" if hint else ""), file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return _broken_pipe()
+    except OSError as exc:  # the disk filled up, a file vanished: say which, no traceback
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"kvsim: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 1
+    except RecursionError:
+        print("kvsim: error: input nested too deeply to process", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print("kvsim: error: out of memory; lower the config's sizes", file=sys.stderr)
+        return 1
+
+
+def _broken_pipe() -> int:
+    """Output piped into ``head`` that exited: stop quietly, as Unix tools do (128 + SIGPIPE).
+
+    stdout is pointed at /dev/null so that the interpreter's final flush does not
+    raise (and print) a second BrokenPipeError.
+    """
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 141
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -68,6 +68,7 @@ def main(args: argparse.Namespace) -> int:
         print(line)
     for line in rounding_notes(points):
         print(line)
+    print(budget_line(cfg, points, counts))
     return 0
 
 
@@ -86,3 +87,25 @@ def rounding_notes(points: Sequence[Any]) -> list[str]:
         elif isinstance(tokens, UniformTokens) and (tokens.low % gran or tokens.high % gran):
             notes[f"note: workload.tokens draws are rounded down to {what}"] = None
     return list(notes)
+
+
+def budget_line(cfg: Any, points: list[Any], counts: list[int]) -> str:
+    """What the run will cost at least: requests in all, memory and wall time per point."""
+    from sim.config.budget import check_points, human_bytes, human_seconds
+
+    estimates = check_points("", points, counts)  # parse_config already refused past limits
+    runs = len(points) * cfg.repeats
+    total = sum(counts) * cfg.repeats
+    mem = max((e.memory_bytes for e in estimates), default=0.0)
+    walls = [e.wall_s for p, e in zip(points, estimates, strict=True) if p.config.mode != "model"]
+    wall = (
+        f"; wall time ≥ {human_seconds(max(walls))} per point, ≥ "
+        f"{human_seconds(sum(walls) * cfg.repeats)} in all (modelled time is wall time)"
+        if walls
+        else ""
+    )
+    return (
+        f"budget: {runs} point run(s), {total} requests in all; memory ≥ "
+        f"{human_bytes(mem)} per point{wall} (limits.max_points {cfg.limits.max_points}, "
+        f"limits.max_point_s {cfg.limits.max_point_s:g})"
+    )

@@ -27,7 +27,7 @@ class ExperimentConfig(FrozenModel):
         description="Experiment name (used in paths): letters, digits, '_', '.', '-', no "
         "spaces; starts with a letter or digit; at most 100 characters.",
     )
-    seed: NonNegInt = Field(0, description="Seed of the run's one random generator.")
+    seed: NonNegInt = Field(0, le=2**64 - 1, description="Seed of the run's one random generator.")
     mode: Literal["real", "model"] = Field(
         "real",
         description="real: real threads on this machine, in real time; model: a discrete-event "

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import Field, Strict, ValidationInfo, field_validator, model_validator
 
 from sim.config.hf_config import DTYPE_BYTES
 from sim.config.model_source import resolve_model_source
@@ -24,9 +24,10 @@ class GeometryConfig(FrozenModel):
         description="KV-cache regions: one per layer for MLA models, two (K and V) per "
         "layer for MHA/GQA models.",
     )
-    block_len: tuple[PosInt, ...] = Field(
+    block_len: tuple[Annotated[int, Strict(), Field(gt=0, le=1 << 30)], ...] = Field(
         (147456,),
         min_length=1,
+        max_length=4096,
         description="Bytes per block for each region; region r uses "
         "block_len[r % len(block_len)], so a shorter list repeats.",
     )
@@ -35,6 +36,7 @@ class GeometryConfig(FrozenModel):
     )
     hash_block_size: PosInt | None = Field(
         None,
+        le=1 << 20,
         description="Tokens per hash block; chunk spans are multiples of it. "
         "Defaults to block_size; must divide block_size.",
     )
@@ -52,6 +54,7 @@ class GeometryConfig(FrozenModel):
     base_addr: int = Field(
         0x7F00_0000_0000,
         ge=0,
+        le=INT64_MAX,
         description="Address of region 0; regions follow each other without gaps.",
     )
     preset: str | None = Field(

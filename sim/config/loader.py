@@ -22,62 +22,11 @@ from sim.errors import ConfigError
 
 __all__ = ["ConfigError", "load_config", "load_points", "parse_config"]
 
-MAX_NODES = 100_000
-MAX_FILE_BYTES = 4 << 20
-
 
 def _read_yaml(path: Path) -> tuple[Any, yaml.Node | None]:
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
-    if path.is_dir():
-        raise ConfigError(f"{path}: is a directory, expected a YAML file")
-    if size > MAX_FILE_BYTES:
-        raise ConfigError(f"{path}: {size} bytes is too large for a config (limit 4 MiB)")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not a UTF-8 text file") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(f"{path}{where}: not valid YAML ({problem})") from None
-    if node is None:
-        raise ConfigError(f"{path}: empty file; expected a mapping with at least 'name'")
-    _check_size(path, node)
-    data = yaml.SafeLoader(text).get_single_data()
-    return data, node
+    from sim.config.yaml_reader import read_yaml
 
-
-def _check_size(path: Path, node: yaml.Node) -> None:
-    """Refuse alias bombs: count nodes as if every alias were expanded."""
-    memo: dict[int, int] = {}
-
-    def count(n: yaml.Node) -> int:
-        if id(n) in memo:
-            return memo[id(n)]
-        memo[id(n)] = 1  # cycle guard
-        total = 1
-        if isinstance(n, yaml.MappingNode):
-            total += sum(count(k) + count(v) for k, v in n.value)
-        elif isinstance(n, yaml.SequenceNode):
-            total += sum(count(c) for c in n.value)
-        memo[id(n)] = total
-        return total
-
-    if count(node) > MAX_NODES:
-        raise ConfigError(
-            f"{path}: expands to more than {MAX_NODES} YAML nodes (alias bomb?); "
-            "configs are small mappings"
-        )
+    return read_yaml(path)
 
 
 def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
@@ -279,9 +228,36 @@ def parse_config(
             line = _line_of(node, ("sweep", axis))
             at = f"{path}:{line}" if line else str(path)
             raise ConfigError(f"{at}: sweep.{axis}: {problem}")
+    _check_budget(path, node, cfg, None)  # the grid's size, before it is expanded
     points = expand_points(raw, lambda r, where: _build(path, node, r, where, overridden))
     _check_data_files(path, node, [cfg, *(p.config for p in points)])
+    _check_budget(path, node, cfg, points)
     return cfg, points
+
+
+def _check_budget(
+    path: Path, node: yaml.Node | None, cfg: ExperimentConfig, points: list[Point] | None
+) -> None:
+    """Refuse a grid, a point's memory or its wall time past ``limits`` (sim.config.budget)."""
+    from sim.config import budget
+
+    if points is None:
+        line = _line_of(node, ("sweep",))
+        budget.check_grid(
+            f"{path}:{line}" if line else str(path), cfg.sweep, cfg.repeats, cfg.limits
+        )
+        return
+    from sim.workload.plan import planned_requests
+
+    memo: dict[str, Any] = {}
+    counts = []
+    for p in points:
+        try:
+            counts.append(planned_requests(p.config, memo)[0])
+        except ConfigError:  # a replay that cannot be planned is the run's to report
+            arrival = p.config.workload.arrival
+            counts.append(getattr(arrival, "limit", None) or p.config.workload.requests)
+    budget.check_points(str(path), points, counts)
 
 
 def _check_data_files(path: Path, node: yaml.Node | None, cfgs: list[ExperimentConfig]) -> None:

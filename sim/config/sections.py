@@ -57,25 +57,29 @@ class StoreConfig(FrozenModel):
 
     bandwidth_gb_per_s: PosFloat = Field(
         100.0,
+        le=1e6,
         description="Bandwidth of the link all transfers share, in GB/s (10^9 bytes per "
         "second; a 200 Gbit/s NIC is 25 GB/s).",
     )
     per_transfer_gb_per_s: PosFloat | None = Field(
         None,
+        le=1e6,
         description="Most one transfer can move, in GB/s (e.g. one NIC or one stream); "
         "default: no cap beyond its share of the link.",
     )
-    latency_ms: NonNegFloat = Field(0.5, description="Fixed cost per transfer (not shared).")
+    latency_ms: NonNegFloat = Field(
+        0.5, le=1e9, description="Fixed cost per transfer (not shared)."
+    )
     concurrency: PosInt = Field(
         4, le=4096, description="Transfers in flight at once; more wait for a slot."
     )
     fail_prob: Prob = Field(0.0, description="Probability that one transfer attempt fails.")
     stall_prob: Prob = Field(0.0, description="Probability that one attempt stalls first.")
-    stall_ms: NonNegFloat = Field(0.0, description="Extra time a stalled attempt takes.")
+    stall_ms: NonNegFloat = Field(0.0, le=1e9, description="Extra time a stalled attempt takes.")
     retries: NonNegInt = Field(
         2, le=100, description="Attempts after a failed one before the request fails."
     )
-    retry_backoff_ms: NonNegFloat = Field(1.0, description="Pause before each retry.")
+    retry_backoff_ms: NonNegFloat = Field(1.0, le=1e9, description="Pause before each retry.")
 
     @model_validator(mode="before")
     @classmethod
@@ -131,10 +135,30 @@ class GilConfig(FrozenModel):
 
 
 class LimitsConfig(FrozenModel):
-    """Watchdogs: a hang ends the run with a clear error instead of waiting forever."""
+    """Watchdogs (a hang ends the run with a clear error instead of waiting forever) and
+    budgets (a config that would not fit is refused before anything runs)."""
 
     request_timeout_s: PosFloat = Field(
         120.0, le=86400, description="A request whose CPU stages take longer ends the run."
+    )
+    max_points: PosInt = Field(
+        10_000,
+        le=10_000_000,
+        description="Point runs (grid points × repeats) a config may have; checked from the "
+        "axes' lengths before the grid is expanded.",
+    )
+    max_point_s: PosFloat = Field(
+        3600.0,
+        le=30 * 86400,
+        description="Wall time one point run may need at least, estimated from its schedule "
+        "before anything runs (modelled time is wall time): arrivals, store transfers at "
+        "the store's concurrency, the engine's baseline steps.",
+    )
+    max_memory_gib: PosFloat | None = Field(
+        None,
+        le=1 << 20,
+        description="Memory one point run may need at least (address arrays of the requests "
+        "in flight, per-request records); default half of this machine's memory.",
     )
 
 

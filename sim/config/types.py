@@ -12,10 +12,13 @@ from pydantic import BaseModel, ConfigDict, Field, Strict
 
 __all__ = ["FrozenModel", "NonNegFloat", "NonNegInt", "PosFloat", "PosInt", "Prob"]
 
-PosInt = Annotated[int, Strict(), Field(gt=0, le=10**12)]
-NonNegInt = Annotated[int, Strict(), Field(ge=0, le=10**12)]
-PosFloat = Annotated[float, Strict(), Field(gt=0, le=1e12, allow_inf_nan=False)]
-NonNegFloat = Annotated[float, Strict(), Field(ge=0, le=1e12, allow_inf_nan=False)]
+# No upper bound here: each field states its own (``Field(le=...)``). A cap on the
+# type would be merged after the field's and silently replace it; a test checks
+# that every numeric field has a bound of its own.
+PosInt = Annotated[int, Strict(), Field(gt=0)]
+NonNegInt = Annotated[int, Strict(), Field(ge=0)]
+PosFloat = Annotated[float, Strict(), Field(gt=0, allow_inf_nan=False)]
+NonNegFloat = Annotated[float, Strict(), Field(ge=0, allow_inf_nan=False)]
 Prob = Annotated[float, Strict(), Field(ge=0, le=1, allow_inf_nan=False)]
 
 

@@ -40,7 +40,7 @@ class PoissonArrival(FrozenModel):
     """Open loop: exponential inter-arrival times."""
 
     kind: Literal["poisson"] = "poisson"
-    rate_rps: PosFloat = Field(10.0, description="Mean arrivals per second.")
+    rate_rps: PosFloat = Field(10.0, le=1e6, description="Mean arrivals per second.")
 
 
 class ClosedLoopArrival(FrozenModel):
@@ -48,14 +48,16 @@ class ClosedLoopArrival(FrozenModel):
 
     kind: Literal["closed"] = "closed"
     clients: PosInt = Field(4, le=4096, description="Concurrent clients (requests in flight).")
-    think_ms: NonNegFloat = Field(0.0, description="Pause between a reply and the next request.")
+    think_ms: NonNegFloat = Field(
+        0.0, le=1e9, description="Pause between a reply and the next request."
+    )
 
 
 class ConstantArrival(FrozenModel):
     """Open loop: one arrival every 1/rate_rps seconds, the first at time zero."""
 
     kind: Literal["constant"] = "constant"
-    rate_rps: PosFloat = Field(10.0, description="Arrivals per second.")
+    rate_rps: PosFloat = Field(10.0, le=1e6, description="Arrivals per second.")
 
 
 class OnOffArrival(FrozenModel):
@@ -66,9 +68,11 @@ class OnOffArrival(FrozenModel):
     """
 
     kind: Literal["onoff"] = "onoff"
-    rate_rps: PosFloat = Field(50.0, description="Mean arrivals per second while on.")
-    on_ms: PosFloat = Field(200.0, description="Length of each burst.")
-    off_ms: NonNegFloat = Field(800.0, description="Length of each quiet gap between bursts.")
+    rate_rps: PosFloat = Field(50.0, le=1e6, description="Mean arrivals per second while on.")
+    on_ms: PosFloat = Field(200.0, le=1e9, description="Length of each burst.")
+    off_ms: NonNegFloat = Field(
+        800.0, le=1e9, description="Length of each quiet gap between bursts."
+    )
 
 
 class PrefixCacheConfig(FrozenModel):
@@ -78,10 +82,11 @@ class PrefixCacheConfig(FrozenModel):
     """
 
     capacity_blocks: PosInt | None = Field(
-        None, description="Trace blocks (block_tokens each) the store holds at most."
+        None, le=1 << 40, description="Trace blocks (block_tokens each) the store holds at most."
     )
     capacity_gib: PosFloat | None = Field(
         None,
+        le=1 << 20,
         description="Store capacity in GiB (2^30 bytes), counted in whole trace blocks of the "
         "model's bytes per token.",
     )
@@ -112,7 +117,7 @@ class TraceArrival(FrozenModel):
         ..., description="Trace file (JSON lines); relative to the config file's directory."
     )
     speedup: PosFloat = Field(
-        1.0, description="Time compression: trace gaps are divided by this factor."
+        1.0, le=1e6, description="Time compression: trace gaps are divided by this factor."
     )
     limit: PosInt | None = Field(
         None, le=10**7, description="Replay only the first this many trace requests."

@@ -1,0 +1,213 @@
+"""What a config would cost, estimated before any work, and refused past its budget.
+
+Modelled time is wall time: a store latency of 10^8 ms really waits 28 hours,
+and a grid of 8 axes × 12 values is 430 million points. ``validate`` and ``run``
+therefore estimate, from the config alone, before a point is expanded or run:
+
+* the grid's size (points × repeats), from the axes' lengths, before the points
+  are materialised (``limits.max_points``);
+* the memory one point needs at least: the address arrays of the requests in
+  flight (chunks × regions × groups × 16 bytes each) and the per-request
+  records (``limits.max_memory_gib``; default half of this machine's memory);
+* the wall time a point's schedule implies at least: the arrival span, the store
+  time its transfers need at the configured concurrency, the engine's baseline
+  steps (``limits.max_point_s``).
+
+Each refusal is one line that says what the estimate is made of and what to
+change. The estimates are lower bounds: a point refused here could not have fit.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sim.errors import ConfigError
+
+__all__ = [
+    "Estimate",
+    "check_grid",
+    "check_points",
+    "estimate_point",
+    "human_bytes",
+    "human_seconds",
+    "machine_memory_bytes",
+]
+
+#: Bytes of address arrays per chunk × region × group of a request in flight
+#: (the address and the length, 8 bytes each).
+BYTES_PER_ADDRESS = 16
+#: Bytes kept per request (its record, its planned arrival, its row).
+BYTES_PER_REQUEST = 1024
+
+
+def human_seconds(s: float) -> str:
+    if not math.isfinite(s):
+        return "forever"
+    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
+        if s >= size:
+            return f"{s / size:.3g} {unit}"
+    return f"{s:.3g} s"
+
+
+def human_bytes(n: float) -> str:
+    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n:.0f} B"
+
+
+def machine_memory_bytes() -> int:
+    """Physical memory of this machine (0 when it cannot be told)."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+def memory_budget(limits: Any) -> tuple[float, str]:
+    """(bytes, how it was set) of the memory one point may need."""
+    if limits.max_memory_gib is not None:
+        return limits.max_memory_gib * (1 << 30), "limits.max_memory_gib"
+    total = machine_memory_bytes()
+    if total <= 0:
+        return math.inf, "unknown machine memory"
+    return total / 2, f"half of this machine's {human_bytes(total)}; limits.max_memory_gib"
+
+
+def check_grid(where: str, sweep: Mapping[str, Sequence[Any]], repeats: int, limits: Any) -> int:
+    """Points × repeats of a sweep, from its axes' lengths; ConfigError past max_points."""
+    points = math.prod(len(v) for v in sweep.values())
+    runs = points * repeats
+    if runs > limits.max_points:
+        sizes = " × ".join(str(len(v)) for v in sweep.values()) or "1"
+        raise ConfigError(
+            f"{where}: sweep: {sizes} = {points} point(s) × {repeats} repeat(s) = {runs} point "
+            f"runs, past limits.max_points ({limits.max_points}); sweep fewer values or raise "
+            "limits.max_points"
+        )
+    return runs
+
+
+def _mean_tokens(tokens: Any) -> float:
+    dist = getattr(tokens, "dist", "fixed")
+    if dist == "fixed":
+        return float(tokens.value)
+    if dist == "uniform":
+        return (tokens.low + tokens.high) / 2
+    if dist == "lognormal":
+        return min(float(tokens.max), tokens.median * math.exp(tokens.sigma**2 / 2))
+    return 1.0  # empirical: the trace decides; count one token at least
+
+
+def _max_tokens(tokens: Any) -> int:
+    dist = getattr(tokens, "dist", "fixed")
+    if dist == "fixed":
+        return int(tokens.value)
+    if dist == "uniform":
+        return int(tokens.high)
+    return int(tokens.max)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Lower bounds for one point run."""
+
+    requests: int
+    memory_bytes: float
+    memory_why: str
+    wall_s: float
+    wall_why: str
+
+
+def _arrival_span(cfg: Any, n: int, service_s: float) -> tuple[float, str]:
+    arr = cfg.workload.arrival
+    kind = getattr(arr, "kind", "")
+    if kind in ("poisson", "constant"):
+        return (n - 1) / arr.rate_rps, f"{n} requests at workload.arrival.rate_rps {arr.rate_rps:g}"
+    if kind == "onoff":
+        rate = arr.rate_rps * arr.on_ms / (arr.on_ms + arr.off_ms)
+        return (n - 1) / rate, (
+            f"{n} requests at {rate:.3g}/s (workload.arrival.rate_rps, on_ms, off_ms)"
+        )
+    if kind == "closed":
+        rounds = math.ceil(n / arr.clients)
+        each = arr.think_ms / 1e3 + service_s
+        return rounds * each, (
+            f"{rounds} rounds of {arr.clients} clients × (workload.arrival.think_ms "
+            f"{arr.think_ms:g} + the store's time per request)"
+        )
+    return 0.0, ""
+
+
+def estimate_point(cfg: Any, requests: int) -> Estimate:
+    """Lower bounds of the memory and the wall time of one run of the point ``cfg``."""
+    geo = cfg.model
+    tokens = cfg.workload.tokens
+    chunks = max(1, _max_tokens(tokens) // geo.block_size)
+    in_flight = max(cfg.connector.workers, 1)
+    per_request = chunks * geo.regions * geo.kv_groups * BYTES_PER_ADDRESS
+    memory = in_flight * per_request + requests * BYTES_PER_REQUEST
+    memory_why = (
+        f"{in_flight} request(s) in flight × {chunks} chunks × {geo.regions} regions × "
+        f"{geo.kv_groups} group(s) × {BYTES_PER_ADDRESS} B"
+    )
+    store = cfg.store
+    mean_chunks = max(1.0, _mean_tokens(tokens) // geo.block_size)
+    nbytes = mean_chunks * geo.bytes_per_block * geo.kv_groups
+    link = store.bandwidth_gb_per_s * 1e9
+    one = min(link, store.per_transfer_gb_per_s * 1e9) if store.per_transfer_gb_per_s else link
+    fixed_s = (
+        store.latency_ms / 1e3
+        + store.stall_prob * store.stall_ms / 1e3
+        + store.fail_prob * store.retry_backoff_ms / 1e3
+    )
+    service_s = fixed_s + nbytes / one
+    # The link is shared: all the bytes cross it one after another, whatever the concurrency;
+    # the fixed costs overlap up to store.concurrency at a time.
+    store_s = max(requests * nbytes / link, requests * fixed_s / store.concurrency)
+    span_s, span_why = _arrival_span(cfg, requests, service_s)
+    engine_s = 0.0
+    if cfg.engine.enabled:
+        engine_s = cfg.engine.baseline_steps * (cfg.engine.forward_ms + cfg.engine.idle_ms) / 1e3
+    if store_s >= span_s:
+        wall_why = (
+            f"{requests} transfers of {human_bytes(nbytes)} over a link of "
+            f"store.bandwidth_gb_per_s {store.bandwidth_gb_per_s:g}, each with "
+            f"{fixed_s * 1e3:.3g} ms of store.latency_ms, stalls and retries, "
+            f"store.concurrency {store.concurrency} at a time"
+        )
+    else:
+        wall_why = span_why
+    if engine_s > max(store_s, span_s):
+        wall_why = "engine.baseline_steps × (engine.forward_ms + engine.idle_ms)"
+    return Estimate(requests, memory, memory_why, max(store_s, span_s) + engine_s, wall_why)
+
+
+def check_points(where: str, points: Sequence[Any], counts: Sequence[int]) -> list[Estimate]:
+    """Estimate every point; ConfigError for the first one past a budget."""
+    out = []
+    for p, n in zip(points, counts, strict=True):
+        cfg = p.config
+        est = estimate_point(cfg, n)
+        budget, how = memory_budget(cfg.limits)
+        label = f"point {p.index} ({p.label})"
+        if est.memory_bytes > budget:
+            raise ConfigError(
+                f"{where}: {label} needs at least {human_bytes(est.memory_bytes)} of memory "
+                f"({est.memory_why}), past the budget of {human_bytes(budget)} ({how}); "
+                "lower workload.tokens, model.regions or connector.workers"
+            )
+        real_time = getattr(cfg, "mode", "real") != "model"
+        if real_time and est.wall_s > cfg.limits.max_point_s:
+            raise ConfigError(
+                f"{where}: {label} would take at least {human_seconds(est.wall_s)} of wall "
+                f"time (modelled time is wall time: {est.wall_why}), past "
+                f"limits.max_point_s ({cfg.limits.max_point_s:g} s); change those fields or "
+                "raise limits.max_point_s"
+            )
+        out.append(est)
+    return out

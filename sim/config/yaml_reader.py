@@ -1,0 +1,206 @@
+"""Read a config file as YAML without trusting it: bounded bytes, depth, size and types.
+
+A config is a few hundred bytes of plain mappings. Anything else is refused with
+one line naming the file and the line, before it can cost memory, time or a
+traceback:
+
+* only a regular file is read (a FIFO would block, ``/dev/zero`` never ends), and
+  at most ``MAX_FILE_BYTES`` of it whatever ``st_size`` says;
+* nesting is checked on the event stream (PyYAML's parser is iterative, its
+  composer and constructor are recursive), so 10,000 ``[`` cannot recurse;
+* every node is one of the plain YAML types: no tags (``!!python/...``, ``!foo``,
+  ``!!binary``), no complex keys (``? [a, b]``), no duplicate keys (the line of
+  both is named), no integer longer than ``MAX_INT_DIGITS`` digits, no recursive
+  alias, and aliases may not expand past ``MAX_NODES`` nodes or ``MAX_DEPTH`` levels.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sim.errors import ConfigError
+
+__all__ = ["MAX_DEPTH", "MAX_FILE_BYTES", "MAX_INT_DIGITS", "MAX_NODES", "read_yaml"]
+
+MAX_FILE_BYTES = 4 << 20
+MAX_DEPTH = 32
+MAX_NODES = 100_000
+MAX_INT_DIGITS = 24
+
+_PLAIN = {
+    f"tag:yaml.org,2002:{t}"
+    for t in ("str", "int", "float", "bool", "null", "map", "seq", "timestamp", "merge")
+}
+_INT = "tag:yaml.org,2002:int"
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ConfigError(f"{path}: is a directory, expected a YAML file")
+    if not stat.S_ISREG(st.st_mode):
+        raise ConfigError(
+            f"{path}: not a regular file (a pipe, device or socket); give a YAML file"
+        )
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped between stat and open
+            raise ConfigError(f"{path}: not a regular file; give a YAML file")
+        chunks: list[bytes] = []
+        total = 0
+        while total <= MAX_FILE_BYTES:
+            block = os.read(fd, min(1 << 20, MAX_FILE_BYTES + 1 - total))
+            if not block:
+                break
+            chunks.append(block)
+            total += len(block)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
+    finally:
+        os.close(fd)
+    if total > MAX_FILE_BYTES:
+        raise ConfigError(f"{path}: more than {MAX_FILE_BYTES >> 20} MiB is too large for a config")
+    return b"".join(chunks)
+
+
+def _yaml_error(path: Path, exc: yaml.YAMLError) -> ConfigError:
+    mark = getattr(exc, "problem_mark", None)
+    where = f":{mark.line + 1}" if mark is not None else ""
+    problem = getattr(exc, "problem", None) or (str(exc).splitlines() or ["syntax error"])[0]
+    return ConfigError(f"{path}{where}: not valid YAML ({problem})")
+
+
+def _check_events(path: Path, text: str) -> None:
+    """Depth and event count on the (iterative) event stream, before composing."""
+    depth = 0
+    for events, ev in enumerate(yaml.parse(text, Loader=yaml.SafeLoader), 1):
+        if isinstance(ev, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise ConfigError(
+                    f"{path}:{ev.start_mark.line + 1}: nested more than {MAX_DEPTH} levels "
+                    "deep; a config is a few levels of mappings"
+                )
+        elif isinstance(ev, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+        if events > MAX_NODES:
+            raise ConfigError(f"{path}: more than {MAX_NODES} YAML nodes; configs are small")
+
+
+def _line(node: yaml.Node) -> int:
+    return node.start_mark.line + 1
+
+
+def _check_node(path: Path, node: yaml.Node, field: str) -> None:
+    at = f"{path}:{_line(node)}: " + (f"{field}: " if field else "")
+    if node.tag not in _PLAIN:
+        raise ConfigError(
+            f"{at}YAML tag {node.tag!r} is not allowed; "
+            "a config holds plain values, lists and mappings only"
+        )
+    if node.tag == _INT and isinstance(node, yaml.ScalarNode):
+        digits = len(str(node.value).lstrip("+-").replace("_", ""))
+        if digits > MAX_INT_DIGITS:
+            raise ConfigError(
+                f"{at}an integer of {digits} digits is out of range (at most {MAX_INT_DIGITS})"
+            )
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[Any, int] = {}
+        for key, _value in node.value:
+            if not isinstance(key, yaml.ScalarNode):
+                raise ConfigError(
+                    f"{path}:{_line(key)}: a key must be a plain word, not a list or mapping "
+                    "(complex key)"
+                )
+            ident = (key.tag, key.value)
+            if ident in seen and key.tag != "tag:yaml.org,2002:merge":
+                raise ConfigError(
+                    f"{path}:{_line(key)}: duplicate key {key.value!r} (first at line "
+                    f"{seen[ident]}); each key may appear once"
+                )
+            seen[ident] = _line(key)
+
+
+def _walk(path: Path, root: yaml.Node) -> None:
+    """Check every node once; size and depth as if aliases were expanded (iteratively)."""
+    size: dict[int, int] = {}
+    depth: dict[int, int] = {}
+    on_path: set[int] = set()
+    fields: dict[int, str] = {id(root): ""}  # dotted path of each node, for messages
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        kids: list[yaml.Node] = []
+        if isinstance(node, yaml.MappingNode):
+            kids = [n for pair in node.value for n in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            kids = list(node.value)
+        if children_done:
+            on_path.discard(key)
+            size[key] = 1 + sum(size[id(k)] for k in kids)
+            depth[key] = 1 + max((depth[id(k)] for k in kids), default=0)
+            if size[key] > MAX_NODES:
+                raise ConfigError(
+                    f"{path}: expands to more than {MAX_NODES} YAML nodes (alias bomb?); "
+                    "configs are small mappings"
+                )
+            if depth[key] > MAX_DEPTH + 1:
+                raise ConfigError(
+                    f"{path}:{_line(node)}: nested more than {MAX_DEPTH} levels deep "
+                    "(through aliases); a config is a few levels of mappings"
+                )
+            continue
+        if key in size:
+            continue
+        if key in on_path:
+            raise ConfigError(f"{path}:{_line(node)}: an alias refers to itself (recursive)")
+        here = fields.get(key, "")
+        _check_node(path, node, here)
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                name = f"{here}.{k.value}" if here else str(k.value)
+                fields.setdefault(id(v), name if isinstance(k, yaml.ScalarNode) else here)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, v in enumerate(node.value):
+                fields.setdefault(id(v), f"{here}[{i}]")
+        on_path.add(key)
+        stack.append((node, True))
+        stack.extend((k, False) for k in kids if id(k) not in size)
+
+
+def read_yaml(path: Path) -> tuple[Any, yaml.Node]:
+    """(data, node tree) of the config at ``path``; ConfigError (one line) if unusable."""
+    raw = _read_bytes(path)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a UTF-8 text file") from None
+    try:
+        _check_events(path, text)
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        raise _yaml_error(path, exc) from None
+    if node is None:
+        raise ConfigError(f"{path}: empty file; expected a mapping with at least 'name'")
+    _walk(path, node)
+    try:
+        data = yaml.SafeLoader(text).get_single_data()
+    except yaml.YAMLError as exc:
+        raise _yaml_error(path, exc) from None
+    except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+        raise ConfigError(f"{path}: a value cannot be read ({type(exc).__name__})") from None
+    return data, node

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from pydantic import Field, Strict, ValidationInfo, field_validator, model_validator
 
 from sim.config.hf_config import DTYPE_BYTES
-from sim.config.model_source import resolve_model_source
+from sim.config.model_source import BLOCK_SIZE_MAX, TP_MAX, resolve_model_source
 from sim.config.types import FrozenModel, PosInt
 
 __all__ = ["INT64_MAX", "GeometryConfig"]
@@ -32,7 +32,7 @@ class GeometryConfig(FrozenModel):
         "block_len[r % len(block_len)], so a shorter list repeats.",
     )
     block_size: PosInt = Field(
-        128, le=1 << 20, description="Tokens per store chunk (the store's key granularity)."
+        128, le=BLOCK_SIZE_MAX, description="Tokens per store chunk (the store's key granularity)."
     )
     hash_block_size: PosInt | None = Field(
         None,
@@ -69,7 +69,7 @@ class GeometryConfig(FrozenModel):
     )
     tp: PosInt = Field(
         1,
-        le=1024,
+        le=TP_MAX,
         description="Tensor-parallel size: with preset or hf_config, regions and block_len "
         "are those of one rank (GQA heads split over ranks; an MLA latent is not).",
     )

@@ -20,6 +20,10 @@ from sim.config.presets import get_preset
 __all__ = ["layout_for", "resolve_model_source"]
 
 #: Geometry keys that only mean something when a preset or hf_config is given.
+#: Bounds of model.tp and model.block_size (the fields use them too).
+TP_MAX = 1024
+BLOCK_SIZE_MAX = 1 << 20
+
 _SOURCE_ONLY = {"tp": 1, "kv_dtype": "auto"}
 
 
@@ -68,8 +72,8 @@ def resolve_model_source(data: dict[str, Any], context: Any, block_size_default:
         and isinstance(preset if preset is not None else hf, str)
     ):
         return data
-    if tp < 1 or block_size < 1:
-        return data
+    if not (1 <= tp <= TP_MAX and 1 <= block_size <= BLOCK_SIZE_MAX):
+        return data  # out of range: the field's own bound reports it
     out = dict(data)
     if hf is not None:
         out["hf_config"] = hf = str(resolve_path(hf, context))

@@ -207,7 +207,7 @@ HAND_MADE: list[Case] = [
         "name: ok\nstore: {fail_prob: 0.5, retry_backoff_ms: 100000000.0}\n",
         "invalid",
     ),
-    Case("bandwidth-tiny", "name: ok\nstore: {bandwidth_gbps: 0.000001}\n", "invalid"),
+    Case("bandwidth-tiny", "name: ok\nstore: {bandwidth_gb_per_s: 0.000001}\n", "invalid"),
     Case(
         "memory-bomb",
         "name: ok\nmodel: {regions: 4096, block_size: 1}\nworkload: {tokens: 67108864}\n",

@@ -232,26 +232,33 @@ def _sim_cpu_per_request_ms(requests: int = 200) -> dict[str, float]:
     }
 
 
-def measure_background_load(seconds: float = 1.0) -> float:
+def measure_background_load(seconds: float = 1.0, burst_s: float = 0.005) -> float:
     """Runnable threads of other processes sharing this machine's cores, right now.
 
-    One thread runs pure Python (as a load thread does) for ``seconds``. Under fair
-    sharing with ``b`` other runnable threads it gets ``min(1, n / (1 + b))`` of a
-    core, so its CPU share ``s`` gives ``b = n / s - 1``. A share near 1 shows no
-    load that matters to one thread: 0 then (more threads of ours could still meet
-    some; the measurement cannot tell).
+    One thread alternates bursts of pure Python (``burst_s`` of CPU time, as a load
+    thread's hold) with sleeps of the same length, as kvsim's threads do, and times
+    how much wall time its bursts take. Under fair sharing with ``b`` other runnable
+    threads a burst runs at ``min(1, n / (1 + b))`` of a core, so the stretch ``w``
+    (wall over CPU) gives ``b = n·w - 1``. A thread that sleeps often gets more than a
+    CPU hog would (the scheduler favours a waking sleeper), so this is measured with
+    sleeps rather than by spinning. A stretch near 1 shows no load that matters to one
+    thread: 0 then (more threads of ours could still meet some; it cannot tell).
     """
+    from connectors.address_synthetic import spin_cpu
+
     n = os.cpu_count() or 1
-    c0, w0 = time.thread_time(), time.perf_counter()
-    end = w0 + seconds
-    x = 0
+    end = time.perf_counter() + seconds
+    wall = cpu = 0.0
     while time.perf_counter() < end:
-        for _ in range(1000):
-            x += 1
-    share = (time.thread_time() - c0) / max(1e-9, time.perf_counter() - w0)
-    if share >= 0.95:
+        w0, c0 = time.perf_counter(), time.thread_time()
+        spin_cpu(int(burst_s * 1e9))
+        wall += time.perf_counter() - w0
+        cpu += time.thread_time() - c0
+        time.sleep(burst_s)
+    stretch = wall / max(cpu, 1e-9)
+    if stretch <= 1.05:
         return 0.0
-    return max(0.0, n / max(share, 1e-3) - 1.0)
+    return max(0.0, n * stretch - 1.0)
 
 
 #: Latency distributions kept as samples: (key, how many kept).

@@ -141,3 +141,10 @@ def test_what_if_32_workers_with_and_without_gil_on_64_cores(model_config) -> No
     assert free["latency_p50_ms"] < 2 * 20.0 < gil["latency_p50_ms"]
     assert free["gil_wait_mean_ms"] == pytest.approx(0.0, abs=1e-9)
     assert gil["gil_hold_mean_ms"] == pytest.approx(free["gil_hold_mean_ms"])
+
+
+def test_validate_checks_the_calibration_of_model_points(model_config, capsys) -> None:
+    path = model_config({"connector": {"variant": "scalar"}})
+    assert cli_main(["validate", str(path)]) == 2
+    assert "not calibrated" in capsys.readouterr().err
+    assert cli_main(["validate", str(model_config())]) == 0

@@ -46,6 +46,10 @@ def main(args: argparse.Namespace) -> int:
 
     cfg, points = parse_config(args.config, args.set)
     memory_lines = check_points(args.config, points)  # real store: refuses what does not fit
+    if any(p.config.mode == "model" for p in points):
+        from sim.model.coverage import check_points as check_calibration
+
+        check_calibration(points)  # model mode: refuses what the calibration does not cover
     memo: dict[str, tuple[int, Mapping[str, float]]] = {}  # points sharing a trace replay once
     planned = [planned_requests(p.config, memo) for p in points]
     counts = [n for n, _ in planned]

@@ -1,0 +1,53 @@
+"""When the end table says the harness fell behind, and the harness bench's figures."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from sim.analysis.behind import behind_note, fell_behind
+from sim.benches.harness import harness_point, measure_rate
+
+
+def _row(**kw):
+    base = {
+        "inject_lag_p50_ms": 0.1,
+        "inject_lag_p99_ms": 0.5,
+        "noise_floor_p99_ms": 0.4,
+        "offered_rps": 60.0,
+        "achieved_rps": 60.0,
+    }
+    return {**base, **kw}
+
+
+def test_a_point_on_schedule_is_not_marked() -> None:
+    assert not fell_behind(_row())
+    assert behind_note("variant=rows", _row()) is None
+    # Lag p99 up to 1 ms plus the noise floor is within the harness's own noise.
+    assert not fell_behind(_row(inject_lag_p99_ms=1.35))
+    assert not fell_behind({})  # nothing known: no claim
+
+
+def test_lag_or_a_short_rate_marks_the_point_and_says_by_how_much() -> None:
+    late = _row(inject_lag_p50_ms=33.0, inject_lag_p99_ms=68.0)
+    assert fell_behind(late)
+    note = behind_note("variant=scalar · workers=4", late)
+    assert note is not None
+    assert "variant=scalar · workers=4" in note and "68.0 ms" in note and "33.0 ms" in note
+    slow = _row(achieved_rps=57.8)
+    assert fell_behind(slow)
+    note = behind_note("p", slow)
+    assert note is not None and "57.8 of the 60.0 req/s" in note and "96.3 %" in note
+
+
+@pytest.mark.realthreads
+def test_the_harness_bench_reports_its_figures() -> None:
+    point = harness_point(500.0, 50)
+    assert point.config.connector.variant == "noop" and not point.config.gil.probe
+    row = measure_rate(500.0, 0.1, min_requests=50)
+    assert row["requests"] == 50
+    assert row["offered_rps"] == pytest.approx(500.0)
+    assert row["harness_us_per_request"] > 0
+    assert row["inject_lag_p99_ms"] >= row["inject_lag_p50_ms"] >= 0
+    assert not math.isnan(row["achieved_rps"])

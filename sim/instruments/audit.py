@@ -122,7 +122,7 @@ def _proc_cpu_s(pid: int) -> float:
 class PySpyAudit:
     """The audit as an add-on: py-spy runs over exactly the point's load window."""
 
-    def __init__(self, rate_hz: int = 1000, start_timeout_s: float = 10.0) -> None:
+    def __init__(self, rate_hz: int = 1000, start_timeout_s: float = 30.0) -> None:
         self._rate = rate_hz
         self._start_timeout_s = start_timeout_s
         self._proc: subprocess.Popen[bytes] | None = None

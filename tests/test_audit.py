@@ -127,10 +127,16 @@ def test_a_plugin_that_hashes_without_declaring_it_is_flagged(tmp_path: Path) ->
     with open(tmp_path / "out" / "summary.csv", newline="") as f:
         (row,) = list(csv.DictReader(f))
     assert row["audit_status"] == "ok"
-    # The meter counts the hash as held; py-spy sees the GIL released while it runs.
-    # Machine load pushes the audit up (a holder kept off its core still holds the
-    # GIL), so the hash dominates the request: 0.5 ms held, ~8 ms hashed.
-    assert float(row["audit_vs_meter"]) < 1 / AUDIT_FLAG_RATIO
     assert float(row["audit_busy_requests"]) > 0
+    # The meter counts the hash as held; py-spy sees the GIL released while it runs.
+    # Machine load pushes the raw audit up (a holder kept off its core still holds the
+    # GIL on the wall clock), so what holds whatever the load is the bound with the load
+    # threads' off-core time taken off: the meter exceeds it by far more than 20 %.
+    ratio, oncore = float(row["audit_vs_meter"]), float(row["audit_vs_meter_oncore"])
+    assert oncore <= ratio
+    assert oncore < 1 / AUDIT_FLAG_RATIO
+    # The end table warns, naming the variant, exactly when the raw ratio says so
+    # (0.58 on this VM under its usual load: docs/gil-method.md).
     out = " ".join(proc.stdout.split())
-    assert "hashplug holds less of the GIL than metered" in out
+    flagged = "hashplug holds less of the GIL than metered" in out
+    assert flagged == (ratio < 1 / AUDIT_FLAG_RATIO), (ratio, out[-600:])

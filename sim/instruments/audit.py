@@ -26,6 +26,7 @@ and ``audit_status`` says why and how to allow it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -177,6 +178,9 @@ class PySpyAudit:
         reader.join(self._start_timeout_s)
         if line and b"Sampling process" in line[0]:
             return None
+        if line:  # its output ended: it is exiting (its status may lag the pipe's end)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(10.0)
         if proc.poll() is None:
             return f"py-spy did not start sampling within {self._start_timeout_s:g} s"
         err = proc.stderr.read().decode(errors="replace").strip().splitlines()

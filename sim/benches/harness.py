@@ -138,8 +138,12 @@ def main(args: argparse.Namespace) -> int:
     if not args.no_search:
         best, trials = sustained_rate(min(args.seconds, 1.0))
         tried = ", ".join(f"{t['rate_rps']:.0f} ({t['inject_lag_p99_ms']:.2f} ms)" for t in trials)
+        if best > 0:
+            verdict = f"{best:.0f} req/s"
+        else:
+            verdict = f"none of the rates tried (noise floor p99 here: {floor:.3f} ms)"
         console.print(
             f"highest rate sustained with injection lag p99 < {SUSTAINED_LAG_MS:g} ms: "
-            f"{best:.0f} req/s (tried, with lag p99: {tried})"
+            f"{verdict} (tried, with lag p99: {tried})"
         )
     return 0

@@ -196,3 +196,15 @@ def test_recorded_checksums_name_the_drivers_spec(write_config, tmp_path):
     for name, rec in status["files"].items():
         data = (rep.dir / name).read_bytes()
         assert rec == {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def test_no_cluster_is_one_line_and_touches_no_run_directory(write_config, tmp_path, capsys):
+    pytest.importorskip("ray", reason="ray is not installed (pip install 'kvsim[ray]')")
+    path = write_config()
+    out = tmp_path / "never"
+    # Port 1 on loopback: nothing listens there, so the probe is refused at once.
+    args = ["run", str(path), "--out", str(out), "--executor", "ray", "--address", "127.0.0.1:1"]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no Ray cluster answers at 127.0.0.1:1" in err[0], err
+    assert not out.exists()

@@ -332,16 +332,18 @@ def _print_behind(out: Any, rows: list[dict[str, Any]], axes: list[str]) -> None
 def _executor_choice(args: argparse.Namespace) -> Any:
     """The executor chosen on the command line; one-line UsageError when it is not usable."""
     from sim.errors import UsageError
-    from sim.sweep.executors import ExecutorChoice, ExecutorError
+    from sim.sweep.executors import ExecutorChoice, ExecutorError, preflight
 
     if args.executor != "local" and args.in_process:
         raise UsageError(
             f"--in-process runs points here; it cannot go with --executor {args.executor}"
         )
     try:
-        return ExecutorChoice(args.executor, args.address, args.retries)
+        choice = ExecutorChoice(args.executor, args.address, args.retries)
     except ExecutorError as exc:
         raise UsageError(f"--executor {args.executor}: {exc}") from None
+    preflight(choice)  # no cluster: say so before the run directory is touched
+    return choice
 
 
 def main(args: argparse.Namespace) -> int:

@@ -32,6 +32,7 @@ __all__ = [
     "RunOne",
     "SweepEvents",
     "build_executor",
+    "preflight",
 ]
 
 #: Executor names a user may choose.
@@ -69,3 +70,13 @@ def build_executor(
 
         return RayExecutor(prepare, choice.address, choice.retries)
     return LocalExecutor(run_one)
+
+
+def preflight(choice: ExecutorChoice) -> None:
+    """ExecutorError (one line) now, before a run directory is touched, when the chosen
+    executor cannot work: Ray not installed, or no cluster answering at the address."""
+    if choice.name != "ray":
+        return
+    from sim.sweep.executors.ray_driver import RayExecutor
+
+    RayExecutor(lambda rep: rep.dir, choice.address, choice.retries).preflight()

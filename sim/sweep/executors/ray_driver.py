@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -52,6 +53,12 @@ RETRIABLE_ERRORS = (
 )
 #: Seconds the driver waits for cancelled tasks to stop their children on Ctrl-C.
 _CANCEL_WAIT_S = 10.0
+#: Seconds to wait for the cluster's address to accept a connection.
+_PROBE_S = 5.0
+_START_HINT = (
+    "start one with `ray start --head --num-cpus=0` and one `ray start --address=HEAD:6379 "
+    f"--resources='{{\"{HOST_RESOURCE}\": 1}}'` per measuring host (see docs/ray.md)"
+)
 #: How often the driver looks at the board (where runs started, their progress).
 _POLL_S = 0.5
 
@@ -95,27 +102,63 @@ class RayExecutor:
 
     # -- connecting -------------------------------------------------------------------------
 
-    def _connect(self) -> Any:
+    def preflight(self) -> None:
+        """ExecutorError unless Ray is installed and something answers at the address."""
+        self._import_ray()
+        self._reachable()
+
+    @staticmethod
+    def _import_ray() -> Any:
         try:
             import ray
         except ImportError:
             raise ExecutorError(
                 "--executor ray needs Ray: pip install 'kvsim[ray]' (ray==2.60.0)"
             ) from None
+        return ray
+
+    def _connect(self) -> Any:
+        ray = self._import_ray()
+        address = self._reachable()
         try:
             ray.init(
-                address=self._address,
+                address=address,
                 namespace="kvsim",
                 log_to_driver=False,
                 logging_level=logging.ERROR,
             )
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise ExecutorError(
-                f"no Ray cluster at {self._address} ({_one_line(str(exc))}); start one with "
-                "`ray start --head --num-cpus=0` and one `ray start --address=HEAD:6379 "
-                f"--resources='{{\"{HOST_RESOURCE}\": 1}}'` per host"
+                f"no Ray cluster at {address} ({_one_line(str(exc))}); {_START_HINT}"
             ) from None
         return ray
+
+    def _reachable(self) -> str:
+        """The cluster's ``host:port``, once something answers there: Ray itself would wait
+        minutes for a GCS that is not there (or that it found on this machine but cannot
+        reach, e.g. from another network namespace)."""
+        # Ray's own lookup of "auto" ($RAY_ADDRESS, the cluster last started here); an
+        # explicit address is probed as given (no resolving "localhost" to another address).
+        from ray._private.services import get_ray_address_from_environment
+
+        try:
+            address = get_ray_address_from_environment(self._address, None)
+        except (ConnectionError, ValueError) as exc:
+            raise ExecutorError(
+                f"no Ray cluster found ({_one_line(str(exc))}); {_START_HINT}"
+            ) from None
+        if address is None:
+            raise ExecutorError(f"no Ray cluster found; {_START_HINT}")
+        host, _, port = address.rpartition(":")
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=_PROBE_S).close()
+        except (OSError, ValueError) as exc:
+            why = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+            raise ExecutorError(
+                f"no Ray cluster answers at {address} ({why}); pass --address HEAD:PORT, or "
+                f"{_START_HINT}"
+            ) from None
+        return address
 
     def _slots(self, ray: Any) -> int:
         slots = int(ray.cluster_resources().get(HOST_RESOURCE, 0))

@@ -37,8 +37,15 @@ def finished_runs(out: Path) -> int:
     return n
 
 
-def children_on(host: str) -> list[int]:
-    """Pids of point children whose Ray node names itself ``host``."""
+def _age_s(pid: int) -> float:
+    """Seconds since the process started."""
+    start = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    uptime = float(Path("/proc/uptime").read_text().split()[0])
+    return uptime - start / os.sysconf("SC_CLK_TCK")
+
+
+def children_on(host: str, younger_than_s: float = 1e9) -> list[int]:
+    """Pids of point children whose Ray node names itself ``host`` (started recently)."""
     out = []
     for d in os.listdir("/proc"):
         if not d.isdigit():
@@ -49,7 +56,11 @@ def children_on(host: str) -> list[int]:
         except OSError:
             continue
         if b"sim.sweep.child" in cmd and f"KVSIM_HOST_NAME={host}\0".encode() in env:
-            out.append(int(d))
+            try:
+                if _age_s(int(d)) < younger_than_s:
+                    out.append(int(d))
+            except (OSError, ValueError, IndexError):
+                continue
     return out
 
 
@@ -88,8 +99,10 @@ def main(work: Path) -> None:
     report["interrupt_s"] = time.monotonic() - t0
 
     drv = subprocess.Popen(kvsim("slow.yaml", "--out", "kill_out", "--retries", "1"))
-    wait_for(lambda: children_on("host-a"), "a point measured on host-a")
-    raylet = raylet_above(children_on("host-a")[0])
+    # A point that has just started on host-a: it cannot finish before its node dies.
+    wait_for(lambda: children_on("host-a", 0.5), "a point starting on host-a")
+    young = children_on("host-a", 0.5) or children_on("host-a")
+    raylet = raylet_above(young[0]) if young else None
     if raylet is not None:
         os.kill(raylet, signal.SIGKILL)
     rc = drv.wait(timeout=WAIT_S)

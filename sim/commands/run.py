@@ -7,7 +7,6 @@ lists the points and what the run directory already holds, running nothing.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -120,24 +119,12 @@ def check_baseline(baseline: str | None, points: list[Any]) -> None:
         )
 
 
-def _planned_counts(points: list[Any]) -> dict[int, int]:
-    """Requests each point will run, by point index: from the trace replay when there is
-    one (its limit, less the requests with nothing to load), else ``workload.requests``."""
-    from sim.workload.plan import planned_requests
-
-    memo: dict[str, Any] = {}
-    return {p.index: planned_requests(p.config, memo)[0] for p in points}
-
-
-def _dry_run(cfg: Any, points: list[Any], out_dir: Path) -> int:
+def _dry_run(plan: Any) -> int:
     from rich import box
     from rich.console import Console
     from rich.table import Table
 
-    from sim.sweep.experiment import plan_sweep
-
-    plan = plan_sweep(cfg, points, out_dir)
-    counts = _planned_counts(points)
+    cfg, points, out_dir, counts = plan.config, plan.points, plan.out_dir, plan.requests
     table = Table(
         box=box.SIMPLE_HEAD, title=f"kvsim · {cfg.name} · {out_dir}", title_justify="left"
     )
@@ -192,9 +179,7 @@ def _dry_run(cfg: Any, points: list[Any], out_dir: Path) -> int:
     return 0
 
 
-def _run_with_progress(
-    cfg: Any, points: list[Any], args: argparse.Namespace, out_dir: Path, lock: Any
-):
+def _run_with_progress(prepared: Any, args: argparse.Namespace) -> Any:
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -204,16 +189,12 @@ def _run_with_progress(
         TimeRemainingColumn,
     )
 
-    from sim.sweep.experiment import plan_sweep, run_experiment
+    from sim.sweep.session import run_planned
 
-    todo = plan_sweep(cfg, points, out_dir).pending if args.resume else None
-    runs = len(todo) if todo is not None else len(points) * cfg.repeats
-    counts = _planned_counts(points)
-    planned = (
-        sum(counts[r.rep.point.index] for r in todo)
-        if todo is not None
-        else sum(counts.values()) * cfg.repeats
-    )
+    plan = prepared.plan
+    cfg, counts = plan.config, plan.requests
+    runs = len(plan.to_run(args.resume))
+    planned = plan.planned_requests(args.resume)
     err = Console(stderr=True)
     with Progress(
         TextColumn("[bold]{task.description}"),
@@ -253,29 +234,20 @@ def _run_with_progress(
             else:
                 bar.console.print(f"[red]✗[/] {rep.label}  {outcome.status}: {outcome.error}")
 
-        return run_experiment(
-            cfg,
-            points,
-            Path(args.config),
-            out_dir,
-            on_point_start,
-            progress,
+        return run_planned(
+            prepared,
+            source=Path(args.config),
+            overrides=args.set,
             resume=args.resume,
             isolate=not args.in_process,
+            on_point_start=on_point_start,
+            progress=progress,
             on_point_done=on_point_done,
-            overrides=args.set,
-            lock=lock,
         )
 
 
-def _drop_stale(cfg: Any, points: list[Any], out_dir: Path) -> None:
-    """A resume that will add points makes compare.md and figures/ of the partial run stale."""
-    from sim.rundir.derived import remove_stale_derived
-    from sim.sweep.experiment import plan_sweep
-
-    if not plan_sweep(cfg, points, out_dir).pending:
-        return
-    gone = remove_stale_derived(out_dir)
+def _say_removed(out_dir: Path, gone: list[Path]) -> None:
+    """A resume that adds points removed compare.md and figures/ of the partial run."""
     if gone:
         names = ", ".join(str(p.relative_to(out_dir)) for p in gone)
         print(
@@ -285,29 +257,12 @@ def _drop_stale(cfg: Any, points: list[Any], out_dir: Path) -> None:
         )
 
 
-def _noise_floor(rows: list[dict[str, Any]]) -> float:
-    vals = []
-    for r in rows:
-        try:
-            vals.append(float(r.get("noise_floor_p99_ms", "nan")))
-        except (TypeError, ValueError):
-            continue
-    vals = [v for v in vals if not math.isnan(v)]
-    return max(vals) if vals else math.nan
-
-
-def _as_float(v: Any) -> float:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return math.nan
-
-
 def _print_behind(out: Any, rows: list[dict[str, Any]], axes: list[str]) -> None:
     """One warning per point where the harness fell behind its planned arrivals or the
     meter exceeds the py-spy audit; one line per reason the audit could not run."""
     from sim.analysis.audit import audit_note, audit_problems
     from sim.analysis.behind import behind_note
+    from sim.rundir.reader import as_float
 
     for r in rows:
         label = " · ".join(f"{a}={r.get(a, '')}" for a in axes) or "the point"
@@ -319,9 +274,9 @@ def _print_behind(out: Any, rows: list[dict[str, Any]], axes: list[str]) -> None
     audited = [r for r in rows if str(r.get("audit_status", "")) == "ok"]
     if audited:
         figures = ", ".join(
-            f"{r.get('variant')} {_as_float(r.get('audit_vs_meter')):.2f}" for r in audited
+            f"{r.get('variant')} {as_float(r.get('audit_vs_meter')):.2f}" for r in audited
         )
-        cpu = max(_as_float(r.get("audit_pyspy_cpu_frac")) for r in audited)
+        cpu = max(as_float(r.get("audit_pyspy_cpu_frac")) for r in audited)
         out.print(
             f"GIL audit (py-spy): audit_vs_meter {figures}; py-spy used up to "
             f"{100 * cpu:.0f} % of a core",
@@ -348,7 +303,8 @@ def _executor_choice(args: argparse.Namespace) -> Any:
 
 def main(args: argparse.Namespace) -> int:
     from sim.config import parse_config
-    from sim.rundir.guard import normalize_dir, open_run_dir
+    from sim.rundir.guard import normalize_dir
+    from sim.sweep.session import plan_run, prepared_run, run_planned, sweep_outcome
 
     if args.mode:  # --mode is --set mode=...; kept in args.set so a resume hint repeats it
         args.set = [*args.set, f"mode={args.mode}"]
@@ -356,59 +312,39 @@ def main(args: argparse.Namespace) -> int:
         args.set = [*args.set, "gil.audit=pyspy"]
     cfg, points = parse_config(args.config, args.set)
     check_baseline(args.baseline, points)
-    if any(p.config.mode == "model" for p in points):
-        from sim.model.coverage import check_points
-
-        check_points(points)  # refuse what the calibration does not cover, before anything
     # ``~`` expanded, ``..`` folded (no stray directories), absolute: never ambiguous.
     out_dir = normalize_dir(args.out or cfg.output_dir).absolute()
+    plan = plan_run(cfg, points, out_dir)  # refuses model points the calibration lacks
     if args.dry_run:
-        return _dry_run(cfg, points, out_dir)
-    from sim.store.memory import check_points
-
-    check_points(args.config, points)  # a real-store point that cannot fit is refused here
+        return _dry_run(plan)
     choice = _executor_choice(args)
-    lock = open_run_dir(out_dir, args.force, args.resume)
-    try:
-        if args.resume:
-            from sim.sweep.experiment import check_resumable
-
-            check_resumable(cfg, out_dir)
+    with prepared_run(plan, force=args.force, resume=args.resume, source=args.config) as ready:
         args.resolved_out = out_dir
-        if args.resume:
-            _drop_stale(cfg, points, out_dir)
-
+        _say_removed(out_dir, ready.removed)
         if choice.name != "local" and not args.quiet:
             from sim.commands.run_hosts import run_on_hosts
 
             result = run_on_hosts(
-                cfg, points, args, out_dir, choice, _planned_counts(points), lock=lock
+                cfg, points, args, out_dir, choice, plan.requests, lock=ready.lock
             )
+            outcome = sweep_outcome(ready.plan, result)
         elif args.quiet:
-            from sim.sweep.experiment import run_experiment
-
-            result = run_experiment(
-                cfg,
-                points,
-                Path(args.config),
-                out_dir,
+            outcome = run_planned(
+                ready,
+                source=Path(args.config),
+                overrides=args.set,
                 resume=args.resume,
                 isolate=not args.in_process,
-                overrides=args.set,
                 executor=choice,
-                lock=lock,
             )
         else:
-            result = _run_with_progress(cfg, points, args, out_dir, lock)
-    finally:
-        lock.release()
-    return _report(cfg, points, args, out_dir, result)
+            outcome = _run_with_progress(ready, args)
+    return _report(cfg, args, out_dir, outcome)
 
 
-def _report(cfg: Any, points: list[Any], args: argparse.Namespace, out_dir: Path, result) -> int:
+def _report(cfg: Any, args: argparse.Namespace, out_dir: Path, outcome: Any) -> int:
     from sim.analysis.report import comparison_table, pick_baseline
     from sim.rundir.layout import (
-        LOG_FILE,
         MANIFEST_FILE,
         POINTS_DIR,
         REQUESTS_FILE,
@@ -416,6 +352,7 @@ def _report(cfg: Any, points: list[Any], args: argparse.Namespace, out_dir: Path
         SUMMARY_REPEATS_FILE,
     )
 
+    result = outcome.result
     rows = result.summary_rows
     if not args.quiet:
         from rich.console import Console
@@ -434,29 +371,20 @@ def _report(cfg: Any, points: list[Any], args: argparse.Namespace, out_dir: Path
 
         if has_stages(rows):
             out.print(stage_table(rows, result.axes, "where the hold goes"))
-        nf = _noise_floor(rows)
+        nf = outcome.noise_floor_p99_ms
         files = ", ".join(
             (REQUESTS_FILE, SUMMARY_FILE, SUMMARY_REPEATS_FILE, MANIFEST_FILE, f"{POINTS_DIR}/")
         )
         out.print(f"harness noise floor: p99 ≤ {nf:.3f} ms · results in {out_dir}/ ({files})")
-    failed = 0
-    for r in rows:
-        try:
-            failed += int(float(r.get("failed") or 0))
-        except ValueError:
-            continue
-    if failed:
+    if outcome.failed_requests:
         print(
-            f"warning: {failed} request(s) failed; see the error column of "
+            f"warning: {outcome.failed_requests} request(s) failed; see the error column of "
             f"{out_dir / REQUESTS_FILE}",
             file=sys.stderr,
         )
-    if result.crashed_points:
-        from sim.sweep.experiment import plan_sweep
-
-        for run in plan_sweep(cfg, points, out_dir).pending:
-            log = run.rep.dir / LOG_FILE
-            print(f"error: {run.rep.label}: {run.state}: {run.error} (log: {log})", file=sys.stderr)
+    for rep, state, error in outcome.unfinished:
+        log = outcome.log_of(rep)
+        print(f"error: {rep.label}: {state}: {error} (log: {log})", file=sys.stderr)
     if result.empty_points:
         print(f"error: {len(result.empty_points)} point(s) completed no request", file=sys.stderr)
-    return 1 if result.failed_points else 0
+    return 0 if outcome.ok else 1

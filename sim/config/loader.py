@@ -1,13 +1,16 @@
-"""YAML file -> validated ExperimentConfig and its points, with one-line errors.
+"""YAML file (or a mapping built in Python) -> validated ExperimentConfig and its points.
 
-Every error names the file, the line where YAML knows it, the field and what is
-allowed, because the user's next move is to open the file at that line.
+Every error is one line that names the file, the line where YAML knows it, the
+field and what is allowed, because the user's next move is to open the file at
+that line. A mapping built in Python (:func:`parse_mapping`) gets the same checks
+and messages, naming ``<python>`` instead of a file.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_args
 
@@ -20,7 +23,7 @@ from sim.config.paths import CONFIG_DIR
 from sim.config.sweep_axes import axis_problem, sweep_value_line
 from sim.errors import ConfigError
 
-__all__ = ["ConfigError", "load_config", "load_points", "parse_config"]
+__all__ = ["ConfigError", "load_config", "load_points", "parse_config", "parse_mapping"]
 
 
 def _read_yaml(path: Path) -> tuple[Any, yaml.Node | None]:
@@ -206,6 +209,44 @@ def parse_config(
     """
     path = Path(path)
     raw, node = _read_yaml(path)
+    return _parse(path, node, raw, overrides)
+
+
+@dataclass(frozen=True)
+class _Source:
+    """Stands where a config file's path would for a mapping built in Python: ``str()``
+    names it in messages, ``parent`` is where relative data-file paths are taken from."""
+
+    label: str
+    parent: Path
+
+    def __str__(self) -> str:
+        return self.label
+
+
+def parse_mapping(
+    data: Mapping[str, Any],
+    overrides: Sequence[str] = (),
+    *,
+    base_dir: str | Path | None = None,
+    label: str = "<python>",
+) -> tuple[ExperimentConfig, list[Point]]:
+    """Validate and expand a config given as a mapping (what the YAML file would hold).
+
+    The same checks and one-line ConfigErrors as :func:`parse_config`; messages
+    name ``label`` instead of a file. Relative data-file paths are taken from
+    ``base_dir`` (default: the working directory).
+    """
+    base = Path(base_dir) if base_dir is not None else Path.cwd()
+    return _parse(_Source(label, base.absolute()), None, data, overrides)
+
+
+def _parse(
+    path: Any, node: yaml.Node | None, raw: Any, overrides: Sequence[str]
+) -> tuple[ExperimentConfig, list[Point]]:
+    """Validate and expand ``raw``; ``path`` is the file (or a :class:`_Source`)."""
+    if isinstance(raw, Mapping) and not isinstance(raw, dict):
+        raw = dict(raw)
     if not isinstance(raw, dict):
         raise ConfigError(
             f"{path}: top level must be a mapping of sections, got {type(raw).__name__}"

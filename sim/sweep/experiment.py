@@ -269,6 +269,7 @@ def run_experiment(
     on_note: Callable[[str], None] | None = None,
     on_rep_progress: Callable[[RepRun, int, int], None] | None = None,
     lock: RunLock | None = None,
+    plan: SweepPlan | None = None,
 ) -> ExperimentResult:
     """Run every unfinished point × repeat; the caller has prepared ``out_dir`` (see rundir).
 
@@ -286,6 +287,8 @@ def run_experiment(
     ``on_rep_progress`` gets progress with the run it belongs to (runs may overlap).
     ``lock``: the run directory's lock, held by the caller; without it the run takes
     the lock itself (and refuses when another process holds it).
+    ``plan`` is the caller's ``plan_sweep`` of this resume, read and checked under
+    the lock (``sim.sweep.session``); without it the resume is planned and checked here.
     """
     own = lock is None or not lock.held
     held = RunLock(out_dir).acquire() if own else lock
@@ -306,6 +309,7 @@ def run_experiment(
             on_host=on_host,
             on_note=on_note,
             on_rep_progress=on_rep_progress,
+            plan=plan,
         )
     finally:
         if own and held is not None:
@@ -329,14 +333,17 @@ def _run_locked(
     on_host: Callable[[RepRun, str], None] | None,
     on_note: Callable[[str], None] | None,
     on_rep_progress: Callable[[RepRun, int, int], None] | None,
+    plan: SweepPlan | None,
 ) -> ExperimentResult:
     from sim.sweep import runner
 
     command = tuple(child_command) if child_command is not None else runner.CHILD_COMMAND
     previous = read_manifest(out_dir) if resume else None
-    if resume:
+    if resume and plan is None:
         check_resumable(cfg, out_dir)
-    plan = plan_sweep(cfg, points, out_dir) if resume else None
+        plan = plan_sweep(cfg, points, out_dir)
+    elif not resume:
+        plan = None
     reps = rep_runs(out_dir, list(points), cfg.repeats)
     axes = axis_columns(points)
     source = str(config_path) if config_path is not None else ""

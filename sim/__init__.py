@@ -1,3 +1,53 @@
-"""kvsim: real threads, a SimPy clock, and the GIL between them."""
+"""kvsim: real threads, a SimPy clock, and the GIL between them.
+
+kvsim measures how GIL hold per request on the KV-cache load path of an LLM
+serving engine turns into load latency and engine stalls. From Python::
+
+    import sim
+
+    exp = sim.build(                                  # or sim.load("configs/quickstart.yaml")
+        name="demo",
+        workload={"requests": 40},
+        sweep={"connector.variant": ["scalar", "numpy"], "connector.workers": [1, 4]},
+    )
+    exp.plan("results/demo")                          # what would run; writes nothing
+    run = exp.run("results/demo", force=True)         # each point in its own process
+    print(run.compare())                              # ratios with bootstrap intervals
+    run.plot()                                        # PNGs into results/demo/figures
+
+    sim.open_run("results/demo").points               # summary.csv rows of a finished run
+
+Errors kvsim foresaw are :class:`KvsimError` (``ConfigError``, ``RunDirError``,
+``UsageError``, …) with a one-line message. The same API backs the ``kvsim``
+command line; see docs/design.md for how the pieces fit together.
+"""
+
+from sim.api import (
+    Experiment,
+    Report,
+    Run,
+    build,
+    compare,
+    load,
+    open_run,
+    plot,
+)
+from sim.errors import ConfigError, KvsimError, RunDirError, UsageError
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "ConfigError",
+    "Experiment",
+    "KvsimError",
+    "Report",
+    "Run",
+    "RunDirError",
+    "UsageError",
+    "__version__",
+    "build",
+    "compare",
+    "load",
+    "open_run",
+    "plot",
+]

@@ -94,30 +94,24 @@ def _own(*paths: Path) -> None:
 
 
 def _one(args: argparse.Namespace) -> int:
-    from sim.analysis.compare import compare
-    from sim.analysis.report import comparison_markdown, comparison_rows
-    from sim.rundir.reader import load_results
+    from sim.api import compare, open_run
+    from sim.rundir.layout import COMPARE_STEM
 
-    res = load_results(args.results[0])
-    warnings = _warn(res, args.by)
-    try:
-        comp = compare(
-            res, args.baseline, args.metric, args.bootstrap, args.seed, args.by or "variant"
-        )
-    except ValueError as exc:
-        raise _error(str(exc)) from None
-    text = comparison_markdown(comp, str(Path(args.results[0]).absolute()))
-    if warnings:
-        text = _with_warnings(text, warnings)
-    cols, rows = comparison_rows(comp)
-    _write(Path(args.out) if args.out else res.dir / "compare", text, cols, rows)
+    run = open_run(args.results[0])
+    _warn(run.results, args.by)  # before anything can fail, as for two runs
+    report = compare(
+        run,
+        args.by or "variant",
+        args.baseline,
+        args.metric,
+        bootstrap=args.bootstrap,
+        seed=args.seed,
+    )
+    stem = Path(args.out) if args.out else run.dir / COMPARE_STEM
+    md, csv = report.write(stem)
+    print(report.markdown, end="")
+    print(f"\n(written: {md}, {csv})")
     return 0
-
-
-def _with_warnings(text: str, warnings: list[str]) -> str:
-    head, _, rest = text.partition("\n\n")
-    notes = "\n".join(f"> **Warning:** {w}" for w in warnings)
-    return f"{head}\n\n{notes}\n\n{rest}"
 
 
 def _two(args: argparse.Namespace) -> int:
@@ -167,7 +161,9 @@ def _two(args: argparse.Namespace) -> int:
     head, _, rest = text.partition("\n\n")
     text = f"{head}\n\n```\n{preface}\n```\n\n{rest}"
     if warnings:
-        text = _with_warnings(text, warnings)
+        from sim.api.reports import with_warnings
+
+        text = with_warnings(text, warnings)
     cols, rows = comparison_rows(comp)
     stem = Path(args.out) if args.out else b.dir / f"compare_vs_{_safe(a.dir.name)}"
     _write(stem, text, cols, rows)

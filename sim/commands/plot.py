@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 HELP = "draw PNG figures of a finished run (latency CDF, p99 vs workers, GIL hold)"
 
@@ -22,43 +21,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from sim.analysis.completeness import completeness_warnings
-    from sim.analysis.hosts import host_warnings
-    from sim.analysis.plot import plot_results
-    from sim.errors import UsageError
-    from sim.rundir.reader import load_results
+    from sim.api import open_run, plot
 
-    res = load_results(args.results)
-    warnings = completeness_warnings(res)
-    hosts = host_warnings(res)
-    if res.note:
-        print(res.note, file=sys.stderr)
-    for line in [*warnings, *hosts]:
+    run = open_run(args.results)
+    if run.results.note:
+        print(run.results.note, file=sys.stderr)
+    for line in run.warnings():
         print(f"warning: {line}", file=sys.stderr)
-    from sim.rundir.layout import FIGURES_DIR
-
-    out = Path(args.out) if args.out else res.dir / FIGURES_DIR
-    try:
-        notes = ["partial run"] * bool(warnings) + ["mixed hardware"] * bool(hosts)
-        note = f"{' and '.join(notes)} (see warnings)" if notes else ""
-        paths = plot_results(res, out, args.x, seed=args.seed, note=note)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    _own(res.dir, paths)
-    for p in paths:
+    for p in plot(run, args.out, args.x, seed=args.seed):
         print(p)
     return 0
-
-
-def _own(run_dir: Path, paths: list[Path]) -> None:
-    """Name the figures written inside the run in its ledger (so --force may remove them)."""
-    from sim.rundir.guard import record_owned
-
-    inside = []
-    for p in paths:
-        try:
-            inside.append(str(Path(p).absolute().relative_to(run_dir.absolute())))
-        except ValueError:
-            continue
-    if inside:
-        record_owned(run_dir, *inside)

@@ -1,0 +1,159 @@
+"""Experiments from Python: load one from a YAML file, or build one from a dict — no file.
+
+An :class:`Experiment` is a validated config and its grid points. It is checked
+exactly as ``kvsim validate`` checks a file (one-line :class:`~sim.errors.ConfigError`
+naming the field), and it runs like ``kvsim run``: every point × repeat in its
+own child process, which gets the resolved config itself, so an experiment built
+in memory needs no file on disk at any point.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the heavy parts load only when used
+    from sim.api.runs import Run
+    from sim.config import ExperimentConfig, Point
+    from sim.sweep.session import RunPlan
+
+__all__ = ["Experiment", "Overrides", "build", "load"]
+
+#: Field changes: ``{"connector.workers": 8}``, or ``["connector.workers=8"]`` as on the CLI.
+Overrides = Mapping[str, Any] | Sequence[str]
+
+
+def _override_strings(overrides: Overrides | None) -> tuple[str, ...]:
+    """``KEY=VALUE`` strings (the value as JSON, which is YAML) — what ``--set`` takes,
+    and what the manifest records so a resume can repeat them."""
+    if not overrides:
+        return ()
+    if isinstance(overrides, Mapping):
+        return tuple(f"{k}={json.dumps(v)}" for k, v in overrides.items())
+    if isinstance(overrides, str):
+        return (overrides,)
+    return tuple(overrides)
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A validated experiment: its config, its grid points, and where it came from.
+
+    Make one with :func:`load` or :func:`build`; then :meth:`plan` it (what would
+    run, reading only) or :meth:`run` it.
+    """
+
+    #: The validated config (frozen pydantic model; every default filled in).
+    config: ExperimentConfig
+    #: Every grid point: its axis values and its own resolved config.
+    points: tuple[Point, ...]
+    #: The YAML file it was loaded from; None when built in Python.
+    source: Path | None = None
+    #: The overrides applied, as ``KEY=VALUE`` strings.
+    overrides: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def axes(self) -> list[str]:
+        """Axis columns every result table carries (always variant and workers)."""
+        from sim.sweep.experiment import axis_columns
+
+        return axis_columns(self.points)
+
+    def out_dir(self, out: str | Path | None = None) -> Path:
+        """Where the run goes: ``out``, else ``output.dir``, else ``results/<name>``."""
+        return Path(out or self.config.output_dir).absolute()
+
+    def plan(self, out: str | Path | None = None) -> RunPlan:
+        """What a run into ``out`` would do; reads, never writes.
+
+        The plan lists every point × repeat with its state in that directory
+        (done, failed, interrupted, pending) and the requests each point plans.
+        """
+        from sim.sweep.session import plan_run
+
+        return plan_run(self.config, list(self.points), self.out_dir(out))
+
+    def run(
+        self,
+        out: str | Path | None = None,
+        *,
+        force: bool = False,
+        resume: bool = False,
+        isolate: bool = True,
+        on_point_start: Callable[[Point, int], None] | None = None,
+        progress: Callable[[int, int], None] | None = None,
+        on_point_done: Callable[[Any, Any], None] | None = None,
+    ) -> Run:
+        """Run every point × repeat, each in its own child process; return the :class:`Run`.
+
+        ``force`` replaces a previous run in the directory (only files kvsim wrote);
+        ``resume`` keeps its finished point runs and runs the rest — refused with a
+        RunDirError when the config is not the same experiment. ``isolate=False``
+        runs points in this process (debuggers; a crash then ends the sweep).
+        Callbacks: ``on_point_start(point, repeat)``, ``progress(done, total)``
+        requests of the current point, ``on_point_done(rep, outcome)``.
+        A point that fails does not stop the sweep: see ``Run.outcome``.
+        """
+        from sim.api.runs import Run
+        from sim.sweep.session import prepare_run, run_planned
+
+        plan = self.plan(out)
+        prepare_run(plan, force=force, resume=resume)
+        outcome = run_planned(
+            plan,
+            source=self.source,
+            overrides=self.overrides,
+            resume=resume,
+            isolate=isolate,
+            on_point_start=on_point_start,
+            progress=progress,
+            on_point_done=on_point_done,
+        )
+        return Run(plan.out_dir, outcome)
+
+
+def load(path: str | Path, overrides: Overrides | None = None) -> Experiment:
+    """Load and validate an experiment YAML file (``kvsim validate`` checks the same).
+
+    ``overrides`` change fields before validation, like ``--set``:
+    ``load("exp.yaml", {"connector.workers": 8, "sweep.seed": [1, 2]})``.
+    Relative data-file paths are taken from the file's directory.
+    """
+    from sim.config import parse_config
+
+    sets = _override_strings(overrides)
+    cfg, points = parse_config(path, sets)
+    return Experiment(cfg, tuple(points), Path(path), sets)
+
+
+def build(
+    data: Mapping[str, Any] | None = None,
+    /,
+    *,
+    overrides: Overrides | None = None,
+    base_dir: str | Path | None = None,
+    **sections: Any,
+) -> Experiment:
+    """Build and validate an experiment in Python: what the YAML file would hold, as a dict.
+
+    ``data`` is the whole mapping; keyword arguments set top-level keys on top of
+    it (``name="demo", workload={"requests": 40}``); ``overrides`` then change
+    single fields by dotted path, like ``--set``. Relative data-file paths are
+    taken from ``base_dir`` (default: the working directory). Errors are one-line
+    ConfigErrors naming the field, as for a file::
+
+        exp = sim.build(name="demo", sweep={"connector.variant": ["scalar", "numpy"]})
+    """
+    from sim.config import parse_mapping
+
+    raw = {**dict(data or {}), **sections}
+    sets = _override_strings(overrides)
+    cfg, points = parse_mapping(raw, sets, base_dir=base_dir)
+    return Experiment(cfg, tuple(points), None, sets)

@@ -1,0 +1,132 @@
+"""Comparisons and figures of a run, from Python: what ``kvsim compare`` / ``kvsim plot`` show.
+
+Arguments that do not fit the run (an axis it lacks, an unknown metric, a
+baseline that is not among the values) raise :class:`~sim.errors.UsageError`
+with one line; a directory that is not a run raises RunDirError.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sim.analysis.compare import Cell, Comparison
+    from sim.api.runs import Run
+
+__all__ = ["Report", "compare", "plot", "with_warnings"]
+
+
+def _run(run: Run | str | Path) -> Run:
+    from sim.api.runs import Run, open_run
+
+    return run if isinstance(run, Run) else open_run(run)
+
+
+@dataclass(frozen=True)
+class Report:
+    """A comparison of one run: the numbers, and the Markdown ``kvsim compare`` prints.
+
+    ``str(report)`` is the Markdown; :meth:`cell` gives one value and its ratio
+    to the baseline with the ratio's bootstrap interval.
+    """
+
+    #: The comparison itself: levels, the values compared, metrics, cells.
+    comparison: Comparison
+    #: Markdown: one table per level, warnings of an incomplete run on top.
+    markdown: str
+    #: Completeness warnings of the run (empty: the run is complete).
+    warnings: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return self.markdown
+
+    def cell(self, value: str, metric: str, level: Sequence[Any] = ()) -> Cell:
+        """The cell of ``by == value`` for ``metric`` at ``level`` (default: the only one).
+
+        ``cell.value`` is the statistic, ``cell.ratio`` (None for the baseline) the
+        ratio to the baseline with ``.low`` / ``.high`` bounds.
+        """
+        comp = self.comparison
+        key = tuple(str(v) for v in level) if level else None
+        if key is None:
+            if len(comp.levels) != 1:
+                raise KeyError(f"{len(comp.levels)} levels; name one of {comp.levels}")
+            key = comp.levels[0]
+        return comp.cells[(key, value, metric)]
+
+    def rows(self) -> tuple[list[str], list[dict[str, Any]]]:
+        """(columns, rows) of compare.csv: one row per level × value × metric."""
+        from sim.analysis.report import comparison_rows
+
+        return comparison_rows(self.comparison)
+
+    def write(self, stem: str | Path) -> tuple[Path, Path]:
+        """Write ``<stem>.md`` and ``<stem>.csv`` atomically; return their paths."""
+        from sim.rundir.outputs import atomic_write_text, write_csv
+
+        stem = Path(stem).absolute()
+        md, csv = stem.with_name(stem.name + ".md"), stem.with_name(stem.name + ".csv")
+        atomic_write_text(md, self.markdown)
+        write_csv(csv, *self.rows())
+        return md, csv
+
+
+def with_warnings(text: str, warnings: Sequence[str]) -> str:
+    """Markdown ``text`` with a warning block after its first paragraph (the title)."""
+    head, _, rest = text.partition("\n\n")
+    notes = "\n".join(f"> **Warning:** {w}" for w in warnings)
+    return f"{head}\n\n{notes}\n\n{rest}"
+
+
+def compare(
+    run: Run | str | Path,
+    by: str = "variant",
+    baseline: str | None = None,
+    metrics: Sequence[str] | None = None,
+    *,
+    bootstrap: int = 2000,
+    seed: int = 0,
+) -> Report:
+    """Values of axis ``by`` side by side at each level of the other axes.
+
+    Each metric's value and its ratio to ``baseline`` (default: scalar, else the
+    first value) with a 95% bootstrap interval over ``bootstrap`` resamples.
+    ``metrics`` are names such as ``latency_p99_ms``, any summary.csv column, or
+    ``TABLE.COLUMN:STAT[@COL=VALUE]``; by default the known ones the run has data for.
+    """
+    from sim.analysis.compare import compare as compare_results
+    from sim.analysis.report import comparison_markdown
+    from sim.errors import UsageError
+
+    if not 100 <= bootstrap <= 1_000_000:
+        raise UsageError(f"--bootstrap {bootstrap}: allowed 100 to 1000000 resamples")
+    r = _run(run)
+    warnings = tuple(r.warnings())
+    try:
+        comp = compare_results(r.results, baseline, metrics, bootstrap, seed, by)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    text = comparison_markdown(comp, str(r.dir.absolute()))
+    return Report(comp, with_warnings(text, warnings) if warnings else text, warnings)
+
+
+def plot(
+    run: Run | str | Path, out: str | Path | None = None, x: str | None = None, *, seed: int = 0
+) -> list[Path]:
+    """Draw every figure the run has data for (latency CDF, p99 against ``x``, GIL hold,
+    engine steps, …) as PNGs into ``out`` (default ``<run>/figures``); return their paths.
+
+    The figures of a run that is not complete say so (see ``Run.warnings``)."""
+    from sim.analysis.plot import plot_results
+    from sim.errors import UsageError
+
+    r = _run(run)
+    where = Path(out) if out is not None else r.dir / "figures"
+    note = "partial run (see warnings)" if r.warnings() else ""
+    try:
+        return plot_results(r.results, where, x, seed=seed, note=note)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None

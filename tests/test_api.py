@@ -76,8 +76,8 @@ def test_build_validates_like_a_file_with_one_line_errors() -> None:
     exp = sim.build(TINY, overrides={"connector.workers": 3, "sweep.seed": [1, 2]})
     assert exp.source is None and exp.config.connector.workers == 3
     assert [p.axes for p in exp.points] == [
-        {"variant": "numpy", "workers": 3, "seed": 1},
-        {"variant": "numpy", "workers": 3, "seed": 2},
+        {"variant": "numpy", "workers": 3, "mode": "real", "seed": 1},
+        {"variant": "numpy", "workers": 3, "mode": "real", "seed": 2},
     ]
     assert exp.overrides == ("connector.workers=3", "sweep.seed=[1, 2]")
 
@@ -99,7 +99,7 @@ def test_plan_run_resume_open_compare_plot(tmp_path: Path, monkeypatch) -> None:
 
     started: list[str] = []
     run = exp.run(out, on_point_start=lambda p, k: started.append(p.label))
-    assert started == ["variant=scalar,workers=2", "variant=numpy,workers=2"]
+    assert started == ["variant=scalar,workers=2,mode=real", "variant=numpy,workers=2,mode=real"]
     assert run.outcome is not None and run.outcome.ok
     assert run.outcome.failed_requests == 0 and run.outcome.unfinished == []
     assert run.outcome.noise_floor_p99_ms >= 0
@@ -121,7 +121,7 @@ def test_plan_run_resume_open_compare_plot(tmp_path: Path, monkeypatch) -> None:
         other.run(out, resume=True)
 
     opened = sim.open_run(out)
-    assert opened.outcome is None and opened.axes == ["variant", "workers"]
+    assert opened.outcome is None and opened.axes == ["variant", "workers", "mode"]
     report = sim.compare(out, bootstrap=200)
     assert str(report).startswith("# kvsim compare · tiny")
     assert report.cell("scalar", "latency_p99_ms").ratio is None

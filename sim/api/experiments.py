@@ -90,6 +90,7 @@ class Experiment:
         on_point_start: Callable[[Point, int], None] | None = None,
         progress: Callable[[int, int], None] | None = None,
         on_point_done: Callable[[Any, Any], None] | None = None,
+        executor: Any = None,
     ) -> Run:
         """Run every point × repeat, each in its own child process; return the :class:`Run`.
 
@@ -99,6 +100,8 @@ class Experiment:
         runs points in this process (debuggers; a crash then ends the sweep).
         Callbacks: ``on_point_start(point, repeat)``, ``progress(done, total)``
         requests of the current point, ``on_point_done(rep, outcome)``.
+        ``executor`` (``sim.sweep.executors.ExecutorChoice``) runs points elsewhere,
+        e.g. on a Ray cluster; default: here, one after the other.
         A point that fails does not stop the sweep: see ``Run.outcome``.
         """
         from sim.api.runs import Run
@@ -115,6 +118,7 @@ class Experiment:
             on_point_start=on_point_start,
             progress=progress,
             on_point_done=on_point_done,
+            executor=executor,
         )
         return Run(plan.out_dir, outcome)
 

@@ -1,7 +1,7 @@
 """What a connector variant is, and how it declares GIL-free sections.
 
 An address variant turns chunks into ``(addr_lists, size_lists, block_ids)`` as
-Python ints (DESIGN.md §1.1). Sections that run without the GIL (a nogil kernel,
+Python ints (docs/design.md §1.1). Sections that run without the GIL (a nogil kernel,
 a GIL-free wait) are wrapped in :func:`gil_free`, so the GIL meter can subtract
 their CPU time from the thread's.
 """

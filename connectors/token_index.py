@@ -5,7 +5,7 @@ Each engine step knows ``query_start_loc``: the cumulative query lengths of its
 components need, per token, the request it belongs to:
 ``repeat(arange(num_reqs), diff(query_start_loc))`` copied into a persistent
 device buffer at ``[:num_mapped]``, with ``[num_mapped:num_tokens]`` zeroed
-because the step may run padded to a CUDA-graph size (DESIGN.md §1.2, vLLM PR
+because the step may run padded to a CUDA-graph size (docs/design.md §1.2, vLLM PR
 #47474). The variants (``connectors/index_*.py``) differ only in who builds it
 and where; this module holds the step's metadata object, the persistent
 buffers, and the NumPy reference the tests compare against.

@@ -20,7 +20,7 @@ __all__ = [
     "parse_variant_spec",
 ]
 
-#: The seed's request: 289K tokens = 2,258 chunks of 128 (DESIGN.md §1.1).
+#: The seed's request: 289K tokens = 2,258 chunks of 128 (docs/design.md §1.1).
 SEED_CHUNKS = 2258
 
 

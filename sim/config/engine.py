@@ -1,4 +1,4 @@
-"""The engine step loop that runs beside the load pipeline (DESIGN.md §1.2, §2).
+"""The engine step loop that runs beside the load pipeline (docs/design.md §1.2, §3).
 
 Off by default: a point without it measures the connector alone. When enabled,
 a real engine thread builds each step's token-to-request index with the chosen

@@ -1,4 +1,4 @@
-"""Model geometry: how the KV cache is laid out in memory (DESIGN.md §1.1)."""
+"""Model geometry: how the KV cache is laid out in memory (docs/design.md §1.1)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
-"""The engine step loop: a real engine thread, paced by the simulation (DESIGN.md §2).
+"""The engine step loop: a real engine thread, paced by the simulation (docs/design.md §3).
 
 An inference engine's main loop alternates Python work that holds the GIL (the
 step's metadata, here the token-to-request index built by the configured index
 variant) with waits that release it (the GPU forward). Connector threads holding
 the GIL delay both: the engine cannot start building, and cannot resume after
-the forward, until it gets the GIL back (the convoy effect, §1.3). This add-on
-runs that loop on a real thread so the delay is real and measured.
+the forward, until it gets the GIL back (the convoy effect, docs/design.md §1.3).
+This add-on runs that loop on a real thread so the delay is real and measured.
 
 Pacing follows the one threading rule: a SimPy process posts each step to the
 engine thread through a queue, with an external event that the thread completes

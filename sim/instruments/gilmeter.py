@@ -1,4 +1,4 @@
-"""Per-job GIL accounting from thread CPU time (DESIGN.md §2; method in docs/gil-method.md).
+"""Per-job GIL accounting from thread CPU time (docs/design.md §4; method in docs/gil-method.md).
 
 A thread running Python holds the GIL, and a thread waiting for the GIL sleeps
 on a condition variable and burns no CPU; so the CPU time a worker thread spends

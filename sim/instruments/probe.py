@@ -1,7 +1,7 @@
 """The sentinel probe: how late a Python thread gets to run, and how busy the GIL was.
 
 One Python thread sleeps until a target instant, then records how late it runs
-(DESIGN.md §1.3): after a GIL-free sleep a thread must take the GIL back, so its
+(docs/design.md §1.3): after a GIL-free sleep a thread must take the GIL back, so its
 lateness is the stall that any co-resident Python loop (the engine's) suffers —
 up to a switch interval behind one busy thread, longer behind several, since
 the hand-off is not FIFO.

@@ -4,7 +4,7 @@ An add-on is built from the point's config (or not, when disabled), attached to
 the environment before the run starts and detached after the last request; it
 contributes summary columns and, optionally, extra per-row tables (``steps.csv``).
 Keeping them behind this one interface lets ``run_point`` stay the same as the
-set of instruments grows, and lets a model mode supply its own.
+set of instruments grows.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The load pipeline of one request: arrival -> queue -> CPU stages -> transfer -> done.
 
 Independent of how time advances: ``cpu`` is anything with
-``submit(fn, *args) -> Event[JobOutcome]`` (the real WorkerPool, or a simulated
-GIL in model mode), and every timestamp of record is taken where the thing
+``submit(fn, *args) -> Event[JobOutcome]`` (the real WorkerPool in a point run),
+and every timestamp of record is taken where the thing
 happens — CPU stages in the worker, the rest on the simulation thread. Queue
 time and latency count from the request's *planned* arrival, so that time the
 harness spent getting round to it is part of the latency (no coordinated omission).

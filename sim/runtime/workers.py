@@ -1,8 +1,8 @@
 """WorkerPool: N real OS threads taking whole jobs from one FIFO queue.
 
 This is how the upstream connector's load threads work: each request is one
-job, taken by whichever thread is free. The pool is the real-mode CPU executor
-of the pipeline; a model mode would provide the same ``submit``.
+job, taken by whichever thread is free. The pool is the pipeline's CPU
+executor: anything else with the same ``submit`` could stand in for it.
 """
 
 from __future__ import annotations

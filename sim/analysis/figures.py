@@ -1,7 +1,7 @@
 """The figures of ``kvsim plot``, one function each; they return a matplotlib Figure.
 
 Each takes pyplot (imported by ``sim.analysis.plot.plot_results`` with the Agg backend),
-the run's results and its :class:`~sim.analysis.plot.Layout`. Labels name only the axes
+the run's results and its :class:`~sim.analysis.layout.Layout`. Labels name only the axes
 that vary, so a figure of a two-axis sweep does not repeat a constant on every line.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from sim.analysis.bootstrap import stat_interval
-from sim.analysis.plot import Layout, axis_title, label, rows_by_point
+from sim.analysis.layout import Layout, axis_title, label, rows_by_point
 from sim.rundir.reader import RunResults, as_float, column
 
 __all__ = ["engine_steps", "gil_hold", "latency_cdf", "p99_vs_x"]

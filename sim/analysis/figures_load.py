@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from sim.analysis.plot import Layout, label, rows_by_point
+from sim.analysis.layout import Layout, label, rows_by_point
 from sim.rundir.reader import RunResults, as_float, column
 
 __all__ = ["RATE_AXES", "latency_ccdf", "latency_vs_rate", "rate_axis"]

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from sim.analysis.plot import Layout, label, rows_by_point
+from sim.analysis.layout import Layout, label, rows_by_point
 from sim.rundir.reader import RunResults, column
 
 __all__ = ["STAGE_COLOURS", "has_stage_columns", "hold_stages"]

@@ -15,14 +15,17 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from sim.analysis.compare import Cell, Comparison
     from sim.api.runs import Run
+    from sim.rundir.reader import RunResults
 
 __all__ = ["Report", "compare", "plot", "with_warnings"]
 
 
-def _run(run: Run | str | Path) -> Run:
-    from sim.api.runs import Run, open_run
+def _results(run: Run | str | Path) -> RunResults:
+    """The results of a Run, or of the run directory at a path (read now)."""
+    from sim.rundir.reader import load_results
 
-    return run if isinstance(run, Run) else open_run(run)
+    results = getattr(run, "results", None)  # a Run (duck-typed: no import of sim.api.runs)
+    return results if results is not None else load_results(run)
 
 
 @dataclass(frozen=True)
@@ -98,18 +101,19 @@ def compare(
     ``TABLE.COLUMN:STAT[@COL=VALUE]``; by default the known ones the run has data for.
     """
     from sim.analysis.compare import compare as compare_results
+    from sim.analysis.completeness import completeness_warnings
     from sim.analysis.report import comparison_markdown
     from sim.errors import UsageError
 
     if not 100 <= bootstrap <= 1_000_000:
         raise UsageError(f"--bootstrap {bootstrap}: allowed 100 to 1000000 resamples")
-    r = _run(run)
-    warnings = tuple(r.warnings())
+    res = _results(run)
+    warnings = tuple(completeness_warnings(res))
     try:
-        comp = compare_results(r.results, baseline, metrics, bootstrap, seed, by)
+        comp = compare_results(res, baseline, metrics, bootstrap, seed, by)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    text = comparison_markdown(comp, str(r.dir.absolute()))
+    text = comparison_markdown(comp, str(res.dir.absolute()))
     return Report(comp, with_warnings(text, warnings) if warnings else text, warnings)
 
 
@@ -120,13 +124,14 @@ def plot(
     engine steps, …) as PNGs into ``out`` (default ``<run>/figures``); return their paths.
 
     The figures of a run that is not complete say so (see ``Run.warnings``)."""
+    from sim.analysis.completeness import completeness_warnings
     from sim.analysis.plot import plot_results
     from sim.errors import UsageError
 
-    r = _run(run)
-    where = Path(out) if out is not None else r.dir / "figures"
-    note = "partial run (see warnings)" if r.warnings() else ""
+    res = _results(run)
+    where = Path(out) if out is not None else res.dir / "figures"
+    note = "partial run (see warnings)" if completeness_warnings(res) else ""
     try:
-        return plot_results(r.results, where, x, seed=seed, note=note)
+        return plot_results(res, where, x, seed=seed, note=note)
     except ValueError as exc:
         raise UsageError(str(exc)) from None

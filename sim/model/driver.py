@@ -31,8 +31,8 @@ from sim.model.gil import CPythonGil, NoGil
 from sim.model.probe import ModelEngine, ModelProbe
 from sim.model.threads import Harness, ModelJob, ModelWorkers
 from sim.runtime.metrics import summarize_requests
-from sim.runtime.point import PointResult
 from sim.runtime.records import RequestRecord
+from sim.runtime.result import PointResult
 from sim.store.model import StoreModel
 from sim.workload.plan import PlannedRequest, Workload, plan_workload, request_bytes
 

@@ -7,7 +7,7 @@ import sys
 import time
 from collections.abc import Callable, Generator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -22,6 +22,7 @@ from sim.runtime.env import HybridEnvironment
 from sim.runtime.metrics import summarize_requests
 from sim.runtime.pipeline import LoadPipeline
 from sim.runtime.records import RequestRecord
+from sim.runtime.result import PointResult
 from sim.runtime.workers import WorkerPool
 from sim.store.factory import open_store
 from sim.workload.plan import Workload, plan_workload
@@ -29,16 +30,6 @@ from sim.workload.plan import Workload, plan_workload
 __all__ = ["PointResult", "build_variants", "run_point", "switch_interval"]
 
 ProgressFn = Callable[[int, int], None]
-
-
-@dataclass
-class PointResult:
-    point: Point
-    repeat: int
-    records: list[RequestRecord]
-    summary: dict[str, Any]
-    #: Extra long-format tables from add-ons: file stem -> rows.
-    tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 @contextmanager

@@ -29,7 +29,7 @@ def draw_search(run_dir: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from sim.analysis.plot import STYLE
+    from sim.analysis.layout import STYLE
     from sim.search.slo import parse_slo
 
     data = json.loads((run_dir / "search.json").read_text(encoding="utf-8"))

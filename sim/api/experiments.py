@@ -67,8 +67,11 @@ class Experiment:
         return axis_columns(self.points)
 
     def out_dir(self, out: str | Path | None = None) -> Path:
-        """Where the run goes: ``out``, else ``output.dir``, else ``results/<name>``."""
-        return Path(out or self.config.output_dir).absolute()
+        """Where the run goes: ``out``, else ``output.dir``, else ``results/<name>``
+        (``~`` expanded, ``..`` folded, made absolute)."""
+        from sim.rundir.guard import normalize_dir
+
+        return normalize_dir(out or self.config.output_dir).absolute()
 
     def plan(self, out: str | Path | None = None) -> RunPlan:
         """What a run into ``out`` would do; reads, never writes.
@@ -105,21 +108,21 @@ class Experiment:
         A point that fails does not stop the sweep: see ``Run.outcome``.
         """
         from sim.api.runs import Run
-        from sim.sweep.session import prepare_run, run_planned
+        from sim.sweep.session import prepared_run, run_planned
 
         plan = self.plan(out)
-        prepare_run(plan, force=force, resume=resume)
-        outcome = run_planned(
-            plan,
-            source=self.source,
-            overrides=self.overrides,
-            resume=resume,
-            isolate=isolate,
-            on_point_start=on_point_start,
-            progress=progress,
-            on_point_done=on_point_done,
-            executor=executor,
-        )
+        with prepared_run(plan, force=force, resume=resume, source=self.source) as ready:
+            outcome = run_planned(
+                ready,
+                source=self.source,
+                overrides=self.overrides,
+                resume=resume,
+                isolate=isolate,
+                on_point_start=on_point_start,
+                progress=progress,
+                on_point_done=on_point_done,
+                executor=executor,
+            )
         return Run(plan.out_dir, outcome)
 
 

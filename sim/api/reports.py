@@ -67,11 +67,15 @@ class Report:
         return comparison_rows(self.comparison)
 
     def write(self, stem: str | Path) -> tuple[Path, Path]:
-        """Write ``<stem>.md`` and ``<stem>.csv`` atomically; return their paths."""
+        """Write ``<stem>.md`` and ``<stem>.csv`` atomically; return their paths.
+
+        Inside a run directory they are recorded as kvsim's (``--force`` may remove them).
+        """
         from sim.rundir.outputs import atomic_write_text, write_csv
 
         stem = Path(stem).absolute()
         md, csv = stem.with_name(stem.name + ".md"), stem.with_name(stem.name + ".csv")
+        _record_owned(stem.parent, md, csv)  # before writing: a crash leaves them listed
         atomic_write_text(md, self.markdown)
         write_csv(csv, *self.rows())
         return md, csv
@@ -102,13 +106,14 @@ def compare(
     """
     from sim.analysis.compare import compare as compare_results
     from sim.analysis.completeness import completeness_warnings
+    from sim.analysis.hosts import host_warnings
     from sim.analysis.report import comparison_markdown
     from sim.errors import UsageError
 
     if not 100 <= bootstrap <= 1_000_000:
         raise UsageError(f"--bootstrap {bootstrap}: allowed 100 to 1000000 resamples")
     res = _results(run)
-    warnings = tuple(completeness_warnings(res))
+    warnings = tuple(completeness_warnings(res) + host_warnings(res, by))
     try:
         comp = compare_results(res, baseline, metrics, bootstrap, seed, by)
     except ValueError as exc:
@@ -123,15 +128,40 @@ def plot(
     """Draw every figure the run has data for (latency CDF, p99 against ``x``, GIL hold,
     engine steps, …) as PNGs into ``out`` (default ``<run>/figures``); return their paths.
 
-    The figures of a run that is not complete say so (see ``Run.warnings``)."""
+    The figures of a run that is not complete, or whose points ran on different
+    hardware, say so (see ``Run.warnings``). Figures written inside the run are
+    recorded as kvsim's (``--force`` may remove them)."""
     from sim.analysis.completeness import completeness_warnings
+    from sim.analysis.hosts import host_warnings
     from sim.analysis.plot import plot_results
     from sim.errors import UsageError
+    from sim.rundir.layout import FIGURES_DIR
 
     res = _results(run)
-    where = Path(out) if out is not None else res.dir / "figures"
-    note = "partial run (see warnings)" if completeness_warnings(res) else ""
+    where = Path(out) if out is not None else res.dir / FIGURES_DIR
+    notes = ["partial run"] * bool(completeness_warnings(res))
+    notes += ["mixed hardware"] * bool(host_warnings(res))
+    note = f"{' and '.join(notes)} (see warnings)" if notes else ""
     try:
-        return plot_results(res, where, x, seed=seed, note=note)
+        paths = plot_results(res, where, x, seed=seed, note=note)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    _record_owned(res.dir, *paths)
+    return paths
+
+
+def _record_owned(run_dir: Path, *paths: Path) -> None:
+    """Name files written inside a kvsim run in its ledger, so that ``--force`` may
+    remove them; files written elsewhere are the user's."""
+    from sim.rundir.guard import is_kvsim_run, record_owned
+
+    if not is_kvsim_run(run_dir) or run_dir.is_symlink():
+        return
+    inside = []
+    for p in paths:
+        try:
+            inside.append(str(Path(p).absolute().relative_to(run_dir.absolute())))
+        except ValueError:
+            continue
+    if inside:
+        record_owned(run_dir, *inside)

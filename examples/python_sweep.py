@@ -29,7 +29,7 @@ def experiment(requests: int) -> sim.Experiment:
             "arrival": {"kind": "poisson", "rate_rps": 200},
             "tokens": 2048,
         },
-        store={"bandwidth_gbps": 25, "latency_ms": 0.3, "concurrency": 4},
+        store={"bandwidth_gb_per_s": 25, "latency_ms": 0.3, "concurrency": 4},
         sweep={"connector.variant": ["scalar", "numpy"], "connector.workers": [1, 4]},
     )
 

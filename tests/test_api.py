@@ -24,7 +24,7 @@ TINY = {
     "model": {"regions": 4, "block_len": [1024, 2048], "block_size": 16, "num_blocks": 256},
     "workload": {"requests": 8, "arrival": {"kind": "poisson", "rate_rps": 400}, "tokens": 160},
     "connector": {"variant": "numpy", "workers": 2},
-    "store": {"bandwidth_gbps": 50, "latency_ms": 0.2, "concurrency": 2},
+    "store": {"bandwidth_gb_per_s": 50, "latency_ms": 0.2, "concurrency": 2},
 }
 
 

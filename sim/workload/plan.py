@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from connectors.base import LoadJob
-from sim.config import ExperimentConfig, GeometryConfig
+from sim.config.experiment import ExperimentConfig
+from sim.config.geometry import GeometryConfig
 from sim.config.workload import (
     ClosedLoopArrival,
     EmpiricalTokens,

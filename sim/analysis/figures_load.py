@@ -20,7 +20,7 @@ import numpy as np
 from sim.analysis.layout import Layout, label, rows_by_point
 from sim.rundir.reader import RunResults, as_float, column
 
-__all__ = ["RATE_AXES", "latency_ccdf", "latency_vs_rate", "rate_axis"]
+__all__ = ["RATE_AXES", "latency_ccdf", "latency_vs_rate", "plain_log_x", "rate_axis"]
 
 #: Axes that are an offered rate, in the order they are looked for.
 RATE_AXES = ("rate_rps",)
@@ -46,7 +46,7 @@ def _varying(res: RunResults, axes: list[str]) -> list[str]:
     return [a for a in axes if len({r.get(a, "") for r in res.summary}) > 1]
 
 
-def _plain_log_x(ax: Any) -> None:
+def plain_log_x(ax: Any) -> None:
     """Log x with ticks written as plain numbers (50, 100, 200), no minor labels."""
     from matplotlib.ticker import FuncFormatter, NullFormatter
 
@@ -111,7 +111,7 @@ def latency_vs_rate(plt: Any, res: RunResults, rate: str) -> Any:
     xlabel = "offered rate (req/s" + (", measured)" if has_offered else ", configured)")
     for ax in (left, right):
         if log:
-            _plain_log_x(ax)
+            plain_log_x(ax)
         ax.set_xlabel(xlabel)
         ax.margins(x=0.05, y=0.08)
         ax.set_ylim(bottom=0)
@@ -147,7 +147,7 @@ def latency_ccdf(plt: Any, res: RunResults, layout: Layout) -> Any:
                 lat, surv, where="post", color=_colour(li),
                 label=f"{_short(res, line_axes, line)} (n={lat.size})",
             )  # fmt: skip
-        _plain_log_x(ax)
+        plain_log_x(ax)
         ax.set_yscale("log")
         ax.set_xlabel("load latency (ms)")
         ax.set_ylabel("fraction of requests ≥ x")

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from sim.config import ConfigError, ExperimentConfig, Point
 from sim.config.experiment import axis_label, set_path
 from sim.config.paths import CONFIG_DIR
@@ -101,9 +103,11 @@ class Search:
         data = set_path(data, self.over, int(value) if integer else float(value))
         try:
             cfg = ExperimentConfig.model_validate(data, context={CONFIG_DIR: self.config_dir})
-        except Exception as exc:  # pydantic ValidationError: the value is outside the field's range
-            msg = str(exc).splitlines()[2].strip() if len(str(exc).splitlines()) > 2 else exc
-            raise ConfigError(f"--over {self.over}={nice(value)}: {msg}") from None
+        except ValidationError as exc:  # the value is outside the field's range (--lo/--hi)
+            msg = exc.errors()[0]["msg"].replace("Value error, ", "")
+            raise ConfigError(
+                f"--over {self.over}={nice(value)}: {msg}; narrow the search with --lo/--hi"
+            ) from None
         if value not in s.points:
             s.points[value] = self.next_index
             self.next_index += 1

@@ -68,9 +68,9 @@ def draw_search(run_dir: Path) -> Path:
                         ax.plot(best, y, "*", ms=16, color=c, mec="black", zorder=5)
             ax.axhline(slo.limit, color="grey", ls="--", lw=1.2, label=f"limit: {slo.text}")
             if log:
-                from sim.analysis.figures_load import _plain_log_x
+                from sim.analysis.figures_load import plain_log_x
 
-                _plain_log_x(ax)
+                plain_log_x(ax)
             ax.set_xlabel(axis + (" (req/s offered)" if axis == "rate_rps" else ""))
             ax.set_ylabel(slo.metric)
             ax.set_ylim(bottom=0)

@@ -106,7 +106,9 @@ def latency_vs_rate(plt: Any, res: RunResults, rate: str) -> Any:
         )  # fmt: skip
     if all_x:
         lo, hi = min(all_x), max(all_x)
-        right.plot([lo, hi], [lo, hi], ":", color="grey", label="achieved = offered")
+        # Many points, so that the diagonal stays y = x on a log x axis as well.
+        diag = np.geomspace(lo, hi, 64) if lo > 0 else np.linspace(lo, hi, 64)
+        right.plot(diag, diag, ":", color="grey", label="achieved = offered")
     log = bool(all_x) and min(all_x) > 0 and max(all_x) / min(all_x) >= 8
     xlabel = "offered rate (req/s" + (", measured)" if has_offered else ", configured)")
     for ax in (left, right):

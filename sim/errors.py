@@ -26,6 +26,7 @@ __all__ = [
     "RunDirError",
     "RunError",
     "SpecError",
+    "StallError",
     "StoreError",
     "TraceError",
     "UsageError",
@@ -81,6 +82,10 @@ class RunError(KvsimError):
 
 class WatchdogError(RunError, RuntimeError):
     """A request or worker hung past the configured limit; the run cannot finish."""
+
+
+class StallError(RunError, RuntimeError):
+    """Nothing can happen any more: no timer is due and no thread will post."""
 
 
 class StoreError(RunError, RuntimeError):

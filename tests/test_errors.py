@@ -30,6 +30,7 @@ def test_old_import_locations_name_the_same_classes() -> None:
     from sim.config import ConfigError
     from sim.config.hf_config import HFConfigError
     from sim.rundir.guard import RunDirError
+    from sim.runtime.env import StallError
     from sim.runtime.pipeline import WatchdogError
     from sim.store.model import StoreError
     from sim.sweep.spec import SpecError
@@ -38,7 +39,7 @@ def test_old_import_locations_name_the_same_classes() -> None:
     assert ConfigError is errors.ConfigError and TraceError is errors.TraceError
     assert HFConfigError is errors.HFConfigError and RunDirError is errors.RunDirError
     assert WatchdogError is errors.WatchdogError and StoreError is errors.StoreError
-    assert SpecError is errors.SpecError
+    assert SpecError is errors.SpecError and StallError is errors.StallError
     assert issubclass(TraceError, ConfigError)
 
 

@@ -23,13 +23,11 @@ from typing import Any
 import simpy
 from simpy.core import EmptySchedule
 
+from sim.errors import StallError
+
 __all__ = ["HybridEnvironment", "StallError"]
 
 _INF = float("inf")
-
-
-class StallError(RuntimeError):
-    """Nothing can happen any more: no timer is due and no thread will post."""
 
 
 class HybridEnvironment(simpy.Environment):

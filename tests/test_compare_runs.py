@@ -69,7 +69,8 @@ def test_nothing_in_common_is_an_error_that_says_why(tmp_path, capsys) -> None:
     _drop_point(b, "1")
     assert main(["compare", str(a), str(b)]) == 2
     cap = capsys.readouterr()
-    assert "no point of before has the same axis values (variant, workers)" in cap.err
+    assert "no point of before has the same axis values (variant, workers" in cap.err
+    assert "workers: 1 in A, 4 in B" in cap.err and "--set sweep.connector.workers=" in cap.err
     assert "only in after: variant=scalar, workers=4" in cap.out
     assert main(["compare", str(a), str(a)]) == 2
     assert "same directory" in capsys.readouterr().err

@@ -147,7 +147,7 @@ def _two(args: argparse.Namespace) -> int:
         print(preface)
         raise _error(
             f"no point of {la} has the same axis values ({', '.join(pairing.axes)}) as a "
-            f"point of {lb}; nothing to compare"
+            f"point of {lb}; nothing to compare{_apart(a, b, pairing.axes)}"
         )
     by = args.by or RUN_AXIS
     if by != RUN_AXIS and by not in pairing.combined.axes:
@@ -168,6 +168,24 @@ def _two(args: argparse.Namespace) -> int:
     stem = Path(args.out) if args.out else b.dir / f"compare_vs_{_safe(a.dir.name)}"
     _write(stem, text, cols, rows)
     return 0
+
+
+def _apart(a: Any, b: Any, axes: list[str]) -> str:
+    """Which axes keep two runs apart, and how to give them a point in common."""
+    parts = []
+    for axis in axes:
+        va = sorted({r.get(axis, "") for r in a.summary})
+        vb = sorted({r.get(axis, "") for r in b.summary})
+        if not set(va) & set(vb):
+            parts.append(f"{axis}: {', '.join(va)} in A, {', '.join(vb)} in B")
+    if not parts:
+        return ""
+    return (
+        f" ({'; '.join(parts)}); rerun one of them with the other's values too, e.g. "
+        "--set sweep.connector.workers=[1,2]"
+        if any(p.startswith("workers:") for p in parts)
+        else f" ({'; '.join(parts)})"
+    )
 
 
 def _safe(name: str) -> str:

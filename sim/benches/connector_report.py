@@ -25,7 +25,7 @@ BASELINE = "scalar"
 # fmt: off
 CSV_COLUMNS = [
     "variant", "inputs", "floor", "gil_hold_ms", "wall_ms", "free_cpu_ms", "gc_in_call_ms",
-    "gc_debt_ms", "sustained_hold_ms", "sustained_gc_ms",
+    "gc_debt_ms", "sustained_hold_ms", "sustained_gc_ms", "sustained_gc_count",
     "hold_vs_scalar", "hold_vs_floor", "wall_vs_scalar", "hold_plus_debt_vs_scalar",
     "sustained_vs_scalar", "sustained_vs_floor",
     "regions", "block_len", "block_size", "hash_block_size", "groups", "chunks", "tokens",
@@ -43,6 +43,8 @@ class RowMeasure:
     samples: dict[str, list[float]]
     sustained_hold_ms: float = math.nan
     sustained_gc_ms: float = math.nan
+    #: Collections per request in the sustained runs (median of the runs).
+    sustained_gc_count: float = math.nan
 
 
 def _ratio(num: float, den: float | None) -> float:
@@ -72,6 +74,7 @@ def result_rows(
                 "gc_debt_ms": m["debt"],
                 "sustained_hold_ms": r.sustained_hold_ms,
                 "sustained_gc_ms": r.sustained_gc_ms,
+                "sustained_gc_count": r.sustained_gc_count,
                 "hold_vs_scalar": _ratio(m["hold"], base and base["hold"]),
                 "hold_vs_floor": _ratio(m["hold"], fl["hold"]),
                 "wall_vs_scalar": _ratio(m["wall"], base and base["wall"]),
@@ -100,13 +103,15 @@ _COLUMNS = {
     "sust\nms": "sustained_hold_ms",
     "sust\n÷scalar": "sustained_vs_scalar",
     "sust\n÷floor": "sustained_vs_floor",
+    "sust\nGCs": "sustained_gc_count",
 }
 
 LEGEND = (
     "hold: GIL hold per call (thread CPU - declared GIL-free CPU); GC debt: young "
     "collection it left behind, result alive; sust: hold per request over "
     "back-to-back requests, every collection "
-    "included; ÷floor: against the floor that builds the same lists the same way "
+    "included; sust GCs: collections per request in those; ÷floor: against the floor "
+    "that builds the same lists the same way "
     "(floor: GC paused; floor:promote: then gc.freeze()+unfreeze()); in: lists = the "
     "upstream contract, arrays = int64 buffers handed over, converted outside the timing "
     "(a what-if); wall, free CPU and GC in the call in the CSV"

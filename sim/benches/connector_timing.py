@@ -91,9 +91,14 @@ def measure_once(fn: Callable[[], Any], samples: dict[str, list[float]], clock: 
         samples[key].append(ns / 1e6)
 
 
-def measure_sustained(fn: Callable[[int], Any], count: int, clock: GcClock) -> tuple[float, float]:
-    """``(hold_ms, gc_ms)`` per request over ``count`` requests back to back (request i
-    is ``fn(i)``); see the module docstring for what the consumer does between them."""
+def measure_sustained(
+    fn: Callable[[int], Any], count: int, clock: GcClock
+) -> tuple[float, float, float]:
+    """``(hold_ms, gc_ms, collections)`` per request over ``count`` requests back to back
+    (request i is ``fn(i)``); see the module docstring for what the consumer does between
+    them. The collection count is what ``kvsim run`` records per request as
+    ``gc_gen0 + gc_gen1 + gc_gen2``: a check, free of timing, that the bench and the run
+    see the same allocations (tests/test_gc_agreement.py)."""
     from connectors.base import free_time
 
     _fresh_heap(clock)
@@ -112,4 +117,4 @@ def measure_sustained(fn: Callable[[int], Any], count: int, clock: GcClock) -> t
     finally:
         del behind
     gc_ns = sum(c for _start, c in clock.runs)
-    return (cpu - free) / count / 1e6, gc_ns / count / 1e6
+    return (cpu - free) / count / 1e6, gc_ns / count / 1e6, len(clock.runs) / count

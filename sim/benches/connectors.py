@@ -202,7 +202,7 @@ def run_bench(
                 cand = candidates[label]
                 payload = cand.prepare(tables)
                 measure_once(lambda c=cand, p=payload: c.request(p), measures[label].samples, clock)
-        sustained: dict[str, list[tuple[float, float]]] = {label: [] for label in labels}
+        sustained: dict[str, list[tuple[float, float, float]]] = {label: [] for label in labels}
         for block in range(_SUSTAINED_BLOCKS):
             shift = block % len(labels)
             for label in labels[shift:] + labels[:shift]:
@@ -215,8 +215,9 @@ def run_bench(
                 )
     for label, runs in sustained.items():
         m = measures[label]
-        m.sustained_hold_ms = statistics.median(h for h, _g in runs)
-        m.sustained_gc_ms = statistics.median(g for _h, g in runs)
+        m.sustained_hold_ms = statistics.median(h for h, _g, _n in runs)
+        m.sustained_gc_ms = statistics.median(g for _h, g, _n in runs)
+        m.sustained_gc_count = statistics.median(n for _h, _g, n in runs)
     fixed = {
         "regions": geo.regions,
         "block_len": ",".join(str(b) for b in geo.block_len),

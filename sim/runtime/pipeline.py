@@ -40,6 +40,7 @@ def _record_stages(rec: RequestRecord, st: StageTimes) -> None:
     rec.hold_free_ms = st.of("free") / 1e6
     rec.hold_gc_ms = st.of(GC) / 1e6
     rec.gc_gen0, rec.gc_gen1, rec.gc_gen2 = st.gc_counts
+    rec.gc_addresses = st.gc_in.get("addresses", 0)
 
 
 class LoadPipeline:

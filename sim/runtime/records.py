@@ -46,6 +46,10 @@ class RequestRecord:
     gc_gen0: int = 0
     gc_gen1: int = 0
     gc_gen2: int = 0
+    #: Of those, the ones that ran inside the addresses stage (the variant's allocations
+    #: set them off). gc_gen0 + gc_gen1 + gc_gen2 is what ``kvsim bench connectors``
+    #: reports per request as sustained GCs (tests/test_gc_agreement.py).
+    gc_addresses: int = 0
     store_wait_ms: float = float("nan")
     transfer_ms: float = float("nan")
     attempts: int = 1

@@ -43,6 +43,9 @@ def test_live_heap_freezes_or_settles_and_undoes_it(frozen: bool) -> None:
 def test_no_heap_by_default() -> None:
     with live_heap(HeapConfig()) as info:
         assert info.objects == 0 and info.frozen_objects == 0
+    with live_heap(HeapConfig(frozen=True)) as info:  # the process's own heap, frozen
+        assert info.objects == 0 and info.frozen_objects > 0 and gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() == 0
 
 
 @pytest.mark.parametrize(

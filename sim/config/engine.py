@@ -39,9 +39,10 @@ class HeapConfig(FrozenModel):
     )
     frozen: StrictBool = Field(
         False,
-        description="gc.freeze() after building the heap (what engines do after start-up): "
-        "collections then skip every object alive at that moment. false: the heap is "
-        "collected into the oldest generation, where full collections scan it.",
+        description="gc.collect() then gc.freeze() after building the heap (what engines do "
+        "after start-up): collections then skip every object alive at that moment, kvsim's "
+        "own included (even with objects: 0). false: the heap is collected into the oldest "
+        "generation, where full collections scan it.",
     )
 
 

@@ -98,9 +98,9 @@ def live_heap(cfg: HeapConfig) -> Iterator[HeapInfo]:
     t0 = time.perf_counter()
     heap = build_heap(cfg.objects) if cfg.objects else []
     froze = False
-    if cfg.objects:
+    if cfg.objects or cfg.frozen:
         gc.collect()  # the heap settles in the oldest generation, as in a long-lived process
-        if cfg.frozen:
+        if cfg.frozen:  # with no objects built, this freezes kvsim's own start-up heap
             froze = gc.get_freeze_count() == 0
             gc.freeze()
     build_s = time.perf_counter() - t0

@@ -1,0 +1,10 @@
+#!/bin/sh
+# Study: GC in a production-like heap. Reruns it and prints every number the README quotes.
+# About 5 minutes on a shared 2-core machine. Results: results/experiments/gc_heap/
+set -e
+cd "$(dirname "$0")/../.."
+export COLUMNS="${COLUMNS:-140}"  # wide enough that no table is cut
+R=results/experiments/gc_heap
+kvsim run experiments/gc_heap/config.yaml --force
+kvsim plot "$R"
+python experiments/gc_heap/heap_numbers.py "$R"

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Study: GC in a production-like heap. Reruns it and prints every number the README quotes.
-# About 5 minutes on a shared 2-core machine. Results: results/experiments/gc_heap/
+# About 10 minutes on a quiet 2-core machine (20 on a loaded one). Results: results/experiments/gc_heap/
 set -e
 cd "$(dirname "$0")/../.."
 export COLUMNS="${COLUMNS:-140}"  # wide enough that no table is cut

@@ -40,7 +40,7 @@ GEOMETRY = {
         "tokens": 22_400,
     },
     "connector": {"workers": 1, "handler": "per_group"},
-    "store": {"bandwidth_gbps": 1_000_000, "latency_ms": 0.0, "concurrency": 64},
+    "store": {"bandwidth_gb_per_s": 1_000_000, "latency_ms": 0.0, "concurrency": 64},
 }
 
 

@@ -39,7 +39,7 @@ _HELP: dict[str, str] = {
     "variants": "list the registered connector variants",
     "bench": "benchmark connector variants or index variants side by side",
     "geometry": "show the KV-cache geometry a model preset or HF config.json resolves to",
-    "calibrate": "measure on this machine the costs model mode simulates",
+    "calibrate": "measure the costs model mode simulates; `store`: fit the store to a real run",
     "validate-model": "run a config in real and model mode and report the model's error",
 }
 

@@ -128,6 +128,11 @@ def test_real_store_runs_scalar_and_numpy_verified_and_leaves_nothing(write_conf
     assert {s["store_netns"] for s in summary} == {"1"}
     assert all(float(s["store_get_p50_ms"]) > 0 for s in summary)
     assert _gone(mark), f"processes left behind: {_marked(mark)}"
+    from sim.store.calibrate import fit_store
+
+    fit = fit_store(out)  # the model's parameters from these real gets
+    assert fit.workers == 1 and fit.requests == 2 * 12
+    assert fit.bandwidth_gbps > 0 and fit.latency_ms >= 0
 
 
 def test_a_wrong_address_fails_its_requests_clearly(write_config):

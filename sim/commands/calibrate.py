@@ -3,12 +3,14 @@
 Targets are sub-commands so that each model can add its own; the default (no
 target, or ``gil``) measures what model mode's simulated GIL and threads need
 (sim.model.measure) and writes the calibration file every model run records
-in its manifest.
+in its manifest. ``store RUN_DIR`` fits the modelled store's latency and
+bandwidth to the gets of a run's real-store points (sim.store.calibrate).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -128,6 +130,48 @@ TARGETS["gil"] = (
     "the simulated GIL's costs: holds per variant and geometry, harness, engine (default)",
     _gil_arguments,
     _gil_main,
+)
+
+
+def _store_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run_dir", metavar="RUN_DIR", help="run directory of a real-store run")
+    p.add_argument(
+        "--workers",
+        type=int,
+        help="fit the points with this many load threads (default: the fewest in the run)",
+    )
+    p.add_argument("--json", action="store_true", help="print the fit as one JSON object")
+
+
+def _store_main(args: argparse.Namespace) -> int:
+    import yaml
+
+    from sim.store.calibrate import fit_store
+
+    fit = fit_store(args.run_dir, args.workers)
+    if args.json:
+        print(json.dumps(fit.as_dict()))
+        return 0
+    forced = " (intercept forced to 0: the free fit was negative)" if fit.through_origin else ""
+    print(
+        f"store fit from {args.run_dir}: {fit.requests} requests of {len(fit.points)} "
+        f"point(s) with {fit.workers} load thread(s), {fit.bytes_min / 1e6:.2f}–"
+        f"{fit.bytes_max / 1e6:.2f} MB per get"
+    )
+    print(
+        f"  latency {fit.latency_ms:.3f} ms + bytes / {fit.bandwidth_gbps:.3f} GB/s{forced}; "
+        f"R² {fit.r2:.3f}, |error| p50 {fit.rel_err_p50:.0%}, p99 {fit.rel_err_p99:.0%}"
+    )
+    print("modelled store settings (times measured on this machine; noisy when it is shared):")
+    text = yaml.safe_dump({"store": fit.settings()}, sort_keys=False).rstrip()
+    print("\n".join(f"  {line}" for line in text.splitlines()))
+    return 0
+
+
+TARGETS["store"] = (
+    "the modelled store's latency and bandwidth, fitted to a real-store (store.kind: mooncake) run",
+    _store_arguments,
+    _store_main,
 )
 
 

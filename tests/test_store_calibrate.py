@@ -45,10 +45,10 @@ def test_the_fit_recovers_latency_and_bandwidth_of_the_least_contended_points(tm
     fit = fit_store(run)
     assert fit.workers == 1 and fit.requests == 5
     assert fit.latency_ms == pytest.approx(0.5)
-    assert fit.bandwidth_gbps == pytest.approx(2.0)
+    assert fit.bandwidth_gb_per_s == pytest.approx(2.0)
     assert fit.r2 == pytest.approx(1.0)
     slow = fit_store(run, workers=4)
-    assert slow.bandwidth_gbps == pytest.approx(1.0)
+    assert slow.bandwidth_gb_per_s == pytest.approx(1.0)
     assert fit.settings()["kind"] == "model"
 
 

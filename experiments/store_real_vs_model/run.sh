@@ -12,7 +12,7 @@ kvsim run "$C" --force -q
 kvsim calibrate store "$R/real"
 FIT=$(kvsim calibrate store "$R/real" --json)
 LAT=$(echo "$FIT" | python3 -c 'import json,sys; print(json.load(sys.stdin)["latency_ms"])')
-BW=$(echo "$FIT" | python3 -c 'import json,sys; print(json.load(sys.stdin)["bandwidth_gbps"])')
+BW=$(echo "$FIT" | python3 -c 'import json,sys; print(json.load(sys.stdin)["bandwidth_gb_per_s"])')
 kvsim run "$C" --force -q --out "$R/model" --set store.kind=model \
-    --set store.latency_ms="$LAT" --set store.bandwidth_gbps="$BW"
+    --set store.latency_ms="$LAT" --set store.bandwidth_gb_per_s="$BW"
 python3 experiments/store_real_vs_model/report.py "$R/real" "$R/model"

@@ -159,7 +159,7 @@ def _store_main(args: argparse.Namespace) -> int:
         f"{fit.bytes_max / 1e6:.2f} MB per get"
     )
     print(
-        f"  latency {fit.latency_ms:.3f} ms + bytes / {fit.bandwidth_gbps:.3f} GB/s{forced}; "
+        f"  latency {fit.latency_ms:.3f} ms + bytes / {fit.bandwidth_gb_per_s:.3f} GB/s{forced}; "
         f"R² {fit.r2:.3f}, |error| p50 {fit.rel_err_p50:.0%}, p99 {fit.rel_err_p99:.0%}"
     )
     print("modelled store settings (times measured on this machine; noisy when it is shared):")

@@ -31,13 +31,13 @@ def bandwidth_field() -> str:
     from sim.config import StoreConfig
 
     names = [n for n in StoreConfig.model_fields if n.startswith("bandwidth")]
-    return names[0] if names else "bandwidth_gbps"
+    return names[0] if names else "bandwidth_gb_per_s"
 
 
 @dataclass(frozen=True)
 class StoreFit:
     latency_ms: float
-    bandwidth_gbps: float
+    bandwidth_gb_per_s: float
     requests: int
     points: list[str]
     workers: int
@@ -55,7 +55,7 @@ class StoreFit:
         return {
             "kind": "model",
             "latency_ms": round(self.latency_ms, 4),
-            bandwidth_field(): round(self.bandwidth_gbps, 4),
+            bandwidth_field(): round(self.bandwidth_gb_per_s, 4),
         }
 
     def as_dict(self) -> dict[str, Any]:
@@ -106,7 +106,7 @@ def fit_store(run_dir: str | Path, workers: int | None = None) -> StoreFit:
     rel = np.abs(pred - ms) / ms
     return StoreFit(
         latency_ms=float(intercept),
-        bandwidth_gbps=float(1.0 / slope * 1e3 / 1e9),  # bytes per ms -> GB/s
+        bandwidth_gb_per_s=float(1.0 / slope * 1e3 / 1e9),  # bytes per ms -> GB/s
         requests=len(ms),
         points=sorted(",".join(k) for k in keys),
         workers=chosen,

@@ -153,6 +153,15 @@ def test_the_reference_layout_passes_in_the_helper(write_config):
     assert out["masters_after"] == []
 
 
+def test_one_object_per_region_with_batch_get_into_verifies_too(write_config):
+    store = {"kind": "mooncake", "mooncake": {"network": "namespace", "api": "per_region"}}
+    cfg = write_config({**REAL, "store": store, "connector": {"variant": "numpy", "workers": 2}})
+    out = _helper(cfg, "plain", uuid.uuid4().hex)
+    recs = out["records"]
+    assert {r["status"] for r in recs} == {"ok"}
+    assert all(r["transfer_bytes"] == r["bytes"] and r["verified_blocks"] > 0 for r in recs)
+
+
 def test_a_get_error_code_is_a_failed_request_with_the_code(write_config):
     cfg = write_config({**REAL, "connector": {"variant": "test-short", "workers": 1}})
     out = _helper(cfg, "short", uuid.uuid4().hex)

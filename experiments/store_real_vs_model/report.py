@@ -15,9 +15,9 @@ def main(real_dir: str, model_dir: str) -> int:
     model = {(r["variant"], r["workers"]): r for r in load_results(model_dir).summary}
     print(
         "| variant | threads | real p50 | model p50 | error | real p99 | model p99 | error "
-        "| real get p50 | real get GB/s |"
+        "| transfer p50 real / model | real get GB/s | harness lag p99 real / model |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in real.summary:
         m = model.get((r["variant"], r["workers"]))
         if m is None:
@@ -26,9 +26,18 @@ def main(real_dir: str, model_dir: str) -> int:
         for q in ("latency_p50_ms", "latency_p99_ms"):
             a, b = as_float(r[q]), as_float(m[q])
             cells += [f"{a:.2f}", f"{b:.2f}", f"{(b - a) / a:+.0%}"]
-        cells += [f"{as_float(r['store_get_p50_ms']):.2f}", f"{as_float(r['store_get_gbps']):.2f}"]
+        t_real, t_model = as_float(r["transfer_p50_ms"]), as_float(m["transfer_p50_ms"])
+        lag_real, lag_model = as_float(r["inject_lag_p99_ms"]), as_float(m["inject_lag_p99_ms"])
+        cells += [
+            f"{t_real:.2f} / {t_model:.2f}",
+            f"{as_float(r['store_get_gbps']):.2f}",
+            f"{lag_real:.1f} / {lag_model:.1f}",
+        ]
         print("| " + " | ".join(cells) + " |")
-    print("latencies in ms; error = (model - real) / real")
+    print(
+        "latencies in ms; error = (model - real) / real; harness lag: how late the harness "
+        "handed requests to the pipeline (part of every latency)"
+    )
     return 0
 
 

@@ -132,7 +132,7 @@ def test_real_store_runs_scalar_and_numpy_verified_and_leaves_nothing(write_conf
 
     fit = fit_store(out)  # the model's parameters from these real gets
     assert fit.workers == 1 and fit.requests == 2 * 12
-    assert fit.bandwidth_gbps > 0 and fit.latency_ms >= 0
+    assert fit.bandwidth_gb_per_s > 0 and fit.latency_ms >= 0
 
 
 def test_a_wrong_address_fails_its_requests_clearly(write_config):

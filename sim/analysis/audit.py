@@ -12,17 +12,15 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from sim.rundir.numbers import as_float
+
 __all__ = ["AUDIT_FLAG_RATIO", "audit_note", "audit_problems"]
 
 #: The meter exceeding the audit by more than this factor flags the variant.
 AUDIT_FLAG_RATIO = 1.2
 
 
-def _num(v: Any) -> float:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return math.nan
+_num = as_float
 
 
 def audit_note(label: str, row: Mapping[str, Any]) -> str | None:

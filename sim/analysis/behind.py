@@ -11,6 +11,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from sim.rundir.numbers import as_float
+
 __all__ = ["ACHIEVED_MIN", "LAG_P99_LIMIT_MS", "behind_note", "fell_behind"]
 
 #: Injection lag p99 above this (plus the point's noise floor p99) is falling behind.
@@ -19,11 +21,7 @@ LAG_P99_LIMIT_MS = 1.0
 ACHIEVED_MIN = 0.98
 
 
-def _num(v: Any) -> float:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return math.nan
+_num = as_float
 
 
 def fell_behind(row: Mapping[str, Any]) -> bool:

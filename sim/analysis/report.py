@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sim.analysis.behind import fell_behind
+from sim.rundir.numbers import as_float
 
 __all__ = [
     "baseline_ratios",
@@ -25,11 +26,7 @@ def pick_baseline(rows: Sequence[dict[str, Any]], wanted: str | None) -> str | N
     return "scalar" if "scalar" in variants else (variants[0] if variants else None)
 
 
-def _num(v: Any) -> float:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return math.nan
+_num = as_float
 
 
 def baseline_ratios(

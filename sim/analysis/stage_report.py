@@ -14,6 +14,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from sim.rundir.numbers import as_float
+
 __all__ = ["STAGE_HEADS", "has_stages", "stage_cells", "stage_table"]
 
 #: Summary columns of the table, in order, with their headers.
@@ -29,11 +31,7 @@ STAGE_HEADS = (
 )
 
 
-def _num(v: Any) -> float:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return float("nan")
+_num = as_float  # the one string -> float reader (sim.rundir.numbers)
 
 
 def has_stages(rows: Sequence[dict[str, Any]]) -> bool:

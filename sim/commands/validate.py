@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 HELP = "check a config file and list its points without running anything"
@@ -41,6 +40,7 @@ def requests_phrase(counts: Sequence[int], stats: Sequence[Mapping[str, float]])
 
 def main(args: argparse.Namespace) -> int:
     from sim.config import parse_config
+    from sim.rundir.guard import normalize_dir
     from sim.store.memory import check_points
     from sim.workload.plan import planned_requests
 
@@ -57,7 +57,7 @@ def main(args: argparse.Namespace) -> int:
     print(
         f"{args.config}: ok — experiment '{cfg.name}', {len(points)} point(s) × "
         f"{cfg.repeats} repeat(s), {requests_phrase(counts, stats)}, "
-        f"output {Path(cfg.output_dir).absolute()}"
+        f"output {normalize_dir(cfg.output_dir).absolute()}"
     )
     varies = len(set(counts)) > 1
     for p, n, s in zip(points, counts, stats, strict=True):

@@ -33,6 +33,7 @@ from sim.rundir.layout import (
     table_file,
     verify_rep,
 )
+from sim.rundir.numbers import parse_number
 from sim.rundir.outputs import read_csv, write_csv
 from sim.rundir.verify import record_files
 
@@ -43,15 +44,7 @@ SUM_COLUMNS = frozenset({"requests", "ok", "failed"})
 _NOT_METRICS = frozenset({"repeat", "status", "error"})
 
 
-def _number(v: Any) -> float | None:
-    if isinstance(v, bool):
-        return float(v)
-    if isinstance(v, (int, float)):
-        return float(v)
-    try:
-        return float(str(v))
-    except ValueError:
-        return None
+_number = parse_number
 
 
 def _union(rows: Iterable[dict[str, Any]], first: Sequence[str] = ()) -> list[str]:

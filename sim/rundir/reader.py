@@ -8,7 +8,6 @@ version that made them.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,19 +17,13 @@ import numpy as np
 from sim.rundir.guard import RunDirError
 from sim.rundir.layout import MANIFEST_FILE, SUMMARY_FILE, table_file
 from sim.rundir.manifest import read_manifest
+from sim.rundir.numbers import as_float
 from sim.rundir.outputs import read_csv
 from sim.rundir.state import run_state_note, verify_tables
 
 __all__ = ["RunResults", "as_float", "column", "load_results"]
 
 _SUMMARY_LEAD_END = ("repeats", "repeat", "requests")
-
-
-def as_float(v: Any) -> float:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return math.nan
 
 
 def column(rows: list[dict[str, Any]], name: str) -> np.ndarray:

@@ -10,16 +10,13 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
+
+from sim.rundir.numbers import as_float
 
 __all__ = ["draw_search"]
 
 
-def _num(v: Any) -> float:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return math.nan
+_num = as_float  # the one string -> float reader (sim.rundir.numbers)
 
 
 def draw_search(run_dir: Path) -> Path:

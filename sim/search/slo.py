@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sim.analysis.behind import ACHIEVED_MIN
+from sim.rundir.numbers import as_float
 
 __all__ = ["SLO", "Verdict", "judge", "parse_slo"]
 
@@ -105,11 +106,7 @@ class Verdict:
     why: str
 
 
-def _num(v: Any) -> float:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return math.nan
+_num = as_float  # the one string -> float reader (sim.rundir.numbers)
 
 
 def judge(row: Mapping[str, Any], slos: Sequence[SLO]) -> Verdict:

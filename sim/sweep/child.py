@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import time
 import traceback
@@ -139,6 +140,28 @@ def _claim_stdout() -> TextIO:
     return channel
 
 
+class _Stopped(Exception):
+    """SIGTERM reached the child: from the parent stopping it, or because the parent died."""
+
+
+def _end_with_parent() -> None:
+    """Ask the kernel to send SIGTERM when the parent dies (kill -9 included), and turn
+    SIGTERM into an exception that marks the point interrupted, not failed."""
+
+    def stop(signum: int, frame: Any) -> None:
+        raise _Stopped(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, stop)
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass  # without it, the next progress line's broken pipe ends the child
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if len(argv) != 1:
@@ -148,12 +171,20 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     rep_dir = Path(argv[0]).parent
     parent = os.getppid()
+    _end_with_parent()
     channel = _claim_stdout()
     try:
+        if os.getppid() != parent:
+            raise _Stopped("the parent ended before the point started")
         execute(rep_dir, _Reporter(channel))
-    except Exception as exc:
-        traceback.print_exc()
-        if isinstance(exc, BrokenPipeError) or os.getppid() != parent:
+    except (Exception, KeyboardInterrupt) as exc:
+        if isinstance(exc, (_Stopped, KeyboardInterrupt)) and os.getppid() == parent:
+            # SIGTERM or Ctrl-C from the parent (which marks the point too): no traceback
+            write_status(rep_dir, "interrupted", error="stopped by Ctrl-C or SIGTERM")
+            return 130
+        if not isinstance(exc, _Stopped):
+            traceback.print_exc()
+        if isinstance(exc, (BrokenPipeError, _Stopped)) or os.getppid() != parent:
             # The parent is gone (kill -9, a closed terminal): the point did not fail, it
             # was cut off, and a resume must run it again.
             write_status(

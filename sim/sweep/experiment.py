@@ -37,6 +37,7 @@ from sim.sweep import (
     run_rep,
 )
 from sim.sweep.executors import ExecutorChoice, SweepEvents, build_executor
+from sim.sweep.signals import deferred_signals
 from sim.sweep.spec import write_spec
 
 #: Seconds between two rewrites of the top-level tables while model-mode points run.
@@ -438,7 +439,8 @@ def _run_locked(
         c = counts()
         status = "complete" if c["done"] == c["total"] else "failed"
     finally:
-        if unwritten:
-            files = combiner.write()
-        record(status)
+        with deferred_signals():  # a second Ctrl-C must not leave the tables half-updated
+            if unwritten:
+                files = combiner.write()
+            record(status)
     return ExperimentResult(out_dir, combiner.summary_rows(), combiner.repeat_rows(), axes, skipped)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sim.rundir.layout import LOG_FILE, RepRun, clear_rep_dir, read_status, write_status
+from sim.sweep.signals import deferred_signals
 from sim.sweep.spec import write_spec
 
 __all__ = ["CHILD_COMMAND", "RepOutcome", "run_rep"]
@@ -139,9 +140,12 @@ def run_rep(
                 _relay(proc, progress)
                 proc.wait()
             except BaseException:
-                _stop(proc)
-                if not rep.done:
-                    write_status(rep.dir, "interrupted", error="stopped by Ctrl-C or SIGTERM")
+                # A second Ctrl-C must not cut this short: the point ends finished and
+                # verified, or marked interrupted, never without a status.
+                with deferred_signals():
+                    _stop(proc)
+                    if not rep.done:
+                        write_status(rep.dir, "interrupted", error="stopped by Ctrl-C or SIGTERM")
                 raise
         status = read_status(rep.dir)
         if status is None:

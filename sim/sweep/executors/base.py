@@ -88,6 +88,9 @@ class LocalExecutor:
             try:
                 outcome = self._run_one(rep, progress)
             except BaseException:
-                events.finished(rep, None)
+                from sim.sweep.signals import deferred_signals
+
+                with deferred_signals():  # record the run's end even on a second Ctrl-C
+                    events.finished(rep, None)
                 raise
             events.finished(rep, outcome)

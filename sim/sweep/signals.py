@@ -1,0 +1,40 @@
+"""Cleanup that a second Ctrl-C cannot cut short.
+
+When a sweep is interrupted, the parent stops the running child and marks its
+point ``interrupted``, then rewrites the top-level tables and the manifest. An
+impatient second Ctrl-C (or a SIGTERM) during that cleanup used to abort it and
+leave a point with no status. Inside :func:`deferred_signals` SIGINT and SIGTERM
+are only counted; the interrupt that started the cleanup is already unwinding
+the sweep, so nothing is lost by not raising a second one.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Generator
+from contextlib import contextmanager
+from typing import Any
+
+__all__ = ["deferred_signals"]
+
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextmanager
+def deferred_signals() -> Generator[list[int], None, None]:
+    """Hold SIGINT and SIGTERM until the block ends; yields the signals that arrived."""
+    arrived: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield arrived
+        return
+
+    def hold(signum: int, frame: Any) -> None:
+        arrived.append(signum)
+
+    previous = {s: signal.signal(s, hold) for s in _SIGNALS}
+    try:
+        yield arrived
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)

@@ -53,5 +53,6 @@ class MooncakeConfig(FrozenModel):
         None,
         le=1 << 20,
         description="RAM a point may use for KV buffers and store segment, GiB; default: "
-        "80% of the machine's available memory when the point is checked.",
+        "limits.max_memory_gib when set, else 80% of the machine's available memory when "
+        "the point is checked.",
     )

@@ -106,9 +106,12 @@ def memory_plan(cfg: ExperimentConfig, chunks: np.ndarray | None = None) -> Memo
         segment = mc.segment_mib * MIB
     else:
         segment = math.ceil(put_bytes / SEGMENT_FILL / MIB) * MIB + SEGMENT_SLACK
+    limit = getattr(getattr(cfg, "limits", None), "max_memory_gib", None)
     if mc.memory_budget_gib is not None:
         budget: int | None = int(mc.memory_budget_gib * GIB)
         source = "store.mooncake.memory_budget_gib"
+    elif limit is not None:
+        budget, source = int(limit * GIB), "limits.max_memory_gib"
     else:
         avail = available_bytes()
         budget = None if avail is None else int(avail * BUDGET_FRACTION)

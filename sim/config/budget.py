@@ -159,9 +159,9 @@ def estimate_point(cfg: Any, requests: int) -> Estimate:
     if store.kind == "mooncake":  # real RAM: KV buffers and store segment (sim.store.memory)
         from sim.store.memory import memory_plan
 
-        real = memory_plan(cfg).total_bytes
-        memory += real
-        memory_why += f" + real store {human_bytes(real)} (KV buffers, segment, local buffer)"
+        plan = memory_plan(cfg)
+        memory += plan.total_bytes
+        memory_why += f" + real store: {plan.breakdown()}"
     mean_chunks = max(1.0, _mean_tokens(tokens) // geo.block_size)
     nbytes = mean_chunks * geo.bytes_per_block * geo.kv_groups
     link = store.bandwidth_gb_per_s * 1e9

@@ -72,12 +72,17 @@ class MemoryPlan:
     def fits(self) -> bool:
         return self.budget_bytes is None or self.total_bytes <= self.budget_bytes
 
-    def arithmetic(self) -> str:
-        budget = "no budget known" if self.budget_bytes is None else _gib(self.budget_bytes)
+    def breakdown(self) -> str:
         return (
             f"KV buffers {_gib(self.kv_bytes)} + store segment {_gib(self.segment_bytes)} "
             f"(puts {_gib(self.put_bytes)}) + local buffer {_gib(self.local_bytes)} = "
-            f"{_gib(self.total_bytes)} {'<=' if self.fits else '>'} budget {budget} "
+            f"{_gib(self.total_bytes)}"
+        )
+
+    def arithmetic(self) -> str:
+        budget = "no budget known" if self.budget_bytes is None else _gib(self.budget_bytes)
+        return (
+            f"{self.breakdown()} {'<=' if self.fits else '>'} budget {budget} "
             f"({self.budget_source})"
         )
 

@@ -185,3 +185,24 @@ def test_remove_owned_keeps_foreign_files_beside_tables(tmp_path) -> None:
     assert not (run / "steps.csv").exists()
     assert (run / "notes.csv").read_text() == "mine"
     assert (tmp_path / "escape").read_text() == "outside"
+
+
+def test_a_full_disk_is_one_line_and_recoverable(write_config, tmp_path, capsys, monkeypatch):
+    import errno
+
+    path = write_config()
+    out = tmp_path / "out"
+    real_fsync = os.fsync
+
+    def full(fd: int) -> None:
+        if os.readlink(f"/proc/self/fd/{fd}").startswith(str(out / ".requests.csv.")):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_fsync(fd)
+
+    monkeypatch.setattr("sim.rundir.outputs.os.fsync", full)
+    assert _run(path) == 1
+    lines = _err_lines(capsys)
+    assert lines == [f"kvsim: error: {out / REQUESTS_FILE}: No space left on device"], lines
+    monkeypatch.undo()
+    assert _run(path, "--force") == 0  # the state it left is kvsim's and can be replaced
+    assert len(read_csv(out / REQUESTS_FILE)) == 8

@@ -196,9 +196,10 @@ def _draw(out_dir: Path) -> Path | None:
 
 def _noise_note(out_dir: Path, slos: list[Any]) -> None:
     """The harness's own latency beside the limit it was judged against."""
+    from sim.rundir.layout import SUMMARY_FILE
     from sim.rundir.outputs import read_csv
 
-    path = out_dir / "summary.csv"
+    path = out_dir / SUMMARY_FILE
     rows = read_csv(path) if path.is_file() else []
     vals = []
     for r in rows:

@@ -26,6 +26,9 @@ def atomic_write_text(path: Path, text: str) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except OSError as exc:  # a full disk: say which file could not be written
+        Path(tmp).unlink(missing_ok=True)
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

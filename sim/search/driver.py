@@ -265,7 +265,9 @@ def run_search(
 
 def _summary_by_index(out_dir: Path, search: Search) -> dict[int, dict[str, str]]:
     """summary.csv rows by point index (rows carry axis values; points know theirs)."""
-    path = out_dir / "summary.csv"
+    from sim.rundir.layout import SUMMARY_FILE
+
+    path = out_dir / SUMMARY_FILE
     rows = read_csv(path) if path.is_file() else []
     out: dict[int, dict[str, str]] = {}
     for p in search.all_points():

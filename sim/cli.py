@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -102,6 +103,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"kvsim: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
+        # The run is already over; a further Ctrl-C must not turn exit 130 into a
+        # death by SIGINT while the message is printed and the interpreter exits.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         hint_fn = getattr(mod, "interrupt_hint", None)
         hint = hint_fn(args) if hint_fn is not None else ""
         print("kvsim: interrupted" + (f"; {hint}" if hint else ""), file=sys.stderr)

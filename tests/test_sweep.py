@@ -138,7 +138,7 @@ def test_dry_run_lists_points_and_writes_nothing(write_config, tmp_path, capsys)
     (rep_runs(out, points, 2)[3].dir / "status.json").unlink()
     assert main(["run", "--dry-run", str(path)]) == 0
     text = capsys.readouterr().out
-    assert text.count("done") == 3 and text.count("pending") == 1
+    assert text.count("done") == 3 and text.count("pending") == 1, text
     assert "1 of 4 point run(s) to do" in text
 
 

@@ -63,11 +63,37 @@ class LoadPipeline:
         self._geometry = geometry
         self._on_done = on_done
         self._timeout_s = request_timeout_s
+        #: Requests whose CPU stages run, oldest first (dicts keep insertion order): when
+        #: each was handed over, for the one watchdog (no timer per request).
+        self._staging: dict[int, float] = {}
         self._job_gen = np.random.Generator(np.random.PCG64(0))  # reseeded for each job
         # Per-request figures that depend on the token count only, computed once each.
         self._sizes: dict[int, tuple[int, int]] = {}
         cfg = store.config
         self._faulty = cfg.kind == "model" and (cfg.fail_prob > 0 or cfg.stall_prob > 0)
+
+    def watchdog(self) -> Generator[Any, Any, None]:
+        """SimPy process body: end the run when a request's CPU stages outlast the limit.
+
+        One process for the whole load, asleep until the oldest running request's
+        deadline, instead of a timer and a condition per request (the harness's cost).
+        """
+        if self._timeout_s is None:
+            return
+        env, limit = self._env, self._timeout_s
+        while True:
+            if not self._staging:
+                yield env.timeout(limit)
+                continue
+            request_id, since = next(iter(self._staging.items()))
+            late = since + limit - env.now
+            if late > 0:
+                yield env.timeout(late)
+            else:
+                raise WatchdogError(
+                    f"request {request_id}: CPU stages still running after "
+                    f"{limit:g} s (limits.request_timeout_s); a worker hangs"
+                )
 
     def handle(self, req: PlannedRequest, at_s: float) -> Generator[Any, Any, RequestRecord]:
         """SimPy process body of one request planned to arrive at run time ``at_s``."""
@@ -93,16 +119,9 @@ class LoadPipeline:
         planned = req.job(self._geometry, self._job_gen)
         job, admit_wait_s = yield from self._store.admit(planned)  # a real store: its blocks
         submitted = self._cpu.submit(self._store.stage, self._variants, self._handler, job)
-        if self._timeout_s is None:
-            outcome = yield submitted
-        else:
-            yield submitted | env.timeout(self._timeout_s)
-            if not submitted.triggered:
-                raise WatchdogError(
-                    f"request {req.request_id}: CPU stages still running after "
-                    f"{self._timeout_s:g} s (limits.request_timeout_s); a worker hangs"
-                )
-            outcome = submitted.value
+        self._staging[req.request_id] = env.now
+        outcome = yield submitted
+        del self._staging[req.request_id]
         t = outcome.timing
         rec.thread = outcome.thread
         rec.start_s = env.to_run_time(t.start_ns)

@@ -58,14 +58,15 @@ class PlannedRequest:
         the seed (no SeedSequence hashing, no ``Generator.bytes``), on ``gen`` when
         given (one per pipeline, reused) — the same words whichever generator is used.
         """
-        bits = _seeded(self.job_seed, gen).bit_generator
-        n_hash = self.tokens // geometry.chunk_granularity
-        hashes = bits.random_raw(n_hash * HASH_LEN // 8).tobytes()
+        n_words = self.tokens // geometry.chunk_granularity * (HASH_LEN // 8)
         n_chunks = self.chunks(geometry)
-        block_ids = tuple(
-            (bits.random_raw(n_chunks) % np.uint64(geometry.num_blocks)).tolist()
-            for _ in range(geometry.kv_groups)
+        # One draw for all of it: the same words, in the same order, as a draw per part.
+        words = _seeded(self.job_seed, gen).bit_generator.random_raw(
+            n_words + n_chunks * geometry.kv_groups
         )
+        hashes = words[:n_words].tobytes()
+        ids = (words[n_words:] % np.uint64(geometry.num_blocks)).tolist()
+        block_ids = tuple(ids[g * n_chunks : (g + 1) * n_chunks] for g in range(geometry.kv_groups))
         return LoadJob(self.request_id, self.tokens, hashes, block_ids, HASH_LEN, self.draw)
 
 

@@ -48,6 +48,16 @@ def test_set_overrides_a_field_a_swept_field_and_an_axis(write_config) -> None:
         parse_config(path, ["connector.workers"])
 
 
+def test_set_on_a_swept_variant_checks_its_options_against_that_variant(write_config) -> None:
+    path = write_config({"sweep": {"connector.variant": ["scalar", "numpy"]}})
+    sets = ["connector.variant=synthetic", "connector.options={hold_ms: 2.0, free_ms: 0.0}"]
+    _, points = parse_config(path, sets)
+    assert [p.config.connector.variant for p in points] == ["synthetic"]
+    assert points[0].config.connector.options == {"hold_ms": 2.0, "free_ms": 0.0}
+    with pytest.raises(ConfigError, match="connector.options"):  # scalar takes no options
+        parse_config(path, ["connector.options={hold_ms: 2.0}"])
+
+
 def test_validate_and_run_take_set(write_config, tmp_path, capsys) -> None:
     path = write_config({})
     assert main(["validate", str(path), "--set", "connector.variant=scalar"]) == 0

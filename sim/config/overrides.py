@@ -78,6 +78,8 @@ def apply_overrides(raw: dict[str, Any], overrides: Sequence[Override]) -> dict[
         elif isinstance(sweep, dict) and key in sweep:
             values = value if isinstance(value, list) else [value]
             raw = {**raw, "sweep": {**sweep, key: values}}
+            if values:  # the base value too, so that the rest of the config is checked with it
+                raw = _set(raw, key.split("."), values[0])
         else:
             raw = _set(raw, key.split("."), value)
     return raw

@@ -54,7 +54,7 @@ def test_set_on_a_swept_variant_checks_its_options_against_that_variant(write_co
     _, points = parse_config(path, sets)
     assert [p.config.connector.variant for p in points] == ["synthetic"]
     assert points[0].config.connector.options == {"hold_ms": 2.0, "free_ms": 0.0}
-    with pytest.raises(ConfigError, match="connector.options"):  # scalar takes no options
+    with pytest.raises(ConfigError, match=r"connector\.options"):  # scalar takes no options
         parse_config(path, ["connector.options={hold_ms: 2.0}"])
 
 

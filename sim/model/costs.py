@@ -17,7 +17,7 @@ import numpy as np
 from sim.config import ExperimentConfig
 from sim.model.calibration import PARAMETRIC, Calibration, LinearFit
 
-__all__ = ["Latency", "ModelCosts", "point_costs"]
+__all__ = ["Latency", "ModelCosts", "Spread", "point_costs"]
 
 
 class Latency:
@@ -35,6 +35,26 @@ class Latency:
         if self._n == 1:
             return self._samples[0]
         return self._samples[int(self._draw() * self._n)]
+
+
+class Spread:
+    """How one request's hold varies around the mean (measured ratios); each call draws one.
+
+    The same requests do not cost the same: a collection now and then, cache misses. A
+    constant hold would leave the model's queues without the variance that, near
+    saturation, decides their waits."""
+
+    __slots__ = ("_draw", "_n", "_ratios")
+
+    def __init__(self, ratios: list[float], draw: Callable[[], float]) -> None:
+        self._ratios = [max(0.0, r) for r in ratios] or [1.0]
+        self._n = len(self._ratios)
+        self._draw = draw
+
+    def __call__(self) -> float:
+        if self._n == 1:
+            return self._ratios[0]
+        return self._ratios[int(self._draw() * self._n)]
 
 
 @dataclass(frozen=True)
@@ -64,13 +84,16 @@ class ModelCosts:
     engine_build_s: float | None
     #: The calibration's measurements of this variant: chunks, regions, groups, hold, free.
     points: tuple[dict[str, float], ...] = ()
+    #: A request's hold over the mean, drawn per request (None: every request the mean).
+    hold_spread: Spread | None = None
     #: (key, chunks) -> ms, filled as requests ask (a point has few distinct sizes).
     _memo: dict[tuple[str, int], float] = field(default_factory=dict, compare=False, repr=False)
 
     def hold_s(self, tokens: int) -> float:
         if self.hold_fit is None:
             return self.fixed_hold_s
-        return self._cost_s("hold", tokens)
+        mean = self._cost_s("hold", tokens)
+        return mean if self.hold_spread is None else mean * self.hold_spread()
 
     def free_s(self, tokens: int) -> float:
         """GIL-free CPU time of a request (a nogil kernel)."""
@@ -150,4 +173,5 @@ def point_costs(
         probe_hold_s=h["probe_hold_ms"] / 1e3,
         engine_build_s=engine_build,
         points=tuple(entry.get("points", ())),
+        hold_spread=Spread(entry["hold_spread"], draw) if entry.get("hold_spread") else None,
     )

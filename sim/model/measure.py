@@ -43,6 +43,8 @@ DEFAULT_CHUNKS = (8, 64, 256, 1024, 2048)
 DEFAULT_REGIONS = (4, 61)
 DEFAULT_GROUPS = (1, 2)
 BLOCK_SIZE = 128
+#: Requests measured for a variant's spread of holds (at one geometry).
+SPREAD_REPS = 40
 
 Say = Callable[[str], None]
 
@@ -70,24 +72,48 @@ def _config(variant: str, handler: str, chunks: int, regions: int, groups: int, 
     )
 
 
-def _job_costs(cfg: Any, reps: int) -> tuple[float, float]:
-    """Median (hold_ms, free_cpu_ms) of one request of ``cfg`` run alone on this thread."""
+def _job_samples(cfg: Any, reps: int) -> tuple[list[float], list[float]]:
+    """(hold_ms, free_cpu_ms) of ``reps`` requests of ``cfg``, each run alone on this thread.
+
+    Every request is a different one (its own hashes and block ids, as in a run), so
+    that neither the caches nor the allocator see the same job twice; a first, unkept
+    request warms them up.
+    """
     from sim.instruments.gilmeter import measure
     from sim.runtime.pipeline import cpu_stages
     from sim.runtime.point import build_variants
     from sim.workload.plan import PlannedRequest
 
     variants = build_variants(cfg)
-    req = PlannedRequest(0, cfg.workload.tokens.value, 0.0, 12345, 0.5)
-    job = req.job(cfg.model)
+    tokens = cfg.workload.tokens.value
     holds, frees = [], []
-    for _ in range(reps + 1):
+    for i in range(reps + 1):
+        job = PlannedRequest(i, tokens, 0.0, 12345 + i, 0.5).job(cfg.model)
         _res, err, timing = measure(cpu_stages, variants, cfg.connector.handler, job)
         if err is not None:
             raise RuntimeError(f"{cfg.connector.variant}: {type(err).__name__}: {err}")
         holds.append(timing.hold_ns / 1e6)
         frees.append(timing.free_cpu_ns / 1e6)
-    return _median(holds[1:]), _median(frees[1:])  # the first one warms caches
+    return holds[1:], frees[1:]
+
+
+def _job_costs(cfg: Any, reps: int) -> tuple[float, float]:
+    """Mean (hold_ms, free_cpu_ms) of ``reps`` requests of ``cfg`` run alone.
+
+    The mean, not the median: the collections a request triggers now and then are part
+    of what it costs on average, and a run's load is what the average decides.
+    """
+    holds, frees = _job_samples(cfg, reps)
+    return float(statistics.fmean(holds)), float(statistics.fmean(frees))
+
+
+def hold_spread(cfg: Any, reps: int = SPREAD_REPS) -> list[float]:
+    """Each of ``reps`` requests' hold over their mean, sorted: how much one request's
+    hold varies around the average (a collection, a cache miss), which the model draws
+    from for every request (the same shape at every geometry)."""
+    holds, _ = _job_samples(cfg, reps)
+    mean = statistics.fmean(holds)
+    return sorted(h / mean for h in holds) if mean > 0 else [1.0]
 
 
 def fit_linear(rows: Sequence[dict[str, float]], key: str) -> tuple[LinearFit, float]:
@@ -131,8 +157,13 @@ def measure_variant(
                 )
     hold_fit, hold_err = fit_linear(rows, "hold")
     free_fit, _ = fit_linear(rows, "free")
+    # The spread at a mid-size request of the largest geometry: big enough that its
+    # collections show, small enough to measure SPREAD_REPS of them in a few seconds.
+    mid = max((c for c in chunks if c <= 1024), default=min(chunks))
+    spread = hold_spread(_config(variant, handler, mid, max(regions), min(groups)))
     return {
         "hold": hold_fit.as_dict(),
+        "hold_spread": spread,
         "free": free_fit.as_dict(),
         "fit_worst_rel_error": hold_err,
         "range": {

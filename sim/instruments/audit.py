@@ -43,7 +43,7 @@ from sim.instruments.gilmeter import HoldLedger, close_ledger, open_ledger
 from sim.instruments.probe import run_delay_ns
 
 if TYPE_CHECKING:
-    from sim.config import ExperimentConfig
+    from sim.config.experiment import ExperimentConfig
     from sim.runtime.env import HybridEnvironment
 
 __all__ = [

@@ -31,7 +31,8 @@ from sim.runtime.metrics import percentiles
 if TYPE_CHECKING:
     import simpy
 
-    from sim.config import EngineConfig, ExperimentConfig
+    from sim.config.engine import EngineConfig
+    from sim.config.experiment import ExperimentConfig
     from sim.runtime.env import HybridEnvironment
 
 __all__ = ["STEP_COLUMNS", "EngineLoop", "engine_addon", "summarize_steps"]

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from sim.config import HeapConfig
+    from sim.config.engine import HeapConfig
 
 __all__ = ["HEAP_SUMMARY", "OBJECTS_PER_UNIT", "HeapInfo", "build_heap", "live_heap"]
 

@@ -37,7 +37,7 @@ from sim.instruments.gilmeter import ENGINE, HoldLedger, close_ledger, open_ledg
 from sim.runtime.metrics import percentiles
 
 if TYPE_CHECKING:
-    from sim.config import ExperimentConfig
+    from sim.config.experiment import ExperimentConfig
     from sim.runtime.env import HybridEnvironment
 
 __all__ = [

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from sim.config import ExperimentConfig
+    from sim.config.experiment import ExperimentConfig
     from sim.runtime.env import HybridEnvironment
 
 __all__ = ["ADDON_FACTORIES", "AddOn", "build_addons"]

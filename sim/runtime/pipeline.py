@@ -18,7 +18,7 @@ import numpy as np
 import simpy
 
 from connectors.base import AddressVariant
-from sim.config import GeometryConfig
+from sim.config.geometry import GeometryConfig
 from sim.errors import WatchdogError
 from sim.instruments.stages import GC, OTHER, StageTimes
 from sim.runtime.env import HybridEnvironment

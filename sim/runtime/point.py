@@ -14,7 +14,7 @@ import numpy as np
 
 from connectors import registry
 from connectors.token_database import TokenDatabase
-from sim.config import ExperimentConfig, Point
+from sim.config.experiment import ExperimentConfig, Point
 from sim.instruments.heap import live_heap
 from sim.instruments.noise import measure_noise_floor, noise_floor_summary
 from sim.runtime.addons import build_addons

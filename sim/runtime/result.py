@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sim.config import Point
+from sim.config.experiment import Point
 from sim.runtime.records import RequestRecord
 
 __all__ = ["PointResult"]

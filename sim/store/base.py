@@ -16,7 +16,7 @@ import numpy as np
 import simpy
 
 from connectors.base import AddressVariant, LoadJob, mark_stage
-from sim.config import StoreConfig
+from sim.config.sections import StoreConfig
 from sim.store.model import TransferOutcome
 
 __all__ = ["STORE_METRICS", "LoadStore", "cpu_stages", "nan_store_summary"]

@@ -28,7 +28,7 @@ __all__ = ["StoreFit", "bandwidth_field", "fit_store"]
 
 def bandwidth_field() -> str:
     """The modelled store's bandwidth setting (GB/s), by name as the config defines it."""
-    from sim.config import StoreConfig
+    from sim.config.sections import StoreConfig
 
     names = [n for n in StoreConfig.model_fields if n.startswith("bandwidth")]
     return names[0] if names else "bandwidth_gb_per_s"

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sim.config import ExperimentConfig
+from sim.config.experiment import ExperimentConfig
 from sim.store.base import LoadStore
 
 __all__ = ["open_store"]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.config import GeometryConfig
+from sim.config.geometry import GeometryConfig
 
 __all__ = ["POISON", "KVBuffers", "VerifyReport", "key_tags"]
 

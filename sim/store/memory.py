@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from sim.config import ExperimentConfig
+from sim.config.experiment import ExperimentConfig
 from sim.store.kv_buffers import KVBuffers
 
 __all__ = [
@@ -173,7 +173,7 @@ def check_real_store(cfg: ExperimentConfig, plan: MemoryPlan | None = None) -> l
 def check_points(config_path: str, points: list[Any]) -> list[str]:
     """Refuse (ConfigError naming the file, point and arithmetic) a real-store point that
     cannot run; otherwise the memory line of each real-store point, for ``kvsim validate``."""
-    from sim.config import ConfigError
+    from sim.errors import ConfigError
 
     lines = []
     for p in points:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import simpy
 
-from sim.config import StoreConfig
+from sim.config.sections import StoreConfig
 from sim.errors import StoreError
 from sim.store.link import SharedLink
 

@@ -13,7 +13,7 @@ import numpy as np
 import simpy
 
 from connectors.base import AddressVariant, LoadJob
-from sim.config import StoreConfig
+from sim.config.sections import StoreConfig
 from sim.store.base import cpu_stages, nan_store_summary
 from sim.store.model import StoreModel, TransferOutcome
 

@@ -23,7 +23,8 @@ import simpy
 
 from connectors.base import AddressVariant, LoadJob, gil_free, mark_stage
 from connectors.token_database import TokenDatabase
-from sim.config import ExperimentConfig, StoreConfig
+from sim.config.experiment import ExperimentConfig
+from sim.config.sections import StoreConfig
 from sim.errors import RunError
 from sim.store.base import nan_store_summary
 from sim.store.kv_buffers import KVBuffers, key_tags

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.config import GeometryConfig
+from sim.config.geometry import GeometryConfig
 from sim.config.workload import PrefixCacheConfig, TraceArrival
 from sim.runtime.metrics import PLANNED_METRICS
 from sim.workload.prefix_cache import PrefixCache

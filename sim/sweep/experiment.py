@@ -10,34 +10,29 @@ same experiment (its hash is in the manifest).
 
 from __future__ import annotations
 
-import signal
-import threading
 import time
-from collections.abc import Callable, Generator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from sim.config import ExperimentConfig, Point
-from sim.rundir.guard import RunDirError, owned_files, record_owned
-from sim.rundir.layout import MANIFEST_FILE, clear_rep_dir, verify_rep
+from sim.rundir.guard import record_owned
+from sim.rundir.layout import MANIFEST_FILE, clear_rep_dir
 from sim.rundir.lock import RunLock
-from sim.rundir.manifest import MANIFEST_TOOL, machine_info, read_manifest, write_manifest
+from sim.rundir.manifest import read_manifest
 from sim.rundir.results_json import RESULTS_FILE, write_results_json
 from sim.rundir.verify import record_files
 from sim.sweep import (
     Combiner,
     RepOutcome,
     RepRun,
-    config_hash,
-    config_identity,
-    first_difference,
     rep_runs,
     run_rep,
 )
 from sim.sweep.executors import ExecutorChoice, SweepEvents, build_executor
-from sim.sweep.signals import deferred_signals
+from sim.sweep.plan import PlannedRun, SweepPlan, axis_columns, check_resumable, plan_sweep
+from sim.sweep.result import ExperimentResult
+from sim.sweep.run_manifest import RunManifest
+from sim.sweep.signals import deferred_signals, sigterm_unwinds
 from sim.sweep.spec import write_spec
 
 #: Seconds between two rewrites of the top-level tables while model-mode points run.
@@ -53,203 +48,6 @@ __all__ = [
     "plan_sweep",
     "run_experiment",
 ]
-
-
-def axis_columns(points: Sequence[Point]) -> list[str]:
-    cols: list[str] = []
-    for p in points:
-        for k in p.axes:
-            if k not in cols:
-                cols.append(k)
-    return cols
-
-
-@dataclass(frozen=True)
-class PlannedRun:
-    """A point run and what the run directory already says about it."""
-
-    rep: RepRun
-    #: "done" (finished and verified), "failed", "interrupted", "damaged" (finished, but
-    #: a file it wrote is missing or changed: the error says which) or "pending".
-    state: str
-    error: str = ""
-
-
-@dataclass(frozen=True)
-class SweepPlan:
-    runs: list[PlannedRun]
-    #: The run directory already holds a kvsim run.
-    existing: bool
-    #: Where the existing run's config differs from this one ("" when it is the same).
-    difference: str
-
-    @property
-    def pending(self) -> list[PlannedRun]:
-        return [r for r in self.runs if r.state != "done"]
-
-
-class ExperimentResult:
-    def __init__(
-        self,
-        out_dir: Path,
-        rows: list[dict[str, Any]],
-        repeat_rows: list[dict[str, Any]],
-        axes: list[str],
-        skipped: int = 0,
-    ) -> None:
-        self.out_dir = out_dir
-        #: One row per point, aggregated over repeats (the rows of summary.csv).
-        self.summary_rows = rows
-        #: One row per point × repeat (the rows of summary_repeats.csv).
-        self.repeat_rows = repeat_rows
-        self.axes = axes
-        #: Point runs found finished and not run again (resume).
-        self.skipped = skipped
-
-    @property
-    def crashed_points(self) -> list[dict[str, Any]]:
-        """Points with at least one repeat that did not finish (status failed or partial)."""
-        return [r for r in self.summary_rows if r.get("status") != "ok"]
-
-    @property
-    def empty_points(self) -> list[dict[str, Any]]:
-        """Points that finished but completed no request."""
-        return [r for r in self.summary_rows if r.get("status") == "ok" and not r.get("ok")]
-
-    @property
-    def failed_points(self) -> list[dict[str, Any]]:
-        return [*self.crashed_points, *self.empty_points]
-
-
-def _difference(cfg: ExperimentConfig, manifest: dict[str, Any]) -> str:
-    if manifest.get("config_hash") == config_hash(cfg):
-        return ""
-    old = manifest.get("config")
-    if not isinstance(old, dict) or "config_hash" not in manifest:
-        return "the run records no config hash (made by an older kvsim)"
-    return first_difference(old, config_identity(cfg)) or "resolved config hash differs"
-
-
-def plan_sweep(cfg: ExperimentConfig, points: Sequence[Point], out_dir: Path) -> SweepPlan:
-    """Every point run and its state in ``out_dir``; reads only, never writes."""
-    manifest = read_manifest(out_dir)
-    difference = _difference(cfg, manifest) if manifest is not None else ""
-    runs = []
-    for rep in rep_runs(out_dir, list(points), cfg.repeats):
-        if manifest is None or difference:
-            runs.append(PlannedRun(rep, "pending"))
-        else:
-            state, why = verify_rep(rep.dir)
-            runs.append(PlannedRun(rep, state, why))
-    return SweepPlan(runs, manifest is not None, difference)
-
-
-def check_resumable(cfg: ExperimentConfig, out_dir: Path) -> None:
-    """Raise RunDirError when ``out_dir`` holds a run of a different experiment."""
-    manifest = read_manifest(out_dir)
-    if manifest is None:
-        return
-    diff = _difference(cfg, manifest)
-    if diff:
-        raise RunDirError(
-            f"{out_dir}: cannot resume, the config changed since this run started ({diff}); "
-            "restore it, or pass --force to start over"
-        )
-
-
-class _Manifest:
-    """manifest.json of this run, kept across resumed sessions."""
-
-    def __init__(
-        self,
-        cfg: ExperimentConfig,
-        source: str,
-        points: Sequence[Point],
-        out_dir: Path,
-        previous: dict[str, Any] | None,
-        overrides: Sequence[str] = (),
-        executor: str = "local",
-    ) -> None:
-        self._dir = out_dir
-        self._started = time.time()
-        prev = previous or {}
-        self._data: dict[str, Any] = {
-            "tool": MANIFEST_TOOL,
-            "status": "running",
-            "config_path": source,
-            "overrides": list(overrides),
-            "config": config_identity(cfg),
-            "config_hash": config_hash(cfg),
-            "seed": cfg.seed,
-            "switch_interval_ms": cfg.gil.switch_interval_ms,
-            "repeats": cfg.repeats,
-            "axes": axis_columns(points),
-            "points": [
-                {"index": p.index, "slug": p.slug, "axes": p.axes, "label": p.label} for p in points
-            ],
-            "started_unix": prev.get("started_unix", self._started),
-            "elapsed_s": 0.0,
-            "sessions": list(prev.get("sessions", [])),
-            "runs": {},
-            "files": list(prev.get("files", [])),
-            "machine": machine_info(),
-        }
-        if any(p.config.mode == "model" for p in points):
-            from sim.model.coverage import check_points
-
-            self._data["calibration"] = [c.manifest_entry() for c in check_points(points).values()]
-        self._data["sessions"].append(
-            {"started_unix": self._started, "status": "running", "executor": executor}
-        )
-
-    def note(self, text: str) -> None:
-        """Keep an executor's report (a lost host, a retry) in this session's entry."""
-        self._data["sessions"][-1].setdefault("notes", []).append(text)
-
-    def write(self, status: str, runs: dict[str, int], tables: dict[str, Any]) -> None:
-        """Rewrite manifest.json: status, counts, kvsim's files and the tables' checksums."""
-        self.update(status, runs, tables)
-        write_manifest(self._dir, self._data)
-
-    def update(self, status: str, runs: dict[str, int], tables: dict[str, Any]) -> None:
-        now = time.time()
-        self._data["status"] = status
-        self._data["runs"] = runs
-        self._data["files"] = sorted({*owned_files(self._dir), *tables})
-        self._data["tables"] = tables
-        self._data["elapsed_s"] = sum(
-            s.get("elapsed_s", 0.0) for s in self._data["sessions"][:-1]
-        ) + (now - self._started)
-        self._data["sessions"][-1].update(status=status, elapsed_s=now - self._started)
-
-    @property
-    def data(self) -> dict[str, Any]:
-        return self._data
-
-
-class _Terminated(SystemExit):
-    """SIGTERM during a sweep: unwinds like Ctrl-C (child stopped, files kept), exit 143."""
-
-
-@contextmanager
-def _sigterm_unwinds() -> Generator[None, None, None]:
-    """Turn SIGTERM into an exception while the sweep runs, unless someone else handles it."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.getsignal(signal.SIGTERM)
-    if previous not in (signal.SIG_DFL, None):
-        yield
-        return
-
-    def handler(signum: int, frame: Any) -> None:
-        raise _Terminated(128 + signum)
-
-    signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def run_experiment(
@@ -349,7 +147,7 @@ def _run_locked(
     axes = axis_columns(points)
     source = str(config_path) if config_path is not None else ""
     choice = executor or ExecutorChoice()
-    manifest = _Manifest(cfg, source, points, out_dir, previous, overrides, choice.name)
+    manifest = RunManifest(cfg, source, points, out_dir, previous, overrides, choice.name)
     combiner = Combiner(out_dir, axes, cfg.repeats)
     finished = {
         (run.rep.point.index, run.rep.repeat)
@@ -434,7 +232,7 @@ def _run_locked(
 
     events = SweepEvents(started, rep_progress, ended, note)
     try:
-        with _sigterm_unwinds():
+        with sigterm_unwinds():
             build_executor(choice, run_one, prepare).run(todo, events)
         c = counts()
         status = "complete" if c["done"] == c["total"] else "failed"

@@ -1,4 +1,5 @@
-"""Cleanup that a second Ctrl-C cannot cut short.
+"""Signals during a sweep: cleanup that a second Ctrl-C cannot cut short, and SIGTERM
+unwinding like Ctrl-C.
 
 When a sweep is interrupted, the parent stops the running child and marks its
 point ``interrupted``, then rewrites the top-level tables and the manifest. An
@@ -16,7 +17,7 @@ from collections.abc import Generator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["deferred_signals"]
+__all__ = ["Terminated", "deferred_signals", "sigterm_unwinds"]
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -38,3 +39,28 @@ def deferred_signals() -> Generator[list[int], None, None]:
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+
+
+class Terminated(SystemExit):
+    """SIGTERM during a sweep: unwinds like Ctrl-C (child stopped, files kept), exit 143."""
+
+
+@contextmanager
+def sigterm_unwinds() -> Generator[None, None, None]:
+    """Turn SIGTERM into an exception while the sweep runs, unless someone else handles it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous not in (signal.SIG_DFL, None):
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        raise Terminated(128 + signum)
+
+    signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -1,27 +1,68 @@
-"""The simulated GIL's rules on small deterministic scenarios (sim.model.gil, sim.model.cores)."""
+"""The simulated GIL's rules on small deterministic scenarios (sim.model.gil, sim.model.cores).
+
+Threads here are written as generators for readability; ``_spawn`` drives one on the
+model's callback loop: each yielded ``("sleep", s)``, ``("acquire",)``, ``("run", s)``
+or ``("cpu", s)`` (a GIL-free kernel on the cores) resumes the generator once done.
+"""
 
 from __future__ import annotations
 
 import random
 
 import pytest
-import simpy
-
 from sim.model.cores import Cores
 from sim.model.gil import CPythonGil, NoGil
+from sim.model.loop import Loop
+
+
+class _Env:
+    """A loop, cores and a GIL, and generator threads driven on them."""
+
+    def __init__(self, loop: Loop, cores: Cores, gil) -> None:
+        self.loop, self.cores, self.gil = loop, cores, gil
+
+    @property
+    def now(self) -> float:
+        return self.loop.now
+
+    def process(self, gen, name: str | None = None) -> None:
+        self.loop.after(0.0, lambda _a: self._step(gen, name))
+
+    def _step(self, gen, name) -> None:
+        try:
+            op = next(gen)
+        except StopIteration:
+            return
+        resume = lambda *_a: self._step(gen, name)  # noqa: E731
+        if op[0] == "sleep":
+            self.loop.after(op[1], resume)
+        elif op[0] == "acquire":
+            self.gil.acquire(op[1], resume)
+        elif op[0] == "run":
+            self.gil.run(op[1], op[2], resume)
+        elif op[0] == "cpu":
+            self.cores.run(op[1], resume)
+        else:  # pragma: no cover - a typo in a test
+            raise ValueError(op)
+
+    def run(self) -> None:
+        self.loop.run()
 
 
 def _world(cores: int = 4, si_ms: float = 5.0, kind: str = "cpython"):
-    env = simpy.Environment()
-    c = Cores(env, cores)
-    if kind == "none":
-        return env, c, NoGil(env, c)
-    return env, c, CPythonGil(env, c, si_ms / 1e3, random.Random(1).random)
+    loop = Loop()
+    c = Cores(loop, cores)
+    gil = (
+        NoGil(loop, c)
+        if kind == "none"
+        else CPythonGil(loop, c, si_ms / 1e3, random.Random(1).random)
+    )
+    return _Env(loop, c, gil), c, gil
 
 
 def _cpu_bound(env, gil, name, work_s, log):
-    yield from gil.acquire(name)
-    yield from gil.run(name, work_s)
+    yield ("acquire", name)
+    yield ("run", name, work_s)
     gil.release(name)
     log[name] = env.now
 
@@ -52,11 +93,11 @@ def test_two_cpu_bound_threads_share_with_switch_interval_granularity(si_ms: flo
 def _io_thread(env, gil, waits: list[float]):
     """Ten rounds of 1 ms GIL-free I/O then 10 µs of Python; records each GIL wait."""
     for _ in range(10):
-        yield env.timeout(0.001)
+        yield ("sleep", 0.001)
         t0 = env.now
-        yield from gil.acquire("io")
+        yield ("acquire", "io")
         waits.append(env.now - t0)
-        yield from gil.run("io", 10e-6)
+        yield ("run", "io", 10e-6)
         gil.release("io")
 
 
@@ -84,9 +125,9 @@ def test_hand_off_is_not_fifo_among_several_waiters() -> None:
     order: list[str] = []
 
     def worker(name: str):
-        yield from gil.acquire(name)
+        yield ("acquire", name)
         for _ in range(20):
-            yield from gil.run(name, 0.001)
+            yield ("run", name, 0.001)
             order.append(name)
         gil.release(name)
 
@@ -125,7 +166,7 @@ def test_gil_free_work_competes_for_cores() -> None:
     done: list[float] = []
 
     def kernel():
-        yield cores.run(0.010).event
+        yield ("cpu", 0.010)
         done.append(env.now)
 
     for _ in range(4):

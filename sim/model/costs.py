@@ -36,6 +36,13 @@ class Latency:
             return self._samples[0]
         return self._samples[int(self._draw() * self._n)]
 
+    def many(self, uniforms: np.ndarray) -> np.ndarray:
+        """One draw per uniform in ``uniforms`` (the same mapping as a call, vectorised)."""
+        samples = np.asarray(self._samples)
+        if self._n == 1:
+            return np.full(len(uniforms), samples[0])
+        return samples[np.minimum((uniforms * self._n).astype(np.int64), self._n - 1)]
+
 
 class Spread:
     """How one request's hold varies around the mean (measured ratios); each call draws one.

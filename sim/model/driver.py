@@ -16,11 +16,10 @@ time outside GIL-free sections (sim.instruments.gilmeter).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import simpy
 
 from sim.config import Point
 from sim.model.calibration import Calibration
@@ -28,12 +27,15 @@ from sim.model.cores import Cores
 from sim.model.costs import ModelCosts, point_costs
 from sim.model.coverage import check_point, point_calibration
 from sim.model.gil import CPythonGil, NoGil
-from sim.model.probe import ModelEngine, ModelProbe
+from sim.model.engine import ModelEngine
+from sim.model.loop import Loop
+from sim.model.probe import ModelProbe
+from sim.model.store import LoopStore
 from sim.model.threads import Harness, ModelJob, ModelWorkers
 from sim.runtime.metrics import summarize_requests
 from sim.runtime.records import RequestRecord
 from sim.runtime.result import PointResult
-from sim.store.model import StoreModel
+from sim.store.model import TransferOutcome
 from sim.workload.plan import PlannedRequest, Workload, plan_workload, request_bytes
 
 __all__ = ["Uniforms", "run_model_point"]
@@ -58,9 +60,103 @@ class Uniforms:
         self._i += 1
         return x
 
+    def block(self, n: int) -> np.ndarray:
+        """The next ``n`` draws of the same stream, as an array (what ``n`` calls give)."""
+        out = np.empty(n)
+        got = 0
+        while got < n:
+            if self._i >= len(self._buf):
+                self._buf = self._rng.random(self._block).tolist()
+                self._i = 0
+            take = min(n - got, len(self._buf) - self._i)
+            out[got : got + take] = self._buf[self._i : self._i + take]
+            self._i += take
+            got += take
+        return out
+
+
+class _Request:
+    """One request's path after its arrival: CPU stages on a worker, the store, the end."""
+
+    __slots__ = ("arrival", "p", "rec", "req", "then")
+
+    def __init__(
+        self,
+        p: _Point,
+        req: PlannedRequest,
+        arrival: float,
+        injected: float,
+        then: Callable[[float], None] | None,
+    ) -> None:
+        geo = p.cfg.model
+        self.p = p
+        self.req = req
+        self.arrival = arrival
+        self.then = then
+        self.rec = RequestRecord(
+            request_id=req.request_id,
+            tokens=req.tokens,
+            chunks=req.chunks(geo) * geo.kv_groups,
+            bytes=p.request_bytes(req.tokens),
+            arrival_s=arrival,
+            injected_s=injected,
+            inject_lag_ms=max(0.0, injected - arrival) * 1e3,
+            trace_line=req.trace_line,
+        )
+        c = p.costs
+        job = ModelJob(c.hold_s(req.tokens), c.free_s(req.tokens), c.free_sleep_s, self._cpu_done)
+        p.workers.submit(job)
+
+    def _cpu_done(self, job: ModelJob) -> None:
+        p, rec, req = self.p, self.rec, self.req
+        wall = job.end - job.start
+        rec.thread = job.thread
+        rec.start_s = job.start
+        rec.cpu_done_s = job.end
+        rec.queue_ms = (job.start - self.arrival) * 1e3
+        rec.stage_wall_ms = wall * 1e3
+        rec.gil_hold_ms = job.hold_s * 1e3
+        rec.gil_wait_ms = max(0.0, wall - job.hold_s - job.free_wall) * 1e3
+        if req.draw < p.fail_prob:
+            rec.status = "failed"
+            rec.error = (
+                f"SyntheticFailure: injected failure: draw {req.draw:.4f} < "
+                f"fail_prob {p.fail_prob:g}"
+            )
+            rec.attempts = 0
+            self._finish()
+            return
+        faults = np.random.default_rng([req.job_seed, 1]) if p.faulty else None
+        p.store.transfer(rec.bytes, faults, self._transferred)
+
+    def _transferred(self, xfer: TransferOutcome) -> None:
+        rec = self.rec
+        rec.store_wait_ms = xfer.waited_s * 1e3
+        rec.attempts = xfer.attempts
+        if xfer.error is None:
+            rec.status = "ok"
+        else:
+            rec.status = "failed"
+            rec.error = f"{type(xfer.error).__name__}: {xfer.error}"
+        c = self.p.costs
+        self.p.harness.post(c.done_s, c.timer_late, self._finish)
+
+    def _finish(self, _arg: Any = None) -> None:
+        p, rec = self.p, self.rec
+        done = p.loop.now
+        if rec.status != "failed" or rec.attempts:
+            rec.transfer_ms = (done - rec.cpu_done_s) * 1e3
+        rec.done_s = done
+        rec.latency_ms = (done - self.arrival) * 1e3
+        p.records.append(rec)
+        if p.on_done is not None:
+            p.on_done(len(p.records))
+        if self.then is not None:
+            self.then(done)
+
 
 class _Point:
-    """The simulated processes of one point, wired together."""
+    """The simulated threads of one point, wired together on one loop."""
 
     def __init__(
         self,
@@ -73,18 +169,18 @@ class _Point:
         cfg = point.config
         self.cfg = cfg
         self.costs = costs
-        self.env = env = simpy.Environment()
+        self.loop = loop = Loop()
         self.draw = draw
-        self.cores = Cores(env, cores, background)
+        self.cores = Cores(loop, cores, background)
         if cfg.gil.kind == "none":
-            self.gil: CPythonGil | NoGil = NoGil(env, self.cores)
+            self.gil: CPythonGil | NoGil = NoGil(loop, self.cores)
         else:
             self.gil = CPythonGil(
-                env, self.cores, cfg.gil.switch_interval_ms / 1e3, self.draw, costs.wake
+                loop, self.cores, cfg.gil.switch_interval_ms / 1e3, self.draw, costs.wake
             )
-        self.harness = Harness(env, self.gil)
+        self.harness = Harness(loop, self.gil)
         self.workers = ModelWorkers(
-            env,
+            loop,
             self.gil,
             self.cores,
             self.harness,
@@ -93,7 +189,7 @@ class _Point:
             costs.sleep_late,
             costs.complete_s,
         )
-        self.store = StoreModel(env, cfg.store)
+        self.store = LoopStore(loop, cfg.store)
         self.records: list[RequestRecord] = []
         self.on_done: Callable[[int], None] | None = None
         self._bytes: dict[int, int] = {}
@@ -109,89 +205,62 @@ class _Point:
             nbytes = self._bytes[tokens] = request_bytes(self.cfg.model, tokens)
         return nbytes
 
-    def request(
-        self, req: PlannedRequest, arrival: float, injected: float
-    ) -> Generator[Any, Any, float]:
-        """One request planned at ``arrival`` and handed over at ``injected``; returns when
-        it completed. Queue time and latency count from the planned arrival."""
-        env, c, geo = self.env, self.costs, self.cfg.model
-        rec = RequestRecord(
-            request_id=req.request_id,
-            tokens=req.tokens,
-            chunks=req.chunks(geo) * geo.kv_groups,
-            bytes=self.request_bytes(req.tokens),
-            arrival_s=arrival,
-            injected_s=injected,
-            inject_lag_ms=max(0.0, injected - arrival) * 1e3,
-            trace_line=req.trace_line,
-        )
-        job = ModelJob(c.hold_s(req.tokens), c.free_s(req.tokens), c.free_sleep_s, env.event())
-        self.workers.submit(job)
-        yield job.done
-        wall = job.end - job.start
-        rec.thread = job.thread
-        rec.start_s = job.start
-        rec.cpu_done_s = job.end
-        rec.queue_ms = (job.start - arrival) * 1e3
-        rec.stage_wall_ms = wall * 1e3
-        rec.gil_hold_ms = job.hold_s * 1e3
-        rec.gil_wait_ms = max(0.0, wall - job.hold_s - job.free_wall) * 1e3
-        if req.draw < self.fail_prob:
-            rec.status = "failed"
-            rec.error = (
-                f"SyntheticFailure: injected failure: draw {req.draw:.4f} < "
-                f"fail_prob {self.fail_prob:g}"
-            )
-            rec.attempts = 0
-        else:
-            faults = np.random.default_rng([req.job_seed, 1]) if self.faulty else None
-            xfer = yield from self.store.transfer(rec.bytes, faults)
-            rec.store_wait_ms = xfer.waited_s * 1e3
-            rec.attempts = xfer.attempts
-            if xfer.error is None:
-                rec.status = "ok"
-            else:
-                rec.status = "failed"
-                rec.error = f"{type(xfer.error).__name__}: {xfer.error}"
-            yield self.harness.post(c.done_s, c.timer_late)
-        done = env.now
-        if rec.status != "failed" or rec.attempts:
-            rec.transfer_ms = (done - job.end) * 1e3
-        rec.done_s = done
-        rec.latency_ms = (done - arrival) * 1e3
-        self.records.append(rec)
-        if self.on_done is not None:
-            self.on_done(len(self.records))
-        return done
-
     def drive(self, workload: Workload) -> None:
-        env, c = self.env, self.costs
+        """Start the arrivals: planned times (open loop) or clients (closed loop)."""
+        loop, c, harness = self.loop, self.costs, self.harness
         if workload.closed_clients is None:
+            planned = iter(workload)
 
-            def arrivals() -> Generator[Any, Any, None]:
+            def injected(req: PlannedRequest) -> None:
+                _Request(self, req, req.at_s or 0.0, loop.now, None)
+                arrive_next()
+
+            def arrive(req: PlannedRequest) -> None:
+                harness.post(c.arrival_s, c.timer_late, injected, req)
+
+            def arrive_next() -> None:
                 # Planned times are absolute: a late harness never shifts later arrivals.
-                for req in workload:
-                    at = req.at_s or 0.0
-                    if at > env.now:
-                        yield env.timeout(at - env.now)
-                    injected = yield self.harness.post(c.arrival_s, c.timer_late)
-                    env.process(self.request(req, at, injected))
+                req = next(planned, None)
+                if req is None:
+                    return
+                at = req.at_s or 0.0
+                if at > loop.now:
+                    loop.at(at, arrive, req)
+                else:
+                    arrive(req)
 
-            env.process(arrivals())
+            arrive_next()
             return
         queue = iter(workload)
+        think = workload.think_s
 
-        def client() -> Generator[Any, Any, None]:
-            at = env.now  # ready when the load starts, then at completion + think time
-            for req in queue:
-                if at > env.now:
-                    yield env.timeout(at - env.now)
-                injected = yield self.harness.post(c.arrival_s, None)
-                done = yield env.process(self.request(req, at, injected))
-                at = done + workload.think_s
+        def client() -> None:
+            # Ready when the load starts, then at completion + think time.
+            ready = [loop.now]
+
+            def injected(req: PlannedRequest) -> None:
+                _Request(self, req, ready[0], loop.now, completed)
+
+            def post(req: PlannedRequest) -> None:
+                harness.post(c.arrival_s, None, injected, req)
+
+            def completed(done: float) -> None:
+                ready[0] = done + think
+                take()
+
+            def take() -> None:
+                req = next(queue, None)
+                if req is None:
+                    return
+                if ready[0] > loop.now:
+                    loop.at(ready[0], post, req)
+                else:
+                    post(req)
+
+            take()
 
         for _ in range(workload.closed_clients):
-            env.process(client())
+            client()
 
 
 def run_model_point(
@@ -222,29 +291,25 @@ def run_model_point(
     if cfg.gil.probe:
         addons.append(ModelProbe(cfg.gil, costs, sim.gil, sim.draw))
     for addon in addons:
-        addon.attach(sim.env)
-    env = sim.env
+        addon.attach(sim.loop)
+    loop = sim.loop
     total = len(workload)
-    all_done = env.event()
     every = max(1, total // 20)
 
     def on_done(n: int) -> None:
         if progress is not None and (n % every == 0 or n == total):
             progress(n, total)
         if n == total:
-            all_done.succeed()
+            loop.stop()
 
     sim.on_done = on_done
-    t0 = env.now
+    t0 = loop.now
     sim.drive(workload)
-    if total:
-        try:
-            env.run(until=all_done)
-        except RuntimeError as exc:  # simpy: "No scheduled events left but until event..."
-            raise RuntimeError(
-                f"model stalled after {len(sim.records)} of {total} requests: {exc}"
-            ) from None
-    elapsed = env.now - t0
+    if total and not loop.run():
+        raise RuntimeError(
+            f"model stalled after {len(sim.records)} of {total} requests: nothing left to happen"
+        )
+    elapsed = loop.now - t0
     for addon in addons:
         addon.detach()
     records = sorted(sim.records, key=lambda r: r.request_id)

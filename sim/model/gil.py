@@ -23,20 +23,34 @@ Rules modelled:
 Work done holding the GIL is CPU work on :class:`~sim.model.cores.Cores`, so a
 holder also competes for a core. :class:`NoGil` is a free-threaded interpreter:
 the same interface, every "held" run is plain CPU work in parallel.
+
+Runs on :class:`sim.model.loop.Loop` (no SimPy). A thread is a state machine:
+``acquire``, ``run`` and ``release`` take the continuation to call once done.
+The waiters' switch-interval timers are not kept one per waiter: a waiter that
+started waiting at ``a`` checks at ``a + k·SI``, and the first check that can
+set the drop request is the first whose previous check (or the start of the
+wait) came after the last hand-off; the GIL keeps one timer, for the earliest
+such check over all waiters, and moves it when a hand-off or a new waiter
+changes it. This is the same rule as one timer per waiter, at one heap entry
+per hand-off instead of one per waiter per interval.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+import math
+from collections.abc import Callable
 from typing import Any
 
-import simpy
-
-from sim.model.cores import Cores, CpuTask, succeed_after
+from sim.model.cores import Cores, CpuTask
+from sim.model.loop import Loop
 
 __all__ = ["CPythonGil", "NoGil", "SimGil"]
 
-Proc = Generator[Any, Any, None]
+Cont = Callable[[], None]
+
+
+def _call(fn: Cont) -> None:
+    fn()
 
 
 class CPythonGil:
@@ -46,7 +60,7 @@ class CPythonGil:
 
     def __init__(
         self,
-        env: simpy.Environment,
+        loop: Loop,
         cores: Cores,
         switch_interval_s: float,
         draw: Callable[[], float],
@@ -54,7 +68,7 @@ class CPythonGil:
     ) -> None:
         if switch_interval_s <= 0:
             raise ValueError("switch interval must be > 0")
-        self._env = env
+        self._loop = loop
         self._cores = cores
         self._si = switch_interval_s
         self._draw = draw
@@ -63,11 +77,18 @@ class CPythonGil:
             handoff_s if callable(handoff_s) else (lambda h=float(handoff_s): h)
         )
         self._holder: Any = None
-        self._waiters: list[tuple[Any, simpy.Event]] = []
+        #: (thread, continuation, time it started waiting)
+        self._waiters: list[tuple[Any, Cont, float]] = []
         self._switches = 0
+        self._last_switch = 0.0
         self._task: CpuTask | None = None  # the holder's CPU work in progress
+        self._run_cont: Cont | None = None
         self._drop_pending = False
         self._forced = 0
+        self._drop_at = math.inf  # the pending drop-check entry's time (inf: none)
+        self._drop_version = 0
+        #: Called with the time whenever a free GIL is taken (the probe listens).
+        self.watch: Callable[[float], None] | None = None
 
     @property
     def holder(self) -> Any:
@@ -88,18 +109,22 @@ class CPythonGil:
         return self._forced
 
     # -- taking and giving back -------------------------------------------------
-    def acquire(self, thread: Any) -> Proc:
-        """Process body: return once ``thread`` holds the GIL."""
+    def acquire(self, thread: Any, cont: Cont) -> None:
+        """Call ``cont()`` once ``thread`` holds the GIL (at once when it is free)."""
         if self._holder is None:
             self._holder = thread
             self._switches += 1
+            self._last_switch = self._loop.now
+            if self.watch is not None:
+                self.watch(self._loop.now)
+            cont()
             return
         if self._holder == thread:
             raise RuntimeError(f"{thread!r} already holds the GIL")
-        event = self._env.event()
-        self._waiters.append((thread, event))
-        self._arm(event, self._switches)
-        yield event
+        now = self._loop.now
+        self._waiters.append((thread, cont, now))
+        if now + self._si < self._drop_at:
+            self._arm(now + self._si)
 
     def release(self, thread: Any) -> None:
         """``thread`` gives the GIL up (it blocks, sleeps or enters a GIL-free section)."""
@@ -108,63 +133,98 @@ class CPythonGil:
         self._holder = None
         self._drop_pending = False
         if self._waiters:
-            self._hand_off()
+            self._hand_off(None)
 
-    def run(self, thread: Any, work_s: float) -> Proc:
-        """Process body: ``work_s`` CPU seconds of Python by ``thread``, which holds the GIL.
-
-        Returns holding the GIL; in between, drop requests may take it away (the
-        thread then waits like any other and resumes where it stopped).
-        """
+    def run(self, thread: Any, work_s: float, cont: Cont) -> None:
+        """``work_s`` CPU seconds of Python by ``thread``, which holds the GIL; then
+        ``cont()``, holding the GIL. In between, drop requests may take it away (the
+        thread then waits like any other and resumes where it stopped)."""
         if self._holder != thread:
             raise RuntimeError(f"{thread!r} runs Python without holding the GIL")
-        while work_s > 0:
-            if self._drop_pending and self._waiters:
-                self._drop_pending = False
-                self._forced += 1
-                self._holder = None
-                self._hand_off()
-                yield from self.acquire(thread)
-            task = self._cores.run(work_s)
-            self._task = task
-            work_s = yield task.event
-            if self._task is task:
-                self._task = None
-            if work_s > 0:  # dropped on request: queue again
-                yield from self.acquire(thread)
+        if work_s <= 0:
+            cont()
+            return
+        if self._drop_pending and self._waiters:
+            self._drop_pending = False
+            self._forced += 1
+            self._holder = None
+            self._hand_off((thread, lambda: self.run(thread, work_s, cont)))
+            return
+        self._run_cont = cont
+        self._task = self._cores.run(work_s, self._run_done)
+
+    def _run_done(self) -> None:
+        cont = self._run_cont
+        self._task = None
+        self._run_cont = None
+        assert cont is not None
+        cont()
 
     # -- the rules ---------------------------------------------------------------
-    def _arm(self, event: simpy.Event, seen: int) -> None:
-        timer = self._env.timeout(self._si)
-        timer.callbacks.append(lambda _t: self._interval_passed(event, seen))
+    def _arm(self, at: float) -> None:
+        self._drop_version += 1
+        self._drop_at = at
+        self._loop.at(at, self._drop_check, self._drop_version)
 
-    def _interval_passed(self, event: simpy.Event, seen: int) -> None:
-        if event.triggered:
+    def _rearm(self, requeued: bool) -> None:
+        """After a hand-off: the earliest check of any waiter that can set the drop request.
+
+        A waiter that started at ``a`` (before the hand-off) checks at ``a + k·SI``; the
+        first check after the hand-off only sees that it happened, the next one can drop.
+        The thread just forced off (``requeued``, last in the list) starts afresh."""
+        waiters = self._waiters
+        if not waiters:
+            self._drop_version += 1
+            self._drop_at = math.inf
             return
-        if self._switches == seen and self._holder is not None:
+        si, last = self._si, self._last_switch
+        first = last + si if requeued else math.inf
+        for i in range(len(waiters) - 1 if requeued else len(waiters)):
+            since = waiters[i][2]
+            at = since + (math.floor((last - since) / si) + 2) * si
+            if at < first:
+                first = at
+        self._arm(first)
+
+    def _drop_check(self, version: int) -> None:
+        if version != self._drop_version:
+            return  # moved since
+        self._drop_at = math.inf
+        if self._holder is not None and self._waiters:
             self._drop_request()
-        self._arm(event, self._switches)
 
     def _drop_request(self) -> None:
         task = self._task
         if task is None:  # the holder is between runs (being woken): it drops on its next run
             self._drop_pending = True
             return
-        self._task = None
-        if self._cores.stop(task) <= 0:  # its run ended this very instant: drop at the next
+        if self._cores.left(task) <= 0:  # its run ends this very instant: drop at the next
             self._drop_pending = True
             return
-        self._forced += 1  # the holder's run() sees the work left and queues again
+        left = self._cores.stop(task)
+        cont = self._run_cont
+        assert cont is not None
+        thread = self._holder
+        self._task = None
+        self._run_cont = None
+        self._forced += 1  # the holder queues again with the work left
         self._holder = None
-        self._hand_off()
+        self._hand_off((thread, lambda: self.run(thread, left, cont)))
 
-    def _hand_off(self) -> None:
+    def _hand_off(self, requeue: tuple[Any, Cont] | None) -> None:
+        """Give the GIL to a waiter drawn at random; ``requeue`` (the thread just forced
+        off) joins the waiters after the draw: it may not take the GIL straight back."""
         waiters = self._waiters
         i = int(self._draw() * len(waiters)) if len(waiters) > 1 else 0
-        thread, event = waiters.pop(min(i, len(waiters) - 1))
+        thread, cont, _since = waiters.pop(min(i, len(waiters) - 1))
+        now = self._loop.now
         self._holder = thread
         self._switches += 1
-        succeed_after(self._env, event, self._handoff())
+        self._last_switch = now
+        if requeue is not None:
+            waiters.append((requeue[0], requeue[1], now))
+        self._rearm(requeue is not None)
+        self._loop.after(self._handoff(), _call, cont)
 
 
 class NoGil:
@@ -172,9 +232,10 @@ class NoGil:
 
     kind = "none"
 
-    def __init__(self, env: simpy.Environment, cores: Cores) -> None:
-        self._env = env
+    def __init__(self, loop: Loop, cores: Cores) -> None:
+        self._loop = loop
         self._cores = cores
+        self.watch: Callable[[float], None] | None = None  # never called: never held
 
     @property
     def holder(self) -> Any:
@@ -192,16 +253,17 @@ class NoGil:
     def forced_drops(self) -> int:
         return 0
 
-    def acquire(self, thread: Any) -> Proc:
-        return
-        yield  # pragma: no cover - makes this a generator
+    def acquire(self, thread: Any, cont: Cont) -> None:
+        cont()
 
     def release(self, thread: Any) -> None:
         return None
 
-    def run(self, thread: Any, work_s: float) -> Proc:
+    def run(self, thread: Any, work_s: float, cont: Cont) -> None:
         if work_s > 0:
-            yield self._cores.run(work_s).event
+            self._cores.run(work_s, cont)
+        else:
+            cont()
 
 
 SimGil = CPythonGil | NoGil

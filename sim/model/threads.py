@@ -7,88 +7,205 @@ work one item at a time, keeping the GIL while items are waiting; a load worker
 sleeps on the job queue, wakes, takes the GIL, runs the request's CPU stages
 (GIL-held part, then GIL-free parts, taking the GIL back after each) and posts
 the result to the simulation thread's inbox.
+
+Each thread is a state machine on :class:`sim.model.loop.Loop` (no SimPy): its
+steps are methods, and every wait (a wake-up, the GIL, a CPU run) names the
+step that follows it.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
-import simpy
-
-from sim.model.cores import Cores, succeed_after
+from sim.model.cores import Cores
 from sim.model.gil import CPythonGil, NoGil
+from sim.model.loop import Loop
 
 __all__ = ["SIM_THREAD", "Harness", "ModelJob", "ModelWorkers"]
 
 SIM_THREAD = "kvsim-sim"
 
+#: What a posted item calls once the simulation thread has done it: ``done(arg)``.
+Done = Callable[[Any], None]
+
 
 class Harness:
     """The simulation thread: serves posted items one at a time, holding the GIL."""
 
-    def __init__(self, env: simpy.Environment, gil: CPythonGil | NoGil) -> None:
-        self._env = env
+    def __init__(self, loop: Loop, gil: CPythonGil | NoGil) -> None:
+        self._loop = loop
         self._gil = gil
-        self._items: deque[tuple[float, simpy.Event, Any]] = deque()
-        self._sleeping: simpy.Event | None = None
+        self._items: deque[tuple[float, Done | None, Any]] = deque()
+        self._sleeping = True
+        self._holding = False
+        self._current: tuple[Done | None, Any] = (None, None)
         self.cpu_s = 0.0
 
     def start(self) -> None:
-        self._env.process(self._loop())
+        """Nothing to start: the thread begins asleep, waiting for its first item."""
 
     def post(
         self,
         cost_s: float,
         late: Callable[[], float] | None,
-        event: simpy.Event | None = None,
-        value: Any = None,
-    ) -> simpy.Event:
+        done: Done | None = None,
+        arg: Any = None,
+    ) -> None:
         """Ask the simulation thread to do ``cost_s`` of work now (a timer fell due or a
-        message arrived); ``late()`` draws how long it takes to wake if asleep. The returned
-        event succeeds (with ``value``, or the time) once the work is done."""
-        ev = event if event is not None else self._env.event()
-        self._items.append((cost_s, ev, value))
-        sleeping = self._sleeping
-        if sleeping is not None:
-            self._sleeping = None
-            succeed_after(self._env, sleeping, late() if late is not None else 0.0)
-        return ev
+        message arrived); ``late()`` draws how long it takes to wake if asleep. Once the
+        work is done, ``done(arg)`` is called (after the thread has moved on)."""
+        self._items.append((cost_s, done, arg))
+        if self._sleeping:
+            self._sleeping = False
+            self._loop.after(late() if late is not None else 0.0, self._woken)
 
-    def _loop(self) -> Generator[Any, Any, None]:
-        env, gil, items = self._env, self._gil, self._items
-        holding = False
-        while True:
-            if not items:
-                if holding:
-                    gil.release(SIM_THREAD)
-                    holding = False
-                self._sleeping = env.event()
-                yield self._sleeping  # fires once woken, the wake-up latency later
-            if not holding:
-                yield from gil.acquire(SIM_THREAD)
-                holding = True
-            cost, ev, value = items.popleft()
-            if cost > 0:
-                self.cpu_s += cost
-                yield from gil.run(SIM_THREAD, cost)
-            ev.succeed(env.now if value is None else value)
+    def _woken(self, _arg: Any = None) -> None:
+        if self._holding:
+            self._next()
+        else:
+            self._gil.acquire(SIM_THREAD, self._got)
+
+    def _got(self) -> None:
+        self._holding = True
+        self._next()
+
+    def _next(self) -> None:
+        items = self._items
+        if not items:
+            if self._holding:
+                self._holding = False
+                self._gil.release(SIM_THREAD)
+            self._sleeping = True
+            return
+        cost, done, arg = items.popleft()
+        self._current = (done, arg)
+        if cost > 0:
+            self.cpu_s += cost
+            self._gil.run(SIM_THREAD, cost, self._item_done)
+        else:
+            self._item_done()
+
+    def _item_done(self) -> None:
+        done, arg = self._current
+        self._next()  # the thread moves on (or goes to sleep) before the poster resumes
+        if done is not None:
+            done(arg)
 
 
-@dataclass
 class ModelJob:
     """One request's CPU stages; the worker fills in the timings (seconds of model time)."""
 
-    hold_s: float
-    free_cpu_s: float
-    free_sleep_s: float
-    done: simpy.Event
-    start: float = 0.0
-    end: float = 0.0
-    free_wall: float = 0.0
-    thread: str = ""
+    __slots__ = (
+        "done",
+        "end",
+        "free_cpu_s",
+        "free_sleep_s",
+        "free_wall",
+        "hold_s",
+        "start",
+        "thread",
+    )
+
+    def __init__(self, hold_s: float, free_cpu_s: float, free_sleep_s: float, done: Done) -> None:
+        self.hold_s = hold_s
+        self.free_cpu_s = free_cpu_s
+        self.free_sleep_s = free_sleep_s
+        #: Called with the job once the simulation thread has taken the worker's result.
+        self.done = done
+        self.start = 0.0
+        self.end = 0.0
+        self.free_wall = 0.0
+        self.thread = ""
+
+
+class _Worker:
+    """One load thread's state machine."""
+
+    __slots__ = ("_pool", "holding", "job", "name", "t0")
+
+    def __init__(self, pool: ModelWorkers, name: str) -> None:
+        self._pool = pool
+        self.name = name
+        self.holding = False
+        self.job: ModelJob | None = None
+        self.t0 = 0.0
+
+    def woken(self, _arg: Any = None) -> None:
+        """The OS woke this thread after a job was queued (maybe taken meanwhile)."""
+        self.step()
+
+    def step(self) -> None:
+        pool = self._pool
+        if not pool.jobs:
+            if self.holding:
+                self.holding = False
+                pool.gil.release(self.name)
+            pool.idle.append(self)
+            return
+        if not self.holding:
+            pool.gil.acquire(self.name, self._got)
+            return
+        self._start()
+
+    def _got(self) -> None:
+        self.holding = True
+        if not self._pool.jobs:  # taken by another worker while this one waited for the GIL
+            self.step()
+            return
+        self._start()
+
+    def _start(self) -> None:
+        pool = self._pool
+        job = self.job = pool.jobs.popleft()
+        job.thread = self.name
+        job.start = pool.loop.now
+        pool.gil.run(self.name, job.hold_s, self._held)
+
+    def _held(self) -> None:
+        job, pool = self.job, self._pool
+        assert job is not None
+        if job.free_cpu_s > 0:
+            self.t0 = pool.loop.now
+            pool.gil.release(self.name)
+            pool.cores.run(job.free_cpu_s, self._kernel_done)
+            return
+        self._sleep()
+
+    def _kernel_done(self) -> None:
+        self._pool.gil.acquire(self.name, self._after_kernel)
+
+    def _after_kernel(self) -> None:
+        assert self.job is not None
+        self.job.free_wall += self._pool.loop.now - self.t0
+        self._sleep()
+
+    def _sleep(self) -> None:
+        job, pool = self.job, self._pool
+        assert job is not None
+        if job.free_sleep_s > 0:
+            self.t0 = pool.loop.now
+            pool.gil.release(self.name)
+            pool.loop.after(job.free_sleep_s + pool.sleep_late(), self._slept)
+            return
+        self._finish()
+
+    def _slept(self, _arg: Any = None) -> None:
+        self._pool.gil.acquire(self.name, self._after_sleep)
+
+    def _after_sleep(self) -> None:
+        assert self.job is not None
+        self.job.free_wall += self._pool.loop.now - self.t0
+        self._finish()
+
+    def _finish(self) -> None:
+        job, pool = self.job, self._pool
+        assert job is not None
+        self.job = None
+        job.end = pool.loop.now
+        pool.harness.post(pool.complete_s, pool.wake, job.done, job)
+        self.step()
 
 
 class ModelWorkers:
@@ -96,7 +213,7 @@ class ModelWorkers:
 
     def __init__(
         self,
-        env: simpy.Environment,
+        loop: Loop,
         gil: CPythonGil | NoGil,
         cores: Cores,
         harness: Harness,
@@ -105,60 +222,22 @@ class ModelWorkers:
         sleep_late: Callable[[], float],
         complete_s: float,
     ) -> None:
-        self._env = env
-        self._gil = gil
-        self._cores = cores
-        self._harness = harness
+        self.loop = loop
+        self.gil = gil
+        self.cores = cores
+        self.harness = harness
         self._n = workers
-        self._wake = wake
-        self._sleep_late = sleep_late
-        self._complete_s = complete_s
-        self._jobs: deque[ModelJob] = deque()
-        self._idle: deque[simpy.Event] = deque()
+        self.wake = wake
+        self.sleep_late = sleep_late
+        self.complete_s = complete_s
+        self.jobs: deque[ModelJob] = deque()
+        self.idle: deque[_Worker] = deque()
 
     def start(self) -> None:
         for i in range(self._n):
-            self._env.process(self._loop(f"kvsim-load-{i}"))
+            self.idle.append(_Worker(self, f"kvsim-load-{i}"))
 
     def submit(self, job: ModelJob) -> None:
-        self._jobs.append(job)
-        if self._idle:
-            succeed_after(self._env, self._idle.popleft(), self._wake())
-
-    def _loop(self, name: str) -> Generator[Any, Any, None]:
-        env, gil, jobs = self._env, self._gil, self._jobs
-        holding = False
-        while True:
-            if not jobs:
-                if holding:
-                    gil.release(name)
-                    holding = False
-                wake = env.event()
-                self._idle.append(wake)
-                yield wake  # fires the OS wake-up latency after a job was queued
-                if not jobs:  # another worker took it meanwhile
-                    continue
-            if not holding:
-                yield from gil.acquire(name)
-                holding = True
-                if not jobs:  # taken by another worker while this one waited for the GIL
-                    continue
-            job = jobs.popleft()
-            job.thread = name
-            job.start = env.now
-            if job.hold_s > 0:
-                yield from gil.run(name, job.hold_s)
-            if job.free_cpu_s > 0:
-                t0 = env.now
-                gil.release(name)
-                yield self._cores.run(job.free_cpu_s).event
-                yield from gil.acquire(name)
-                job.free_wall += env.now - t0
-            if job.free_sleep_s > 0:
-                t0 = env.now
-                gil.release(name)
-                yield env.timeout(job.free_sleep_s + self._sleep_late())
-                yield from gil.acquire(name)
-                job.free_wall += env.now - t0
-            job.end = env.now
-            self._harness.post(self._complete_s, self._wake, job.done, job)
+        self.jobs.append(job)
+        if self.idle:
+            self.loop.after(self.wake(), self.idle.popleft().woken)

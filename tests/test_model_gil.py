@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 
 import pytest
+
 from sim.model.cores import Cores
 from sim.model.gil import CPythonGil, NoGil
 from sim.model.loop import Loop

@@ -12,13 +12,14 @@ The bookkeeping uses virtual time: ``V`` advances at the current per-task rate,
 a task finishes when ``V`` reaches its finish tag, so a change of rate costs one
 reschedule per running task and nothing at all while the cores are not full
 (the common case, which keeps model mode fast). Runs on :class:`sim.model.loop.Loop`
-(no SimPy): a task's completion is one heap entry; a rescheduled task bumps its
-version and its old entry is ignored.
+(no SimPy): a task's completion is one heap entry; a rescheduled task's old entry
+is ignored (it is not due when it comes up).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from sim.model.loop import Loop
 
@@ -29,16 +30,17 @@ _EPS_S = 1e-9
 
 
 class CpuTask:
-    """CPU work in progress; ``done`` is called (with no argument) once it is finished."""
+    """CPU work in progress; ``done(None)`` is called once it is finished."""
 
-    __slots__ = ("done", "finish", "version")
+    __slots__ = ("done", "due", "finish")
 
-    def __init__(self, finish: float, done: Callable[[], None]) -> None:
+    def __init__(self, finish: float, done: Callable[[Any], None]) -> None:
         #: Virtual time at which the task is done.
         self.finish = finish
         self.done = done
-        #: Bumped on every (re)schedule and on stop: only the entry of the latest counts.
-        self.version = 0
+        #: When its completion entry is due; an entry due at another time is stale
+        #: (rescheduled since). Negative once finished or stopped.
+        self.due = 0.0
 
 
 class Cores:
@@ -88,32 +90,65 @@ class Cores:
         if rate == self._rate:
             return False
         self._rate = rate
+        loop, v = self._loop, self._v
         for task in self._tasks:
-            self._schedule(task)
+            task.due = loop.now + max(0.0, (task.finish - v) / rate)
+            loop.at(task.due, self._fire, task)
         return True
 
-    def _schedule(self, task: CpuTask) -> None:
-        task.version += 1
-        delay = (task.finish - self._v) / self._rate
-        self._loop.after(delay, self._fire, (task, task.version))
-
-    def _fire(self, entry: tuple[CpuTask, int]) -> None:
-        task, version = entry
-        if task.version != version:
+    def _fire(self, task: CpuTask) -> None:
+        now = self._loop.now
+        if task.due != now:
             return  # rescheduled or stopped since
-        self._advance()
-        self._tasks.remove(task)
-        self._set_rate()
-        task.done()
+        task.due = -1.0
+        tasks = self._tasks
+        dt = now - self._t
+        if dt > 0:  # self._advance(), inline: this is the hottest path of model mode
+            self._v += dt * self._rate
+            self._busy_s += dt * self._rate * len(tasks)
+            self._t = now
+        tasks.remove(task)
+        if tasks or self._bg:
+            self._set_rate()
+        task.done(None)
 
-    def run(self, work_s: float, done: Callable[[], None]) -> CpuTask:
-        """Start ``work_s`` CPU seconds of work now; ``done()`` is called when they are done."""
-        self._advance()
-        task = CpuTask(self._v + (work_s if work_s > 0 else 0.0), done)
-        self._tasks.append(task)
-        if not self._set_rate():  # otherwise _set_rate scheduled it with the others
-            self._schedule(task)
+    def run(self, work_s: float, done: Callable[[Any], None]) -> CpuTask:
+        """Start ``work_s`` CPU seconds of work now; ``done(None)`` is called when they are done."""
+        loop = self._loop
+        now = loop.now
+        tasks = self._tasks
+        dt = now - self._t
+        if dt > 0:  # self._advance(), inline
+            self._v += dt * self._rate
+            self._busy_s += dt * self._rate * len(tasks)
+            self._t = now
+        if work_s < 0:
+            work_s = 0.0
+        task = CpuTask(self._v + work_s, done)
+        tasks.append(task)
+        if self._rate == 1.0 and len(tasks) + self._bg <= self._n:  # not full: full speed
+            task.due = now + work_s
+            loop.at(task.due, self._fire, task)
+        elif not self._set_rate():  # otherwise _set_rate scheduled it with the others
+            task.due = now + work_s / self._rate
+            loop.at(task.due, self._fire, task)
         return task
+
+    def instant(self, work_s: float) -> bool:
+        """Do ``work_s`` CPU seconds now, moving the clock to their end, when nothing else
+        can happen meanwhile: a core is free (nobody's pace changes) and the loop's next
+        entry is due later. Then no entry is needed. Only for a caller whose next step is
+        the last thing the current loop entry does (what follows runs at the new time).
+        Returns False (nothing done) otherwise: the caller then uses :meth:`run`."""
+        loop = self._loop
+        end = loop.now + work_s
+        if self._rate != 1.0 or len(self._tasks) + 1 + self._bg > self._n or loop.peek() <= end:
+            return False
+        self._advance()
+        loop.now = end
+        self._advance()
+        self._busy_s += work_s
+        return True
 
     def left(self, task: CpuTask) -> float:
         """CPU seconds ``task`` still needs (0 when done up to float rounding)."""
@@ -123,11 +158,11 @@ class Cores:
 
     def stop(self, task: CpuTask) -> float:
         """Take ``task`` off the cores now, without calling ``done``; returns the work left."""
-        if task not in self._tasks:
+        if task.due < 0:
             return 0.0
         left = self.left(task)
         self._tasks.remove(task)
-        task.version += 1
+        task.due = -1.0
         self._set_rate()
         return left
 

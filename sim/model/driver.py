@@ -1,11 +1,15 @@
-"""Run one experiment point in model mode: the same plan, pipeline and store, in SimPy time.
+"""Run one experiment point in model mode: the same plan, pipeline and store, in simulated time.
 
-Nothing here reads the wall clock or starts a thread. The workload plan
-(sim.workload.plan), the store model (sim.store.model) and the records and
-summary (sim.runtime.records, sim.runtime.metrics) are the ones real mode uses;
-the CPU stages, the simulation thread, the probe and the engine loop are
-simulated processes whose costs come from the calibration (sim.model.costs),
-and the GIL and the cores are simulated resources (sim.model.gil, sim.model.cores).
+Nothing here reads the wall clock or starts a thread, and nothing uses SimPy: the
+point runs on model mode's own event loop (sim.model.loop), where each simulated
+thread is a small state machine (SimPy's processes cost ~25 events per request
+and capped model mode at a few thousand requests per second). The workload plan
+(sim.workload.plan), the store's rules (sim.store.model, as callbacks in
+sim.model.store) and the records and summary (sim.runtime.records,
+sim.runtime.metrics) are the ones real mode uses; the CPU stages, the
+simulation thread, the probe and the engine loop are simulated threads whose
+costs come from the calibration (sim.model.costs), and the GIL and the cores
+are simulated resources (sim.model.gil, sim.model.cores).
 
 Timestamps of record mirror real mode's: a request's arrival is when the
 simulation thread handled it, its start when a worker began its CPU stages
@@ -26,8 +30,9 @@ from sim.model.calibration import Calibration
 from sim.model.cores import Cores
 from sim.model.costs import ModelCosts, point_costs
 from sim.model.coverage import check_point, point_calibration
-from sim.model.gil import CPythonGil, NoGil
+from sim.model.draws import Uniforms
 from sim.model.engine import ModelEngine
+from sim.model.gil import CPythonGil, NoGil
 from sim.model.loop import Loop
 from sim.model.probe import ModelProbe
 from sim.model.store import LoopStore
@@ -38,41 +43,9 @@ from sim.runtime.result import PointResult
 from sim.store.model import TransferOutcome
 from sim.workload.plan import PlannedRequest, Workload, plan_workload, request_bytes
 
-__all__ = ["Uniforms", "run_model_point"]
+__all__ = ["Uniforms", "run_model_point"]  # Uniforms: sim.model.draws, kept importable here
 
 ProgressFn = Callable[[int, int], None]
-
-
-class Uniforms:
-    """Uniform draws from the run's one generator, taken in blocks (one call per 4096)."""
-
-    def __init__(self, rng: np.random.Generator, block: int = 4096) -> None:
-        self._rng = rng
-        self._block = block
-        self._buf: list[float] = []
-        self._i = 0
-
-    def __call__(self) -> float:
-        if self._i >= len(self._buf):
-            self._buf = self._rng.random(self._block).tolist()
-            self._i = 0
-        x = self._buf[self._i]
-        self._i += 1
-        return x
-
-    def block(self, n: int) -> np.ndarray:
-        """The next ``n`` draws of the same stream, as an array (what ``n`` calls give)."""
-        out = np.empty(n)
-        got = 0
-        while got < n:
-            if self._i >= len(self._buf):
-                self._buf = self._rng.random(self._block).tolist()
-                self._i = 0
-            take = min(n - got, len(self._buf) - self._i)
-            out[got : got + take] = self._buf[self._i : self._i + take]
-            self._i += take
-            got += take
-        return out
 
 
 class _Request:

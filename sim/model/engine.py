@@ -70,12 +70,17 @@ class ModelEngine:
     def _woken(self, _arg: Any = None) -> None:
         self._gil.acquire(ENGINE_THREAD, self._build)
 
-    def _build(self) -> None:
+    def _build(self, _arg: Any = None) -> None:
         assert self._loop is not None
         self._t["started"] = self._loop.now
-        self._gil.run(ENGINE_THREAD, self._costs.engine_build_s or 0.0, self._built)
+        build = self._costs.engine_build_s or 0.0
+        # Called last in a loop entry (the wake-up, or the GIL's hand-off).
+        if self._gil.run_instant(ENGINE_THREAD, build):
+            self._built()
+        else:
+            self._gil.run(ENGINE_THREAD, build, self._built)
 
-    def _built(self) -> None:
+    def _built(self, _arg: Any = None) -> None:
         loop = self._loop
         assert loop is not None
         self._t["built"] = self._t["before"] = loop.now
@@ -85,7 +90,7 @@ class ModelEngine:
     def _forwarded(self, _arg: Any = None) -> None:
         self._gil.acquire(ENGINE_THREAD, self._resumed)
 
-    def _resumed(self) -> None:
+    def _resumed(self, _arg: Any = None) -> None:
         assert self._loop is not None
         self._t["resumed"] = self._t["ended"] = self._loop.now
         self._gil.release(ENGINE_THREAD)  # back to its command queue; the sim thread takes the row

@@ -46,11 +46,8 @@ from sim.model.loop import Loop
 
 __all__ = ["CPythonGil", "NoGil", "SimGil"]
 
-Cont = Callable[[], None]
-
-
-def _call(fn: Cont) -> None:
-    fn()
+#: What a thread does next, called with one (ignored) argument so that the loop can call it.
+Cont = Callable[[Any], None]
 
 
 class CPythonGil:
@@ -85,8 +82,8 @@ class CPythonGil:
         self._run_cont: Cont | None = None
         self._drop_pending = False
         self._forced = 0
-        self._drop_at = math.inf  # the pending drop-check entry's time (inf: none)
-        self._drop_version = 0
+        self._drop_at = math.inf  # when the earliest drop check is due (inf: none)
+        self._entry_at = math.inf  # when the pending drop-check entry comes up (inf: none)
         #: Called with the time whenever a free GIL is taken (the probe listens).
         self.watch: Callable[[float], None] | None = None
 
@@ -110,14 +107,14 @@ class CPythonGil:
 
     # -- taking and giving back -------------------------------------------------
     def acquire(self, thread: Any, cont: Cont) -> None:
-        """Call ``cont()`` once ``thread`` holds the GIL (at once when it is free)."""
+        """Call ``cont(None)`` once ``thread`` holds the GIL (at once when it is free)."""
         if self._holder is None:
             self._holder = thread
             self._switches += 1
             self._last_switch = self._loop.now
             if self.watch is not None:
                 self.watch(self._loop.now)
-            cont()
+            cont(None)
             return
         if self._holder == thread:
             raise RuntimeError(f"{thread!r} already holds the GIL")
@@ -137,34 +134,47 @@ class CPythonGil:
 
     def run(self, thread: Any, work_s: float, cont: Cont) -> None:
         """``work_s`` CPU seconds of Python by ``thread``, which holds the GIL; then
-        ``cont()``, holding the GIL. In between, drop requests may take it away (the
+        ``cont(None)``, holding the GIL. In between, drop requests may take it away (the
         thread then waits like any other and resumes where it stopped)."""
         if self._holder != thread:
             raise RuntimeError(f"{thread!r} runs Python without holding the GIL")
         if work_s <= 0:
-            cont()
+            cont(None)
             return
         if self._drop_pending and self._waiters:
             self._drop_pending = False
             self._forced += 1
             self._holder = None
-            self._hand_off((thread, lambda: self.run(thread, work_s, cont)))
+            self._hand_off((thread, lambda _a: self.run(thread, work_s, cont)))
             return
         self._run_cont = cont
         self._task = self._cores.run(work_s, self._run_done)
 
-    def _run_done(self) -> None:
+    def run_instant(self, thread: Any, work_s: float) -> bool:
+        """:meth:`run` done at once when nothing can interrupt it (:meth:`Cores.instant`:
+        no drop request pending, nothing else due before its end); False: call :meth:`run`.
+        Only for a thread whose next step ends the current loop entry."""
+        if self._holder != thread:
+            raise RuntimeError(f"{thread!r} runs Python without holding the GIL")
+        if self._drop_pending and self._waiters:
+            return False
+        return self._cores.instant(work_s)
+
+    def _run_done(self, _arg: Any = None) -> None:
         cont = self._run_cont
         self._task = None
         self._run_cont = None
         assert cont is not None
-        cont()
+        cont(None)
 
     # -- the rules ---------------------------------------------------------------
     def _arm(self, at: float) -> None:
-        self._drop_version += 1
+        """The earliest drop check is now due at ``at``. One entry is kept pending: a later
+        check reuses it (it comes up early and waits again), an earlier one pushes another."""
         self._drop_at = at
-        self._loop.at(at, self._drop_check, self._drop_version)
+        if at < self._entry_at:
+            self._entry_at = at
+            self._loop.at(at, self._drop_check)
 
     def _rearm(self, requeued: bool) -> None:
         """After a hand-off: the earliest check of any waiter that can set the drop request.
@@ -174,7 +184,6 @@ class CPythonGil:
         The thread just forced off (``requeued``, last in the list) starts afresh."""
         waiters = self._waiters
         if not waiters:
-            self._drop_version += 1
             self._drop_at = math.inf
             return
         si, last = self._si, self._last_switch
@@ -186,9 +195,18 @@ class CPythonGil:
                 first = at
         self._arm(first)
 
-    def _drop_check(self, version: int) -> None:
-        if version != self._drop_version:
-            return  # moved since
+    def _drop_check(self, _arg: Any = None) -> None:
+        now = self._loop.now
+        if now != self._entry_at:
+            return  # an earlier entry took over
+        self._entry_at = math.inf
+        at = self._drop_at
+        if at == math.inf:
+            return
+        if now < at:  # the check moved later since this entry was pushed
+            self._entry_at = at
+            self._loop.at(at, self._drop_check)
+            return
         self._drop_at = math.inf
         if self._holder is not None and self._waiters:
             self._drop_request()
@@ -209,7 +227,7 @@ class CPythonGil:
         self._run_cont = None
         self._forced += 1  # the holder queues again with the work left
         self._holder = None
-        self._hand_off((thread, lambda: self.run(thread, left, cont)))
+        self._hand_off((thread, lambda _a: self.run(thread, left, cont)))
 
     def _hand_off(self, requeue: tuple[Any, Cont] | None) -> None:
         """Give the GIL to a waiter drawn at random; ``requeue`` (the thread just forced
@@ -224,7 +242,7 @@ class CPythonGil:
         if requeue is not None:
             waiters.append((requeue[0], requeue[1], now))
         self._rearm(requeue is not None)
-        self._loop.after(self._handoff(), _call, cont)
+        self._loop.after(self._handoff(), cont)
 
 
 class NoGil:
@@ -254,16 +272,19 @@ class NoGil:
         return 0
 
     def acquire(self, thread: Any, cont: Cont) -> None:
-        cont()
+        cont(None)
 
     def release(self, thread: Any) -> None:
         return None
+
+    def run_instant(self, thread: Any, work_s: float) -> bool:
+        return self._cores.instant(work_s)
 
     def run(self, thread: Any, work_s: float, cont: Cont) -> None:
         if work_s > 0:
             self._cores.run(work_s, cont)
         else:
-            cont()
+            cont(None)
 
 
 SimGil = CPythonGil | NoGil

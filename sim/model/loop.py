@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from heapq import heappop, heappush
+from itertools import count
 from typing import Any
 
 __all__ = ["Loop"]
@@ -30,19 +31,16 @@ class Loop:
     def __init__(self) -> None:
         self.now = 0.0
         self._heap: list[tuple[float, int, Callable[[Any], None], Any]] = []
-        self._seq = 0
+        self._seq = count().__next__  # FIFO among entries due at the same time
         self._stop = False
 
     def at(self, t: float, fn: Callable[[Any], None], arg: Any = None) -> None:
         """Call ``fn(arg)`` at time ``t`` (not before now)."""
-        self._seq += 1
-        heappush(self._heap, (t if t > self.now else self.now, self._seq, fn, arg))
+        heappush(self._heap, (t if t > self.now else self.now, self._seq(), fn, arg))
 
     def after(self, delay: float, fn: Callable[[Any], None], arg: Any = None) -> None:
         """Call ``fn(arg)`` ``delay`` seconds from now (a negative delay counts as 0)."""
-        self._seq += 1
-        t = self.now + delay if delay > 0 else self.now
-        heappush(self._heap, (t, self._seq, fn, arg))
+        heappush(self._heap, (self.now + delay if delay > 0 else self.now, self._seq(), fn, arg))
 
     def peek(self) -> float:
         """Time of the next entry (infinity when none)."""
@@ -61,14 +59,21 @@ class Loop:
         next one is due after ``until``. Returns True when stopped by :meth:`stop`."""
         heap = self._heap
         self._stop = False
-        limit = float("inf") if until is None else until
-        while heap and not self._stop:
-            if heap[0][0] > limit:
-                self.now = limit
-                return False
-            t, _seq, fn, arg = heappop(heap)
-            self.now = t
-            fn(arg)
+        if until is None:
+            while heap:
+                t, _seq, fn, arg = heappop(heap)
+                self.now = t
+                fn(arg)
+                if self._stop:
+                    break
+        else:
+            while heap and not self._stop:
+                if heap[0][0] > until:
+                    self.now = until
+                    break
+                t, _seq, fn, arg = heappop(heap)
+                self.now = t
+                fn(arg)
         stopped = self._stop
         self._stop = False
         return stopped

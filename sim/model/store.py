@@ -38,7 +38,7 @@ class LoopLink:
         self._bw = bytes_per_s
         self._cap = cap_bytes_per_s
         self._left: dict[int, float] = {}
-        self._done: dict[int, Callable[[], None]] = {}
+        self._done: dict[int, Callable[[Any], None]] = {}
         self._ids = 0
         self._since = 0.0
         self._timer_gen = 0
@@ -52,10 +52,10 @@ class LoopLink:
         share = self._bw / n
         return share if self._cap is None else min(share, self._cap)
 
-    def send(self, nbytes: float, done: Callable[[], None]) -> None:
-        """Start moving ``nbytes``; ``done()`` is called when the last byte has moved."""
+    def send(self, nbytes: float, done: Callable[[Any], None]) -> None:
+        """Start moving ``nbytes``; ``done(None)`` is called when the last byte has moved."""
         if nbytes <= 0:
-            self._loop.after(0.0, lambda _a: done())
+            self._loop.after(0.0, done)
             return
         self._catch_up()
         self._ids += 1
@@ -89,7 +89,7 @@ class LoopLink:
             calls.append(self._done.pop(key))
         self._arm()
         for done in calls:
-            done()
+            done(None)
 
 
 class _Transfer:
@@ -140,7 +140,7 @@ class _Transfer:
     def _send(self, _arg: Any = None) -> None:
         self.store.link.send(self.nbytes, self._sent)
 
-    def _sent(self) -> None:
+    def _sent(self, _arg: Any = None) -> None:
         store, cfg = self.store, self.store.cfg
         store.release()
         if self.fail >= cfg.fail_prob:

@@ -62,16 +62,15 @@ class Harness:
             self._loop.after(late() if late is not None else 0.0, self._woken)
 
     def _woken(self, _arg: Any = None) -> None:
-        if self._holding:
-            self._next()
-        else:
-            self._gil.acquire(SIM_THREAD, self._got)
+        self._gil.acquire(SIM_THREAD, self._got)
 
-    def _got(self) -> None:
+    def _got(self, _arg: Any = None) -> None:
+        # Called last in a loop entry (the wake-up, or the GIL's hand-off): the first
+        # item may be done at once (GIL.run_instant).
         self._holding = True
-        self._next()
+        self._next(tail=True)
 
-    def _next(self) -> None:
+    def _next(self, tail: bool = False) -> None:
         items = self._items
         if not items:
             if self._holding:
@@ -83,11 +82,12 @@ class Harness:
         self._current = (done, arg)
         if cost > 0:
             self.cpu_s += cost
-            self._gil.run(SIM_THREAD, cost, self._item_done)
-        else:
-            self._item_done()
+            if not (tail and self._gil.run_instant(SIM_THREAD, cost)):
+                self._gil.run(SIM_THREAD, cost, self._item_done)
+                return
+        self._item_done(None)
 
-    def _item_done(self) -> None:
+    def _item_done(self, _arg: Any = None) -> None:
         done, arg = self._current
         self._next()  # the thread moves on (or goes to sleep) before the poster resumes
         if done is not None:
@@ -149,21 +149,21 @@ class _Worker:
             return
         self._start()
 
-    def _got(self) -> None:
+    def _got(self, _arg: Any = None) -> None:
         self.holding = True
         if not self._pool.jobs:  # taken by another worker while this one waited for the GIL
             self.step()
             return
         self._start()
 
-    def _start(self) -> None:
+    def _start(self, _arg: Any = None) -> None:
         pool = self._pool
         job = self.job = pool.jobs.popleft()
         job.thread = self.name
         job.start = pool.loop.now
         pool.gil.run(self.name, job.hold_s, self._held)
 
-    def _held(self) -> None:
+    def _held(self, _arg: Any = None) -> None:
         job, pool = self.job, self._pool
         assert job is not None
         if job.free_cpu_s > 0:
@@ -173,10 +173,10 @@ class _Worker:
             return
         self._sleep()
 
-    def _kernel_done(self) -> None:
+    def _kernel_done(self, _arg: Any = None) -> None:
         self._pool.gil.acquire(self.name, self._after_kernel)
 
-    def _after_kernel(self) -> None:
+    def _after_kernel(self, _arg: Any = None) -> None:
         assert self.job is not None
         self.job.free_wall += self._pool.loop.now - self.t0
         self._sleep()
@@ -194,7 +194,7 @@ class _Worker:
     def _slept(self, _arg: Any = None) -> None:
         self._pool.gil.acquire(self.name, self._after_sleep)
 
-    def _after_sleep(self) -> None:
+    def _after_sleep(self, _arg: Any = None) -> None:
         assert self.job is not None
         self.job.free_wall += self._pool.loop.now - self.t0
         self._finish()

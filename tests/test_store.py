@@ -136,24 +136,23 @@ def test_hanging_worker_ends_the_run_with_a_clear_error(write_config) -> None:
             _Hang.release.set()
 
 
-def test_the_watchdog_keeps_no_timer_per_request(write_config) -> None:
+def test_the_watchdog_keeps_no_timer_per_request(write_config, monkeypatch) -> None:
     """One watchdog process watches every request: a load leaves no timer per request."""
+    from simpy.events import Timeout
+
     from sim.runtime.env import HybridEnvironment
 
     cfg = {"workload": {"requests": 30}, "limits": {"request_timeout_s": 77.0}}
     _, points = parse_config(write_config(cfg))
     timers: list[float] = []
-    original = HybridEnvironment.timeout
 
     def counting(self, delay=0, value=None):  # type: ignore[no-untyped-def]
         timers.append(delay)
-        return original(self, delay, value)
+        return Timeout(self, delay, value)
 
-    HybridEnvironment.timeout = counting  # type: ignore[method-assign]
-    try:
-        res = run_point(points[0])
-    finally:
-        HybridEnvironment.timeout = original  # type: ignore[method-assign]
+    # monkeypatch removes the class attribute afterwards (SimPy's descriptor is inherited)
+    monkeypatch.setattr(HybridEnvironment, "timeout", counting)
+    res = run_point(points[0])
     assert res.summary["ok"] == 30
     # Every other timer of this load is well under a second; the watchdog's sleep until
     # the oldest request's deadline is a few, not one per request.

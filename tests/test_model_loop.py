@@ -65,6 +65,23 @@ def test_nothing_is_scheduled_in_the_past_and_stop_and_until_end_a_run() -> None
     assert loop.pending == 0 and loop.peek() == float("inf")
 
 
+def test_alarms_move_and_cancel_for_free_and_run_before_entries_due_with_them() -> None:
+    loop = Loop()
+    seen: list[tuple[float, str]] = []
+    first = loop.alarm(lambda _a: seen.append((loop.now, "first")))
+    second = loop.alarm(lambda _a: seen.append((loop.now, "second")))
+    loop.at(0.003, lambda _a: seen.append((loop.now, "entry")))
+    loop.set_alarm(first, 0.001)
+    loop.set_alarm(first, 0.003)  # moved: fires once, at its last time
+    loop.set_alarm(second, 0.002)
+    assert loop.peek() == 0.002
+    loop.cancel(second)
+    assert loop.peek() == 0.003
+    loop.run()
+    assert seen == [(0.003, "first"), (0.003, "entry")]
+    assert first.at == float("inf") and loop.peek() == float("inf")
+
+
 def test_cores_run_at_full_speed_until_full_then_share() -> None:
     loop = Loop()
     cores = Cores(loop, 2)

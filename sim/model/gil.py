@@ -29,10 +29,10 @@ Runs on :class:`sim.model.loop.Loop` (no SimPy). A thread is a state machine:
 The waiters' switch-interval timers are not kept one per waiter: a waiter that
 started waiting at ``a`` checks at ``a + k·SI``, and the first check that can
 set the drop request is the first whose previous check (or the start of the
-wait) came after the last hand-off; the GIL keeps one timer, for the earliest
-such check over all waiters, and moves it when a hand-off or a new waiter
-changes it. This is the same rule as one timer per waiter, at one heap entry
-per hand-off instead of one per waiter per interval.
+wait) came after the last hand-off; the GIL keeps one alarm
+(:class:`sim.model.loop.Alarm`), for the earliest such check over all waiters,
+and moves it when a hand-off or a new waiter changes it. This is the same rule
+as one timer per waiter, without a heap entry per waiter per interval.
 """
 
 from __future__ import annotations
@@ -83,9 +83,11 @@ class CPythonGil:
         self._drop_pending = False
         self._forced = 0
         self._drop_at = math.inf  # when the earliest drop check is due (inf: none)
-        self._entry_at = math.inf  # when the pending drop-check entry comes up (inf: none)
-        #: Called with the time whenever a free GIL is taken (the probe listens).
+        self._alarm = loop.alarm(self._drop_check)
+        #: Called with the time whenever a free GIL is taken, and whenever the GIL is let go
+        #: with nobody waiting (the probe listens).
         self.watch: Callable[[float], None] | None = None
+        self.free_watch: Callable[[float], None] | None = None
 
     @property
     def holder(self) -> Any:
@@ -131,6 +133,8 @@ class CPythonGil:
         self._drop_pending = False
         if self._waiters:
             self._hand_off(None)
+        elif self.free_watch is not None:
+            self.free_watch(self._loop.now)
 
     def run(self, thread: Any, work_s: float, cont: Cont) -> None:
         """``work_s`` CPU seconds of Python by ``thread``, which holds the GIL; then
@@ -169,12 +173,9 @@ class CPythonGil:
 
     # -- the rules ---------------------------------------------------------------
     def _arm(self, at: float) -> None:
-        """The earliest drop check is now due at ``at``. One entry is kept pending: a later
-        check reuses it (it comes up early and waits again), an earlier one pushes another."""
+        """The earliest drop check is now due at ``at`` (the GIL's alarm moves there)."""
         self._drop_at = at
-        if at < self._entry_at:
-            self._entry_at = at
-            self._loop.at(at, self._drop_check)
+        self._loop.set_alarm(self._alarm, at)
 
     def _rearm(self, requeued: bool) -> None:
         """After a hand-off: the earliest check of any waiter that can set the drop request.
@@ -185,6 +186,7 @@ class CPythonGil:
         waiters = self._waiters
         if not waiters:
             self._drop_at = math.inf
+            self._loop.cancel(self._alarm)
             return
         si, last = self._si, self._last_switch
         first = last + si if requeued else math.inf
@@ -196,17 +198,6 @@ class CPythonGil:
         self._arm(first)
 
     def _drop_check(self, _arg: Any = None) -> None:
-        now = self._loop.now
-        if now != self._entry_at:
-            return  # an earlier entry took over
-        self._entry_at = math.inf
-        at = self._drop_at
-        if at == math.inf:
-            return
-        if now < at:  # the check moved later since this entry was pushed
-            self._entry_at = at
-            self._loop.at(at, self._drop_check)
-            return
         self._drop_at = math.inf
         if self._holder is not None and self._waiters:
             self._drop_request()
@@ -253,7 +244,9 @@ class NoGil:
     def __init__(self, loop: Loop, cores: Cores) -> None:
         self._loop = loop
         self._cores = cores
-        self.watch: Callable[[float], None] | None = None  # never called: never held
+        #: Never called: a free-threaded interpreter has no GIL to take or let go.
+        self.watch: Callable[[float], None] | None = None
+        self.free_watch: Callable[[float], None] | None = None
 
     @property
     def holder(self) -> Any:

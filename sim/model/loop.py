@@ -8,9 +8,12 @@ thread is a small state machine whose steps are plain callbacks: "wake me at
 GIL, a free store slot) costs no entry at all.
 
 Ordering: entries run in time order; entries due at the same time run in the
-order they were scheduled (FIFO), so a run is reproducible. There is no
-cancellation: an owner that changes its mind bumps a version number and its
-stale entry does nothing when it comes up (cheaper than removing it from the heap).
+order they were scheduled (FIFO), so a run is reproducible. Entries cannot be
+cancelled: an owner that changes its mind leaves a stale entry that does nothing
+when it comes up. For the two timers that move or die all the time (the GIL's
+drop check, the probe's next wake-up) the loop has :class:`Alarm` s instead: one
+time per owner, kept beside the heap, set or cancelled by an assignment; an alarm
+due at the same time as heap entries runs before them.
 """
 
 from __future__ import annotations
@@ -20,19 +23,57 @@ from heapq import heappop, heappush
 from itertools import count
 from typing import Any
 
-__all__ = ["Loop"]
+__all__ = ["Alarm", "Loop"]
+
+_INF = float("inf")
+
+
+class Alarm:
+    """A timer that can be moved or cancelled for free (see :meth:`Loop.alarm`)."""
+
+    __slots__ = ("at", "fn")
+
+    def __init__(self, fn: Callable[[Any], None]) -> None:
+        self.at = _INF
+        self.fn = fn
 
 
 class Loop:
     """Simulated time and the callbacks due in it."""
 
-    __slots__ = ("_heap", "_seq", "_stop", "now")
+    __slots__ = ("_alarm", "_alarm_at", "_alarms", "_heap", "_seq", "_stop", "now")
 
     def __init__(self) -> None:
         self.now = 0.0
         self._heap: list[tuple[float, int, Callable[[Any], None], Any]] = []
         self._seq = count().__next__  # FIFO among entries due at the same time
         self._stop = False
+        self._alarms: list[Alarm] = []
+        self._alarm: Alarm | None = None  # the earliest set alarm
+        self._alarm_at = _INF
+
+    def alarm(self, fn: Callable[[Any], None]) -> Alarm:
+        """A new alarm calling ``fn(None)`` when due; unset until :meth:`set_alarm`."""
+        alarm = Alarm(fn)
+        self._alarms.append(alarm)
+        return alarm
+
+    def set_alarm(self, alarm: Alarm, t: float) -> None:
+        """Make ``alarm`` due at ``t`` (not before now), whenever it was due before."""
+        alarm.at = t if t > self.now else self.now
+        self._earliest()
+
+    def cancel(self, alarm: Alarm) -> None:
+        alarm.at = _INF
+        self._earliest()
+
+    def _earliest(self) -> None:
+        first: Alarm | None = None
+        at = _INF
+        for alarm in self._alarms:
+            if alarm.at < at:
+                first, at = alarm, alarm.at
+        self._alarm, self._alarm_at = first, at
 
     def at(self, t: float, fn: Callable[[Any], None], arg: Any = None) -> None:
         """Call ``fn(arg)`` at time ``t`` (not before now)."""
@@ -43,8 +84,9 @@ class Loop:
         heappush(self._heap, (self.now + delay if delay > 0 else self.now, self._seq(), fn, arg))
 
     def peek(self) -> float:
-        """Time of the next entry (infinity when none)."""
-        return self._heap[0][0] if self._heap else float("inf")
+        """Time of the next entry or alarm (infinity when none)."""
+        top = self._heap[0][0] if self._heap else _INF
+        return top if top < self._alarm_at else self._alarm_at
 
     @property
     def pending(self) -> int:
@@ -55,25 +97,33 @@ class Loop:
         self._stop = True
 
     def run(self, until: float | None = None) -> bool:
-        """Run entries until :meth:`stop` is called, none are left, or (when given) the
-        next one is due after ``until``. Returns True when stopped by :meth:`stop`."""
+        """Run entries and alarms until :meth:`stop` is called, none are left, or (when
+        given) the next one is due after ``until``. Returns True when stopped by :meth:`stop`."""
         heap = self._heap
+        limit = _INF if until is None else until
         self._stop = False
-        if until is None:
-            while heap:
+        while True:
+            top = heap[0][0] if heap else _INF
+            due = self._alarm_at
+            if due <= top:  # an alarm due with heap entries runs first
+                if due > limit or due == _INF:
+                    break
+                alarm = self._alarm
+                assert alarm is not None
+                alarm.at = _INF
+                self._earliest()
+                self.now = due
+                alarm.fn(None)
+            else:
+                if top > limit:
+                    break
                 t, _seq, fn, arg = heappop(heap)
                 self.now = t
                 fn(arg)
-                if self._stop:
-                    break
-        else:
-            while heap and not self._stop:
-                if heap[0][0] > until:
-                    self.now = until
-                    break
-                t, _seq, fn, arg = heappop(heap)
-                self.now = t
-                fn(arg)
+            if self._stop:
+                break
+        if until is not None and not self._stop and self.now < until:
+            self.now = until
         stopped = self._stop
         self._stop = False
         return stopped

@@ -31,9 +31,8 @@ import numpy as np
 from sim.config import GilConfig
 from sim.model.costs import ModelCosts
 from sim.model.gil import CPythonGil, NoGil
-from sim.model.loop import Loop
+from sim.model.loop import Alarm, Loop
 from sim.model.threads import Harness
-from sim.runtime.metrics import percentiles
 
 __all__ = ["PROBE_THREAD", "ModelProbe"]
 
@@ -72,6 +71,7 @@ class ModelProbe:
         self._stopped = False
         self._t0 = self._t1 = 0.0
         self._loop: Loop | None = None
+        self._alarm: Alarm | None = None
 
     # -- targets, drawn ahead -------------------------------------------------------
     def _extend(self) -> None:
@@ -111,46 +111,60 @@ class ModelProbe:
             j = k
 
     # -- the thread ---------------------------------------------------------------
+    # Passive (the GIL is free; gil.watch tells when it is taken), armed (an alarm for
+    # the next target; gil.free_watch tells when the GIL goes free first, which makes
+    # that wake-up moot), or waiting for / holding the GIL (neither).
     def attach(self, loop: Loop) -> None:
         self._loop = loop
+        self._alarm = loop.alarm(self._woken)
         self._t0 = loop.now
         self._extend()
-        self._idle_or_wake(loop.now)
+        self._passive_or_armed()
 
     def detach(self) -> None:
         self._stopped = True
         assert self._loop is not None
         self._t1 = self._loop.now
+        self._loop.cancel(self._alarm)
+        self._gil.free_watch = None
         if self._gil.watch == self._on_take:  # passive: the GIL was free up to now
             self._gil.watch = None
             self._j = self._first_due(self._j, self._t1)
 
-    def _idle_or_wake(self, now: float) -> None:
-        """After serving a target: go passive while the GIL is free, else wake for the next."""
+    def _passive_or_armed(self) -> None:
+        """After serving a target: passive while the GIL is free, else armed for the next."""
         gil = self._gil
         if gil.holder is None and not gil.waiting:
             gil.watch = self._on_take
         else:
-            self._wake_at(self._j)
+            self._arm()
 
-    def _wake_at(self, j: int) -> None:
+    def _arm(self) -> None:
+        j = self._j
         if j >= len(self._w):
             self._extend()
         assert self._loop is not None
-        self._loop.at(self._v[j], self._woken, j)
+        self._loop.set_alarm(self._alarm, self._v[j])
+        self._gil.free_watch = self._on_free
 
     def _on_take(self, now: float) -> None:
         """The free GIL was just taken: targets due before now were served free."""
         self._gil.watch = None
         self._j = self._first_due(self._j, now)
-        self._wake_at(self._j)
+        self._arm()
 
-    def _woken(self, j: int) -> None:
-        if self._stopped:
-            return
+    def _on_free(self, now: float) -> None:
+        """The GIL went free before the next target: that wake-up would find it free."""
+        assert self._loop is not None
+        self._gil.free_watch = None
+        self._loop.cancel(self._alarm)
+        self._gil.watch = self._on_take
+
+    def _woken(self, _arg: Any = None) -> None:
         gil = self._gil
+        gil.free_watch = None
         if gil.holder is None and not gil.waiting:  # served at once, on a free GIL
-            self._j = j + 1
+            self._j += 1
             gil.watch = self._on_take
             return
         gil.acquire(PROBE_THREAD, self._got)
@@ -188,7 +202,7 @@ class ModelProbe:
             self._extend()
         if self._v[j] < now:  # the next target fell due during the probe's own hold
             self._v[j] = now
-        self._wake_at(j)
+        self._passive_or_armed()
 
     # -- results --------------------------------------------------------------------
     def _lateness(self) -> tuple[np.ndarray, np.ndarray]:
@@ -203,8 +217,8 @@ class ModelProbe:
     def summary(self, elapsed_s: float, hold_ms: float, harness: Harness) -> dict[str, float]:
         nan = math.nan
         targets, wakes = self._lateness()
-        stall = (wakes * 1e3).tolist()
-        s50, s99 = percentiles(stall, [50, 99])
+        stall = wakes * 1e3  # never NaN: percentiles() on it, without its NaN filter
+        s50, s99 = (float(x) for x in np.percentile(stall, [50, 99])) if stall.size else (nan,) * 2
         # busy_fraction (sim.instruments.probe) on the same integer nanoseconds, vectorised.
         late_ns = np.round(targets * 1e9).astype(np.int64)
         tau_ns = round(self._tau_s * 1e9)
@@ -216,7 +230,7 @@ class ModelProbe:
         return {
             "stall_p50_ms": s50,
             "stall_p99_ms": s99,
-            "stall_max_ms": max(stall) if stall else nan,
+            "stall_max_ms": float(stall.max()) if stall.size else nan,
             "gil_busy_probe": probe,
             "gil_busy_probe_core": nan,
             "gil_busy_requests": requests,

@@ -60,12 +60,18 @@ class Loop:
 
     def set_alarm(self, alarm: Alarm, t: float) -> None:
         """Make ``alarm`` due at ``t`` (not before now), whenever it was due before."""
-        alarm.at = t if t > self.now else self.now
-        self._earliest()
+        at = alarm.at = t if t > self.now else self.now
+        if at < self._alarm_at:
+            self._alarm, self._alarm_at = alarm, at
+        elif alarm is self._alarm:  # the earliest moved later
+            self._earliest()
 
     def cancel(self, alarm: Alarm) -> None:
+        if alarm.at == _INF:
+            return
         alarm.at = _INF
-        self._earliest()
+        if alarm is self._alarm:
+            self._earliest()
 
     def _earliest(self) -> None:
         first: Alarm | None = None

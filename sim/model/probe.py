@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
@@ -242,7 +241,3 @@ class ModelProbe:
 
     def tables(self) -> dict[str, list[dict[str, Any]]]:
         return {}
-
-
-#: For type checkers: what the driver hands the probe as its draws.
-DrawFn = Callable[[], float]

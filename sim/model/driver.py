@@ -149,7 +149,7 @@ class _Point:
             self.gil: CPythonGil | NoGil = NoGil(loop, self.cores)
         else:
             self.gil = CPythonGil(
-                loop, self.cores, cfg.gil.switch_interval_ms / 1e3, self.draw, costs.wake
+                loop, self.cores, cfg.gil.switch_interval_ms / 1e3, self.draw.next, costs.wake
             )
         self.harness = Harness(loop, self.gil)
         self.workers = ModelWorkers(
@@ -250,7 +250,7 @@ def run_model_point(
     workload = plan_workload(cfg, rng)
     check_point(cfg, cal, [r.tokens for r in workload])
     draw = Uniforms(rng)
-    costs = point_costs(cfg, cal, draw)
+    costs = point_costs(cfg, cal, draw.next)
     cores = cfg.machine.cores or cal.cores
     background = cfg.machine.background_load
     if background is None:

@@ -156,8 +156,10 @@ def test_sweep_reports_hold_noise_floor_stall_and_switch_interval(write_config, 
         assert float(r["noise_floor_p50_ms"]) <= float(r["noise_floor_p99_ms"])
         assert float(r["stall_p50_ms"]) <= float(r["stall_max_ms"])
         assert 0.0 <= float(r["gil_busy_probe"]) <= 1.0
-    # the 4 ms holds stall the probe more than the empty requests do
-    assert float(rows[1]["stall_p99_ms"]) > float(rows[0]["stall_p99_ms"])
+    # the 4 ms holds keep the GIL busier than the empty requests do (the meter's ledger
+    # over the probe's window; the stall itself moves with the machine's load: a CPU
+    # hog beside the run can stall the probe more at hold 0 than the holds do)
+    assert float(rows[1]["gil_busy_requests"]) > float(rows[0]["gil_busy_requests"])
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["switch_interval_ms"] == 2.0
     assert manifest["config"]["gil"]["switch_interval_ms"] == 2.0

@@ -223,7 +223,10 @@ def test_a_run_whose_node_dies_is_retried_elsewhere(cluster_run) -> None:
     assert len(statuses) == 4 and all(s["status"] == "ok" for s in statuses.values())
     retried = [s for s in statuses.values() if s["attempts"] > 1]
     assert retried, "no run was retried after host-a died"
+    # The lost host is named when its task's "started" report reached the driver before
+    # the node died; on a loaded machine it may not have (then "an unknown host").
     for s in retried:
-        assert s["lost_hosts"] == ["host-a"] and s["host"]["name"] == "host-b"
+        assert len(s["lost_hosts"]) == 1 and s["host"]["name"] == "host-b", s
+        assert s["lost_hosts"][0] in ("host-a", "an unknown host"), s
     notes = json.loads((work / "kill_out" / "manifest.json").read_text())["sessions"][-1]["notes"]
-    assert any("host-a was lost" in n for n in notes)
+    assert any(" was lost (" in n and "retrying" in n for n in notes), notes

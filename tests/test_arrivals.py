@@ -113,11 +113,10 @@ class _SlowFirst:
         self.env, self.stall_s = env, stall_s
         self.seen: list[tuple[float, float]] = []  # (planned run time, run time handed over)
 
-    def handle(self, req, at_s):
+    def inject(self, req, at_s, then=None):
         self.seen.append((at_s, self.env.to_run_time(time.perf_counter_ns())))
         if req.request_id == 0:
             time.sleep(self.stall_s)
-        yield self.env.timeout(0)
 
 
 def test_a_late_loop_never_shifts_later_arrivals() -> None:

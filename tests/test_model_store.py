@@ -1,5 +1,5 @@
-"""Model mode's store (sim.model.store, on its own loop) against real mode's (sim.store.model,
-SimPy): the same transfers must end at the same times with the same outcomes.
+"""The store model (sim.store.model) on model mode's loop and on a SimPy clock (real mode's
+kind): the same transfers must end at the same times with the same outcomes.
 
 Covers what the store models: the fixed latency, processor sharing of the link,
 the per-transfer cap, the concurrency limit (FIFO hand-over of slots), stalls,
@@ -14,7 +14,7 @@ import simpy
 
 from sim.config import StoreConfig
 from sim.model.loop import Loop
-from sim.model.store import LoopStore
+from sim.store.clock import SimpyClock
 from sim.store.model import StoreModel, TransferOutcome
 
 #: (start s, bytes, fault seed or None) — overlapping, so the link and the slots are shared.
@@ -63,12 +63,14 @@ def _faults(seed: int, cfg: StoreConfig) -> np.random.Generator | None:
 
 def _simpy(cfg: StoreConfig) -> list[tuple[float, TransferOutcome]]:
     env = simpy.Environment()
-    store = StoreModel(env, cfg)
+    store = StoreModel(SimpyClock(env), cfg)
     out: list[tuple[float, TransferOutcome] | None] = [None] * len(TRANSFERS)
 
     def one(i: int, start: float, nbytes: int, seed: int):
         yield env.timeout(start)
-        res = yield from store.transfer(nbytes, _faults(seed, cfg))
+        done = env.event()
+        store.transfer(nbytes, _faults(seed, cfg), done.succeed)
+        res = yield done
         out[i] = (env.now, res)
 
     for i, (start, nbytes, seed) in enumerate(TRANSFERS):
@@ -79,7 +81,7 @@ def _simpy(cfg: StoreConfig) -> list[tuple[float, TransferOutcome]]:
 
 def _loop(cfg: StoreConfig) -> list[tuple[float, TransferOutcome]]:
     loop = Loop()
-    store = LoopStore(loop, cfg)
+    store = StoreModel(loop, cfg)
     out: list[tuple[float, TransferOutcome] | None] = [None] * len(TRANSFERS)
     for i, (start, nbytes, seed) in enumerate(TRANSFERS):
 
@@ -113,5 +115,5 @@ def test_same_transfers_end_at_the_same_times_with_the_same_outcomes(name: str) 
     if cfg.stall_prob:
         assert any(o.stalls for _t, o in got)
     alone = [t - s for (t, _o), (s, _b, _f) in zip(got, TRANSFERS, strict=True)]
-    solo = [StoreModel(simpy.Environment(), cfg).transfer_time_s(b) for _s, b, _f in TRANSFERS]
+    solo = [StoreModel(Loop(), cfg).transfer_time_s(b) for _s, b, _f in TRANSFERS]
     assert any(a > 1.5 * s for a, s in zip(alone, solo, strict=True))  # sharing slowed some

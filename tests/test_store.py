@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from functools import partial
 
 import pytest
 import simpy
@@ -15,13 +16,14 @@ from sim.config import ConfigError, StoreConfig, parse_config
 from sim.runtime.env import HybridEnvironment
 from sim.runtime.pipeline import WatchdogError
 from sim.runtime.point import run_point
-from sim.store.model import StoreModel
+from sim.store.clock import SimpyClock
+from sim.store.model import StoreModel, TransferOutcome
 
 pytestmark = pytest.mark.realthreads
 
 
 def test_transfer_time_is_latency_plus_bytes_over_bandwidth() -> None:
-    env = HybridEnvironment()
+    env = SimpyClock(simpy.Environment())
     store = StoreModel(env, StoreConfig(bandwidth_gb_per_s=10, latency_ms=2, concurrency=1))
     assert store.transfer_time_s(10**9) == pytest.approx(0.002 + 0.1)
     capped = StoreConfig(bandwidth_gb_per_s=10, per_transfer_gb_per_s=2, latency_ms=0)
@@ -31,17 +33,16 @@ def test_transfer_time_is_latency_plus_bytes_over_bandwidth() -> None:
 def _ends(cfg: StoreConfig, sizes: list[int], starts: list[float] | None = None) -> list[float]:
     """When each transfer ends, on SimPy's virtual clock (exact, whatever the load)."""
     env = simpy.Environment()
-    store = StoreModel(env, cfg)
+    clock = SimpyClock(env)
+    store = StoreModel(clock, cfg)
     ends = [math.nan] * len(sizes)
 
-    def one(i: int, start: float):
-        yield env.timeout(start)
-        out = yield from store.transfer(sizes[i])
+    def done(i: int, out: TransferOutcome) -> None:
         assert out.error is None
         ends[i] = env.now
 
     for i, start in enumerate(starts or [0.0] * len(sizes)):
-        env.process(one(i, start))
+        clock.after(start, lambda _a, i=i: store.transfer(sizes[i], None, partial(done, i)))
     env.run()
     return ends
 
@@ -140,7 +141,6 @@ def test_the_watchdog_keeps_no_timer_per_request(write_config, monkeypatch) -> N
     """One watchdog process watches every request: a load leaves no timer per request."""
     from simpy.events import Timeout
 
-    from sim.runtime.env import HybridEnvironment
 
     cfg = {"workload": {"requests": 30}, "limits": {"request_timeout_s": 77.0}}
     _, points = parse_config(write_config(cfg))

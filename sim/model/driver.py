@@ -4,8 +4,8 @@ Nothing here reads the wall clock or starts a thread, and nothing uses SimPy: th
 point runs on model mode's own event loop (sim.model.loop), where each simulated
 thread is a small state machine (SimPy's processes cost ~25 events per request
 and capped model mode at a few thousand requests per second). The workload plan
-(sim.workload.plan), the store's rules (sim.store.model, as callbacks in
-sim.model.store) and the records and summary (sim.runtime.records,
+(sim.workload.plan), the store's rules (sim.store.model, the same code as real
+mode's, on this loop) and the records and summary (sim.runtime.records,
 sim.runtime.metrics) are the ones real mode uses; the CPU stages, the
 simulation thread, the probe and the engine loop are simulated threads whose
 costs come from the calibration (sim.model.costs), and the GIL and the cores
@@ -35,12 +35,11 @@ from sim.model.engine import ModelEngine
 from sim.model.gil import CPythonGil, NoGil
 from sim.model.loop import Loop
 from sim.model.probe import ModelProbe
-from sim.model.store import LoopStore
 from sim.model.threads import Harness, ModelJob, ModelWorkers
 from sim.runtime.metrics import summarize_requests
 from sim.runtime.records import RequestRecord
 from sim.runtime.result import PointResult
-from sim.store.model import TransferOutcome
+from sim.store.model import StoreModel, TransferOutcome
 from sim.workload.plan import PlannedRequest, Workload, plan_workload, request_bytes
 
 __all__ = ["Uniforms", "run_model_point"]  # Uniforms: sim.model.draws, kept importable here
@@ -162,7 +161,7 @@ class _Point:
             costs.sleep_late,
             costs.complete_s,
         )
-        self.store = LoopStore(loop, cfg.store)
+        self.store = StoreModel(loop, cfg.store)
         self.records: list[RequestRecord] = []
         self.on_done: Callable[[int], None] | None = None
         self._bytes: dict[int, int] = {}

@@ -7,6 +7,13 @@ event is due, then lets :meth:`simpy.Environment.step` process it; worker
 threads post completions to the inbox with :meth:`HybridEnvironment.complete`.
 Only the simulation thread ever touches SimPy objects (the threading rule).
 
+The load path of a request runs as plain callbacks, not as a SimPy process: a
+thread posts ``(fn, arg)`` with :meth:`HybridEnvironment.post` and ``fn(arg)`` runs
+on the simulation thread when picked up, and :meth:`HybridEnvironment.after` puts a
+bare callback in SimPy's queue. A process per request cost about eight SimPy events
+and as many generator resumes on the simulation thread, whose GIL time is the
+harness's own cost (sim.benches.harness).
+
 The one invariant that lets SimPy's own ``step`` run unchanged: the clock is
 only ever moved forward (to deliver a completion) while no queued event is due,
 so to a time before the earliest one, and popping the queue never moves it
@@ -18,16 +25,37 @@ from __future__ import annotations
 import queue
 import time
 from collections import deque
+from collections.abc import Callable
+from heapq import heappush
 from typing import Any
 
 import simpy
 from simpy.core import EmptySchedule
+from simpy.events import NORMAL
 
 from sim.errors import StallError
 
 __all__ = ["HybridEnvironment", "StallError"]
 
 _INF = float("inf")
+
+Posted = tuple[Callable[[Any], None], Any]
+
+
+class _Call:
+    """A queue entry that calls ``fn(arg)`` when processed: all SimPy's ``step`` needs of
+    an event (its callbacks, ``_ok``), without an Event, a Timeout or a lambda."""
+
+    __slots__ = ("_ok", "arg", "callbacks", "fn")
+
+    def __init__(self, fn: Callable[[Any], None], arg: Any) -> None:
+        self.fn = fn
+        self.arg = arg
+        self._ok = True
+        self.callbacks = [self]
+
+    def __call__(self, _event: Any) -> None:
+        self.fn(self.arg)
 
 
 class HybridEnvironment(simpy.Environment):
@@ -46,9 +74,10 @@ class HybridEnvironment(simpy.Environment):
 
     def __init__(self, stall_timeout_s: float | None = None) -> None:
         super().__init__(initial_time=0.0)
-        self._inbox: queue.SimpleQueue[tuple[simpy.Event, bool, Any]] = queue.SimpleQueue()
+        self._inbox: queue.SimpleQueue[Posted] = queue.SimpleQueue()
         #: Completions taken from the inbox while waiting, delivered on the next pass.
-        self._held: deque[tuple[simpy.Event, bool, Any]] = deque()
+        self._held: deque[Posted] = deque()
+
         self._pending = 0
         self._t0_ns = time.perf_counter_ns()
         self._origin_ns = self._t0_ns
@@ -98,17 +127,33 @@ class HybridEnvironment(simpy.Environment):
         return self._asleep_cpu_ns
 
     # -- the thread side -------------------------------------------------
+    def expect(self) -> None:
+        """A thread will :meth:`post` one completion (call on the sim thread, before)."""
+        self._pending += 1
+
+    def post(self, fn: Callable[[Any], None], arg: Any) -> None:
+        """Thread-safe: run ``fn(arg)`` on the simulation thread, at the wall time it is
+        picked up. Answers one :meth:`expect`."""
+        self._inbox.put((fn, arg))
+
     def external_event(self) -> simpy.Event:
         """An event that some thread will complete through :meth:`complete` (call on sim thread)."""
-        self._pending += 1
+        self.expect()
         return simpy.Event(self)
 
     def complete(self, event: simpy.Event, ok: bool, value: Any) -> None:
         """Thread-safe: succeed (``ok``) or fail the event with ``value``, on the sim thread."""
-        self._inbox.put((event, ok, value))
+        self.post(event.succeed if ok else event.fail, value)
+
+    # -- callbacks on the clock -------------------------------------------
+    def after(self, delay: float, fn: Callable[[Any], None], arg: Any = None) -> None:
+        """Call ``fn(arg)`` ``delay`` seconds from now (a negative delay counts as 0), in
+        order with SimPy's own events (sim.store.clock.Clock)."""
+        at = self._now + delay if delay > 0 else self._now
+        heappush(self._queue, (at, NORMAL, next(self._eid), _Call(fn, arg)))
 
     # -- the simulation side ---------------------------------------------
-    def _next_posted(self) -> tuple[simpy.Event, bool, Any] | None:
+    def _next_posted(self) -> Posted | None:
         """A completion already posted (held back or in the inbox), without waiting."""
         if self._held:
             return self._held.popleft()
@@ -134,14 +179,11 @@ class HybridEnvironment(simpy.Environment):
                 break
             item = self._next_posted()
             if item is not None:
-                event, ok, value = item
+                fn, arg = item
                 self._pending -= 1
                 if wall > self._now:
                     self._now = wall
-                if ok:
-                    event.succeed(value)
-                else:
-                    event.fail(value)
+                fn(arg)
                 continue
             if due == _INF and self._pending == 0:
                 raise EmptySchedule()

@@ -1,36 +1,48 @@
 """The load pipeline of one request: arrival -> queue -> CPU stages -> transfer -> done.
 
-Independent of how time advances: ``cpu`` is anything with
-``submit(fn, *args) -> Event[JobOutcome]`` (the real WorkerPool in a point run),
-and every timestamp of record is taken where the thing
-happens — CPU stages in the worker, the rest on the simulation thread. Queue
-time and latency count from the request's *planned* arrival, so that time the
-harness spent getting round to it is part of the latency (no coordinated omission).
+Independent of how time advances: ``cpu`` is anything with ``run(done, fn, *args)``
+that calls ``done(JobOutcome)`` on the simulation thread (the real WorkerPool in a
+point run), and every timestamp of record is taken where the thing happens — CPU
+stages in the worker, the rest on the simulation thread. Queue time and latency
+count from the request's *planned* arrival, so that time the harness spent getting
+round to it is part of the latency (no coordinated omission).
+
+A request is a small state machine whose steps are callbacks (:class:`_Request`),
+not a SimPy process: a process cost about eight SimPy events and as many generator
+resumes per request on the simulation thread, whose GIL time competes with the
+load threads being measured (``harness_us_per_request``).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
-import simpy
 
-from connectors.base import AddressVariant
+from connectors.base import AddressVariant, LoadJob
 from sim.config.geometry import GeometryConfig
 from sim.errors import WatchdogError
 from sim.instruments.stages import GC, OTHER, StageTimes
 from sim.runtime.env import HybridEnvironment
 from sim.runtime.records import RequestRecord
+from sim.runtime.workers import JobOutcome
 from sim.store.base import LoadStore, cpu_stages
-from sim.workload.plan import PlannedRequest, request_bytes
+from sim.store.model import TransferOutcome
+from sim.workload.plan import HASH_LEN, PlannedRequest, request_bytes
 
-__all__ = ["CpuExecutor", "LoadPipeline", "WatchdogError", "cpu_stages"]
+__all__ = ["JOB_BUDGET_BYTES", "CpuExecutor", "LoadPipeline", "WatchdogError", "cpu_stages"]
+
+#: Memory the jobs built before the load may take (block hashes and block ids); requests
+#: past it get theirs built at arrival, on the simulation thread.
+JOB_BUDGET_BYTES = 256 * 2**20
 
 
 class CpuExecutor(Protocol):
-    def submit(self, fn: Callable[..., Any], *args: Any) -> simpy.Event: ...
+    def run(
+        self, done: Callable[[JobOutcome], None], fn: Callable[..., Any], *args: Any
+    ) -> None: ...
 
 
 def _record_stages(rec: RequestRecord, st: StageTimes) -> None:
@@ -69,6 +81,7 @@ class LoadPipeline:
         self._job_gen = np.random.Generator(np.random.PCG64(0))  # reseeded for each job
         # Per-request figures that depend on the token count only, computed once each.
         self._sizes: dict[int, tuple[int, int]] = {}
+        self._jobs: dict[int, LoadJob] = {}
         cfg = store.config
         self._faulty = cfg.kind == "model" and (cfg.fail_prob > 0 or cfg.stall_prob > 0)
 
@@ -95,17 +108,64 @@ class LoadPipeline:
                     f"{limit:g} s (limits.request_timeout_s); a worker hangs"
                 )
 
-    def handle(self, req: PlannedRequest, at_s: float) -> Generator[Any, Any, RequestRecord]:
-        """SimPy process body of one request planned to arrive at run time ``at_s``."""
-        env = self._env
+    def prepare(
+        self, requests: Iterable[PlannedRequest], budget_bytes: int = JOB_BUDGET_BYTES
+    ) -> int:
+        """Build the jobs of the first requests before the load, up to ``budget_bytes``.
+
+        A job (block hashes and ids, ~60 µs for 131,072 tokens) built at arrival is the
+        simulation thread's GIL time in the middle of the load it measures; built here it
+        is not. Past the budget, jobs are built at arrival, as the plan allows. Returns
+        how many were built.
+        """
+        geo = self._geometry
+        used = 0
+        for req in requests:
+            chunks = req.chunks(geo)
+            # hashes (bytes) + one Python int and list slot per block id
+            used += req.tokens // geo.chunk_granularity * HASH_LEN + chunks * geo.kv_groups * 36
+            if used > budget_bytes:
+                break
+            self._jobs[req.request_id] = req.job(geo, self._job_gen)
+        return len(self._jobs)
+
+    def inject(
+        self, req: PlannedRequest, at_s: float, then: Callable[[RequestRecord], None] | None = None
+    ) -> None:
+        """Hand over a request planned to arrive at run time ``at_s`` (call it then, or as
+        soon as the simulation thread can); ``then(record)`` once it is done."""
+        _Request(self, req, at_s, then)
+
+
+def _first_line(err: BaseException) -> str:
+    return f"{type(err).__name__}: {err}".splitlines()[0][:300]
+
+
+class _Request:
+    """One request's steps: admitted by the store, CPU stages on a load thread, the
+    transfer, the end. Each runs on the simulation thread."""
+
+    __slots__ = ("arrival_ns", "job", "outcome", "p", "rec", "req", "then", "waited_s")
+
+    def __init__(
+        self,
+        p: LoadPipeline,
+        req: PlannedRequest,
+        at_s: float,
+        then: Callable[[RequestRecord], None] | None,
+    ) -> None:
+        env = p._env
         injected_ns = time.perf_counter_ns()
-        arrival_ns = env.origin_ns + round(at_s * 1e9)
-        sizes = self._sizes.get(req.tokens)
+        self.arrival_ns = arrival_ns = env.origin_ns + round(at_s * 1e9)
+        self.p = p
+        self.req = req
+        self.then = then
+        sizes = p._sizes.get(req.tokens)
         if sizes is None:
-            geo = self._geometry
+            geo = p._geometry
             sizes = (req.chunks(geo) * geo.kv_groups, request_bytes(geo, req.tokens))
-            self._sizes[req.tokens] = sizes
-        rec = RequestRecord(
+            p._sizes[req.tokens] = sizes
+        self.rec = RequestRecord(
             request_id=req.request_id,
             tokens=req.tokens,
             chunks=sizes[0],
@@ -116,17 +176,28 @@ class LoadPipeline:
             inject_lag_ms=max(0, injected_ns - arrival_ns) / 1e6,
             trace_line=req.trace_line,
         )
-        planned = req.job(self._geometry, self._job_gen)
-        job, admit_wait_s = yield from self._store.admit(planned)  # a real store: its blocks
-        submitted = self._cpu.submit(self._store.stage, self._variants, self._handler, job)
-        self._staging[req.request_id] = env.now
-        outcome = yield submitted
-        del self._staging[req.request_id]
+        job = p._jobs.pop(req.request_id, None)
+        if job is None:
+            job = req.job(p._geometry, p._job_gen)
+        p._store.admit(job, self._admitted)  # a real store: its blocks
+
+    def _admitted(self, job: LoadJob, waited_s: float) -> None:
+        p = self.p
+        self.job = job
+        self.waited_s = waited_s
+        p._staging[self.req.request_id] = p._env.now
+        p._cpu.run(self._staged, p._store.stage, p._variants, p._handler, job)
+
+    def _staged(self, outcome: JobOutcome) -> None:
+        p, rec = self.p, self.rec
+        del p._staging[self.req.request_id]
+        self.outcome = outcome
         t = outcome.timing
+        env = p._env
         rec.thread = outcome.thread
         rec.start_s = env.to_run_time(t.start_ns)
         rec.cpu_done_s = env.to_run_time(t.end_ns)
-        rec.queue_ms = (t.start_ns - arrival_ns) / 1e6
+        rec.queue_ms = (t.start_ns - self.arrival_ns) / 1e6
         rec.stage_wall_ms = t.wall_ns / 1e6
         rec.gil_hold_ms = t.hold_ns / 1e6
         rec.gil_wait_ms = t.wait_ns / 1e6
@@ -134,31 +205,36 @@ class LoadPipeline:
             _record_stages(rec, t.stages)
         if outcome.error is not None:
             rec.status = "failed"
-            err = outcome.error
-            rec.error = f"{type(err).__name__}: {err}".splitlines()[0][:300]
+            rec.error = _first_line(outcome.error)
             rec.attempts = 0
-        else:
-            faults = np.random.default_rng([req.job_seed, 1]) if self._faulty else None
-            xfer = yield from self._store.transfer(rec.bytes, outcome.result, job, faults)
-            rec.store_wait_ms = (admit_wait_s + xfer.waited_s) * 1e3
+            self._finish(None)
+            return
+        faults = np.random.default_rng([self.req.job_seed, 1]) if p._faulty else None
+        p._store.transfer(rec.bytes, outcome.result, self.job, faults, self._finish)
+
+    def _finish(self, xfer: TransferOutcome | None) -> None:
+        p, rec = self.p, self.rec
+        if xfer is not None:
+            rec.store_wait_ms = (self.waited_s + xfer.waited_s) * 1e3
             rec.attempts = xfer.attempts
             rec.verified_blocks = xfer.verified_blocks
             if xfer.error is None:
                 rec.status = "ok"
             else:
                 rec.status = "failed"
-                rec.error = f"{type(xfer.error).__name__}: {xfer.error}".splitlines()[0][:300]
-        self._store.release(job)
+                rec.error = _first_line(xfer.error)
+        p._store.release(self.job)
         done_ns = time.perf_counter_ns()
-        if outcome.error is None:
+        if xfer is not None:
             if xfer.transfer_ms is None:  # modelled: from the end of the CPU stages
-                rec.transfer_ms = (done_ns - t.end_ns) / 1e6
+                rec.transfer_ms = (done_ns - self.outcome.timing.end_ns) / 1e6
                 rec.transfer_bytes = rec.bytes if xfer.error is None else 0
             else:  # real: the get, measured in the load thread (part of its job)
                 rec.transfer_ms = xfer.transfer_ms
                 rec.stage_wall_ms -= xfer.transfer_ms
                 rec.transfer_bytes = xfer.transfer_bytes or 0
-        rec.done_s = env.to_run_time(done_ns)
-        rec.latency_ms = (done_ns - arrival_ns) / 1e6
-        self._on_done(rec)
-        return rec
+        rec.done_s = p._env.to_run_time(done_ns)
+        rec.latency_ms = (done_ns - self.arrival_ns) / 1e6
+        p._on_done(rec)
+        if self.then is not None:
+            self.then(rec)

@@ -25,7 +25,7 @@ from sim.runtime.records import RequestRecord
 from sim.runtime.result import PointResult
 from sim.runtime.workers import WorkerPool
 from sim.store.factory import open_store
-from sim.workload.plan import Workload, plan_workload
+from sim.workload.plan import PlannedRequest, Workload, plan_workload
 
 __all__ = ["PointResult", "build_variants", "run_point", "switch_interval"]
 
@@ -66,36 +66,42 @@ def _drive(env: HybridEnvironment, pipeline: LoadPipeline, workload: Workload) -
     Every wait is computed from the absolute plan, never as a gap from a late
     ``now``: a loop that falls behind hands over the overdue requests at once
     and is back on schedule for the next, and each request's latency still counts
-    from when it was planned.
+    from when it was planned. Arrivals are callbacks on the clock (one timer per
+    request that is not already due), like the pipeline itself.
     """
     origin = env.set_origin()
+    inject = pipeline.inject
     if workload.closed_clients is None:
+        planned = iter(workload)
 
-        def arrivals() -> Generator[Any, Any, None]:
-            handle, process = pipeline.handle, env.process
-            for req in workload:
-                at = req.at_s or 0.0
+        def arrive(req: PlannedRequest) -> None:
+            inject(req, req.at_s or 0.0)  # called at its planned time (or late)
+            for nxt in planned:
+                at = nxt.at_s or 0.0
                 delay = origin + at - env.now
                 if delay > 0:
-                    yield env.timeout(delay)
-                process(handle(req, at))
+                    env.after(delay, arrive, nxt)
+                    return
+                inject(nxt, at)  # already due: the loop is behind
 
-        env.process(arrivals())
-    else:
-        queue = iter(workload)
-        think = workload.think_s
+        first = next(planned, None)
+        if first is not None:
+            env.after(origin + (first.at_s or 0.0) - env.now, arrive, first)
+        return
+    queue = iter(workload)
+    think = workload.think_s
 
-        def client() -> Generator[Any, Any, None]:
-            at = 0.0  # every client is ready when the load starts
-            for req in queue:
-                delay = origin + at - env.now
-                if delay > 0:
-                    yield env.timeout(delay)
-                rec = yield env.process(pipeline.handle(req, at))
-                at = rec.done_s + think  # ready again: completion + think time
+    def ready(at: float) -> None:
+        """A client is ready at run time ``at``: its next request arrives then."""
+        req = next(queue, None)
+        if req is not None:
+            env.after(origin + at - env.now, lambda _arg: inject(req, at, done))
 
-        for _ in range(workload.closed_clients):
-            env.process(client())
+    def done(rec: RequestRecord) -> None:
+        ready(rec.done_s + think)  # ready again: completion + think time
+
+    for _ in range(workload.closed_clients):
+        ready(0.0)  # every client is ready when the load starts
 
 
 def run_point(point: Point, repeat: int = 0, progress: ProgressFn | None = None) -> PointResult:
@@ -137,6 +143,7 @@ def run_point(point: Point, repeat: int = 0, progress: ProgressFn | None = None)
             on_done,
             cfg.limits.request_timeout_s,
         )
+        pipeline.prepare(workload)  # before the load: not the harness's cost during it
         all_done = env.event()
         with pool:
             try:

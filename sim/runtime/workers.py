@@ -65,12 +65,17 @@ class WorkerPool:
             self._threads.append(t)
         return self
 
-    def submit(self, fn: Callable[..., Any], *args: Any) -> simpy.Event:
-        """Queue ``fn(*args)``; the returned event succeeds with a :class:`JobOutcome`."""
+    def run(self, done: Callable[[JobOutcome], None], fn: Callable[..., Any], *args: Any) -> None:
+        """Queue ``fn(*args)``; ``done(outcome)`` runs on the simulation thread after it."""
         if not self._threads or self._stopping.is_set():
             raise RuntimeError("pool is not running")
-        event = self._env.external_event()
-        self._jobs.put((event, fn, args))
+        self._env.expect()
+        self._jobs.put((done, fn, args))
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> simpy.Event:
+        """Queue ``fn(*args)``; the returned event succeeds with a :class:`JobOutcome`."""
+        event = simpy.Event(self._env)
+        self.run(event.succeed, fn, *args)
         return event
 
     def _loop(self) -> None:
@@ -79,11 +84,11 @@ class WorkerPool:
             item = self._jobs.get()
             if item is _STOP:
                 return
-            event, fn, args = item
+            done, fn, args = item
             if self._stopping.is_set():
                 continue
             result, error, timing = measure(fn, *args)
-            self._env.complete(event, True, JobOutcome(result, error, timing, name))
+            self._env.post(done, JobOutcome(result, error, timing, name))
 
     def shutdown(self, timeout_s: float = 10.0) -> list[str]:
         """Stop taking jobs and join the threads; returns the names of threads still stuck."""

@@ -3,13 +3,15 @@
 The pipeline of one request is: ``admit`` (on the simulation thread, at arrival)
 -> ``stage`` (in a load thread: the connector's CPU stages, and for a real store
 the get itself) -> ``transfer`` (on the simulation thread: the modelled transfer,
-or the check of what a real get wrote) -> ``release``. The modelled store and the
-real Mooncake store are the two implementations.
+or the check of what a real get wrote) -> ``release``. ``admit`` and ``transfer``
+answer through a callback, at once or later on the point's clock: the pipeline is
+callbacks, not a SimPy process per request (the harness's cost). The modelled
+store and the real Mooncake store are the two implementations.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -67,8 +69,8 @@ class LoadStore(Protocol):
         """Bind to the point's clock before the first request."""
         ...
 
-    def admit(self, job: LoadJob) -> Generator[Any, Any, tuple[LoadJob, float]]:
-        """SimPy process body at arrival: the job the load thread gets, and seconds waited."""
+    def admit(self, job: LoadJob, then: Callable[[LoadJob, float], None]) -> None:
+        """At arrival: ``then(job the load thread gets, seconds waited)``, now or later."""
         ...
 
     def stage(self, variants: Sequence[AddressVariant], handler: str, job: LoadJob) -> Any:
@@ -76,9 +78,14 @@ class LoadStore(Protocol):
         ...
 
     def transfer(
-        self, nbytes: int, staged: Any, job: LoadJob, faults: np.random.Generator | None
-    ) -> Generator[Any, Any, TransferOutcome]:
-        """SimPy process body after the load thread's job succeeded."""
+        self,
+        nbytes: int,
+        staged: Any,
+        job: LoadJob,
+        faults: np.random.Generator | None,
+        then: Callable[[TransferOutcome], None],
+    ) -> None:
+        """After the load thread's job succeeded: ``then(outcome)``, now or later."""
         ...
 
     def release(self, job: LoadJob) -> None:

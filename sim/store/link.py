@@ -6,73 +6,119 @@ each take twice as long as one alone, and a transfer that starts or ends
 changes the pace of every other. The link keeps each transfer's remaining
 bytes, brings them up to date whenever the set changes, and keeps one timer for
 the next transfer to finish (a timer made stale by a later change is ignored).
+
+A transfer may be sent with a delay (the store's latency): it joins the link
+then, without a timer of its own. The link knows when it will join, so the one
+timer is set for the next *finish* counting the joins due before it, and a
+transfer costs one timer instead of two. Each timer is a wake-up of the
+simulation thread in real mode (tens of µs on a virtual machine: the harness's
+cost). It runs on any :class:`~sim.store.clock.Clock`: real mode's and model mode's.
 """
 
 from __future__ import annotations
 
-import simpy
+from collections.abc import Callable
+from heapq import heappop, heappush
+from typing import Any
+
+from sim.store.clock import Clock
 
 __all__ = ["SharedLink"]
 
 #: A transfer with fewer bytes than this left is done (float residue of the updates).
 _DONE_BYTES = 0.5
+_INF = float("inf")
 
 
 class SharedLink:
+    __slots__ = ("_bw", "_cap", "_clock", "_done", "_ids", "_joining", "_left", "_since")
+    __slots__ += ("_timer_gen",)
+
     def __init__(
-        self, env: simpy.Environment, bytes_per_s: float, cap_bytes_per_s: float | None = None
+        self, clock: Clock, bytes_per_s: float, cap_bytes_per_s: float | None = None
     ) -> None:
-        self._env = env
+        self._clock = clock
         self._bw = bytes_per_s
         self._cap = cap_bytes_per_s
-        self._left: dict[simpy.Event, float] = {}
+        #: Bytes left of each transfer moving on the link, as of ``_since``.
+        self._left: dict[int, float] = {}
+        #: Transfers sent with a delay and not yet moving: (time they join, id, bytes).
+        self._joining: list[tuple[float, int, float]] = []
+        self._done: dict[int, Callable[[Any], None]] = {}
+        self._ids = 0
         self._since = 0.0
         self._timer_gen = 0
-
-    @property
-    def in_flight(self) -> int:
-        return len(self._left)
 
     def rate(self, n: int) -> float:
         """Bytes per second each of ``n`` transfers in flight moves."""
         share = self._bw / n
         return share if self._cap is None else min(share, self._cap)
 
-    def send(self, nbytes: float) -> simpy.Event:
-        """Start moving ``nbytes``; the event succeeds when the last byte has moved."""
-        done = self._env.event()
+    def send(self, nbytes: float, done: Callable[[Any], None], delay: float = 0.0) -> None:
+        """Start moving ``nbytes`` after ``delay`` seconds; ``done(None)`` is called once the
+        last byte has moved."""
+        clock = self._clock
         if nbytes <= 0:
-            done.succeed()
-            return done
+            clock.after(delay, done)
+            return
         self._catch_up()
-        self._left[done] = float(nbytes)
+        self._ids += 1
+        self._done[self._ids] = done
+        if delay > 0:
+            heappush(self._joining, (clock.now + delay, self._ids, float(nbytes)))
+        else:
+            self._left[self._ids] = float(nbytes)
         self._arm()
-        return done
+
+    def _move(self, until: float) -> None:
+        """Take off every moving transfer the bytes moved from ``_since`` to ``until``."""
+        left = self._left
+        if left and until > self._since:
+            moved = (until - self._since) * self.rate(len(left))
+            for key in left:
+                left[key] -= moved
+        self._since = until
 
     def _catch_up(self) -> None:
-        """Take off every transfer the bytes moved since the last change."""
-        now = self._env.now
-        if self._left:
-            moved = (now - self._since) * self.rate(len(self._left))
-            for ev in self._left:
-                self._left[ev] -= moved
-        self._since = now
+        """Bring the link up to now, letting in, at their times, the transfers due to join."""
+        now = self._clock.now
+        joining = self._joining
+        while joining and joining[0][0] <= now:
+            at, key, nbytes = heappop(joining)
+            self._move(at)
+            self._left[key] = nbytes
+        self._move(now)
+
+    def _next_finish(self) -> float:
+        """When the next moving transfer will be done, if nothing else is sent before."""
+        t = self._since
+        n = len(self._left)
+        least = min(self._left.values()) if n else _INF
+        for at, _key, nbytes in sorted(self._joining):
+            finish = t + max(0.0, least) / self.rate(n) if n else _INF
+            if finish <= at:
+                return finish
+            if n:
+                least -= (at - t) * self.rate(n)
+            t, n = at, n + 1
+            least = min(least, nbytes)
+        return t + max(0.0, least) / self.rate(n) if n else _INF
 
     def _arm(self) -> None:
         self._timer_gen += 1
-        if not self._left:
-            return
-        gen = self._timer_gen
-        wait = max(0.0, min(self._left.values())) / self.rate(len(self._left))
-        timer = self._env.timeout(wait)
-        timer.callbacks.append(lambda _ev: self._on_timer(gen))
+        finish = self._next_finish()
+        if finish < _INF:
+            self._clock.after(finish - self._clock.now, self._on_timer, self._timer_gen)
 
     def _on_timer(self, gen: int) -> None:
         if gen != self._timer_gen:
             return  # the set changed since this timer was set
         self._catch_up()
-        finished = [ev for ev, left in self._left.items() if left < _DONE_BYTES]
-        for ev in finished:
-            del self._left[ev]
-            ev.succeed()
+        finished = [key for key, left in self._left.items() if left < _DONE_BYTES]
+        calls = []
+        for key in finished:
+            del self._left[key]
+            calls.append(self._done.pop(key))
         self._arm()
+        for done in calls:
+            done(None)

@@ -1,27 +1,34 @@
 """The modelled KV store: a fixed latency, then the bytes over a link the transfers share.
 
-At most ``concurrency`` transfers are in flight; they divide the link's bandwidth
-between them (:class:`sim.store.link.SharedLink`), so a store that is busy is
-slower for everyone, as a real NIC is.
+At most ``concurrency`` transfers hold a slot (FIFO hand-over); each pays the fixed
+latency (plus a stall when one is drawn), then moves its bytes over one link shared
+by processor sharing (:class:`sim.store.link.SharedLink`), so a store that is busy
+is slower for everyone, as a real NIC is.
 
 Faults can be injected (a failed attempt, a stalled attempt) with a retry policy,
-so that a run shows what a flaky store does to load latency. Fault draws come
-from a generator derived from the request's planned seed, so the same config and
-seed fail the same requests however the threads interleave.
+so that a run shows what a flaky store does to load latency. A failed attempt costs
+its full time (the failure is noticed at the end) and is retried after a back-off
+without a slot. Fault draws come from a generator derived from the request's planned
+seed, so the same config and seed fail the same requests however threads interleave.
+
+The rules are written as callbacks on a :class:`~sim.store.clock.Clock`, not as SimPy
+processes: real mode and model mode run this one implementation, and a transfer
+costs a few timer entries rather than a process and its generator resumes (the
+harness's cost per request, sim.benches.harness).
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Generator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import simpy
 
 from sim.config.sections import StoreConfig
 from sim.errors import StoreError
+from sim.store.clock import Clock
 from sim.store.link import SharedLink
 
 __all__ = ["StoreError", "StoreModel", "TransferOutcome"]
@@ -41,73 +48,104 @@ class TransferOutcome:
     verified_blocks: int = 0
 
 
+class _Transfer:
+    """One transfer's attempts, step by step: slot, pause, link, then done or retry."""
+
+    __slots__ = ("attempt", "attempts", "done", "fail", "faults", "nbytes", "stall")
+    __slots__ += ("stalls", "store", "t0", "waited")
+
+    def __init__(
+        self,
+        store: StoreModel,
+        nbytes: int,
+        faults: np.random.Generator | None,
+        done: Callable[[TransferOutcome], None],
+    ) -> None:
+        self.store = store
+        self.nbytes = nbytes
+        self.faults = faults
+        self.done = done
+        self.waited = 0.0
+        self.stalls = 0
+        self.attempt = 0
+        self.attempts = 0
+        self.fail = self.stall = 1.0
+        self.t0 = 0.0
+
+    def begin(self, _arg: Any = None) -> None:
+        store = self.store
+        self.attempts = self.attempt + 1
+        if self.faults is not None:
+            self.fail, self.stall = self.faults.random(2)
+        if store.busy < store.cfg.concurrency:
+            store.busy += 1
+            self._go()
+        else:
+            self.t0 = store.clock.now
+            store.waiting.append(self)
+
+    def granted(self, _arg: Any = None) -> None:
+        self.waited += self.store.clock.now - self.t0
+        self._go()
+
+    def _go(self) -> None:
+        cfg = self.store.cfg
+        pause = cfg.latency_ms / 1e3
+        if self.stall < cfg.stall_prob:
+            pause += cfg.stall_ms / 1e3
+            self.stalls += 1
+        self.store.link.send(self.nbytes, self._sent, pause)  # one timer for both
+
+    def _sent(self, _arg: Any = None) -> None:
+        store, cfg = self.store, self.store.cfg
+        store.release()
+        if self.fail >= cfg.fail_prob:
+            self.done(TransferOutcome(self.waited, self.attempts, self.stalls))
+            return
+        if self.attempt < cfg.retries:
+            self.attempt += 1
+            if cfg.retry_backoff_ms:
+                store.clock.after(cfg.retry_backoff_ms / 1e3, self.begin)
+            else:
+                self.begin()
+            return
+        err = StoreError(f"transfer of {self.nbytes} bytes failed after {self.attempts} attempt(s)")
+        self.done(TransferOutcome(self.waited, self.attempts, self.stalls, err))
+
+
 class StoreModel:
-    def __init__(self, env: simpy.Environment, cfg: StoreConfig) -> None:
-        self._env = env
-        self._cfg = cfg
-        # Slots as a count and a FIFO of waiters rather than a simpy.Resource: a transfer
-        # that finds a slot free costs no event at all (the harness's cost per request).
-        self._busy = 0
-        self._waiting: deque[simpy.Event] = deque()
+    """Slots, latency, the shared link and faults, on any :class:`Clock`."""
+
+    def __init__(self, clock: Clock, cfg: StoreConfig) -> None:
+        self.clock = clock
+        self.cfg = cfg
+        # Slots as a count and a FIFO of waiters: a transfer that finds a slot free costs
+        # no timer at all.
+        self.busy = 0
+        self.waiting: deque[_Transfer] = deque()
         cap = cfg.per_transfer_gb_per_s
-        self._link = SharedLink(env, cfg.bandwidth_gb_per_s * 1e9, cap * 1e9 if cap else None)
+        self.link = SharedLink(clock, cfg.bandwidth_gb_per_s * 1e9, cap * 1e9 if cap else None)
 
     @property
     def config(self) -> StoreConfig:
-        return self._cfg
-
-    @property
-    def in_flight(self) -> int:
-        """Transfers moving bytes on the link now."""
-        return self._link.in_flight
+        return self.cfg
 
     def transfer_time_s(self, nbytes: int) -> float:
         """How long a transfer of ``nbytes`` takes alone on the link."""
-        return self._cfg.latency_ms / 1e3 + nbytes / self._link.rate(1)
+        return self.cfg.latency_ms / 1e3 + nbytes / self.link.rate(1)
 
-    def _release(self) -> None:
-        """Give a finished transfer's slot to the longest waiter, or free it."""
-        if self._waiting:
-            self._waiting.popleft().succeed()
+    def release(self) -> None:
+        """Give a finished attempt's slot to the longest waiter (resuming now), or free it."""
+        if self.waiting:
+            self.clock.after(0.0, self.waiting.popleft().granted)
         else:
-            self._busy -= 1
+            self.busy -= 1
 
     def transfer(
-        self, nbytes: int, faults: np.random.Generator | None = None
-    ) -> Generator[Any, Any, TransferOutcome]:
-        """SimPy process body: up to ``1 + retries`` attempts, each holding a store slot.
-
-        A failed attempt costs its full transfer time (the failure is noticed at the
-        end), then the retry backs off without holding a slot.
-        """
-        cfg = self._cfg
-        waited = 0.0
-        stalls = 0
-        attempts = 0
-        for attempt in range(cfg.retries + 1):
-            attempts = attempt + 1
-            fail_draw, stall_draw = faults.random(2) if faults is not None else (1.0, 1.0)
-            if self._busy < cfg.concurrency:
-                self._busy += 1
-            else:
-                t0 = self._env.now
-                turn = self._env.event()
-                self._waiting.append(turn)
-                yield turn  # a finishing transfer hands its slot over
-                waited += self._env.now - t0
-            try:
-                pause = cfg.latency_ms / 1e3
-                if stall_draw < cfg.stall_prob:
-                    pause += cfg.stall_ms / 1e3
-                    stalls += 1
-                if pause > 0:
-                    yield self._env.timeout(pause)
-                yield self._link.send(nbytes)
-            finally:
-                self._release()
-            if fail_draw >= cfg.fail_prob:
-                return TransferOutcome(waited, attempts, stalls)
-            if attempt < cfg.retries and cfg.retry_backoff_ms:
-                yield self._env.timeout(cfg.retry_backoff_ms / 1e3)
-        err = StoreError(f"transfer of {nbytes} bytes failed after {attempts} attempt(s)")
-        return TransferOutcome(waited, attempts, stalls, err)
+        self,
+        nbytes: int,
+        faults: np.random.Generator | None,
+        done: Callable[[TransferOutcome], None],
+    ) -> None:
+        """Up to ``1 + retries`` attempts; ``done(outcome)`` once it succeeded or gave up."""
+        _Transfer(self, nbytes, faults, done).begin()

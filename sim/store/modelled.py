@@ -6,7 +6,7 @@ on the simulation clock by :class:`~sim.store.model.StoreModel`.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -15,6 +15,7 @@ import simpy
 from connectors.base import AddressVariant, LoadJob
 from sim.config.sections import StoreConfig
 from sim.store.base import cpu_stages, nan_store_summary
+from sim.store.clock import Clock, SimpyClock
 from sim.store.model import StoreModel, TransferOutcome
 
 __all__ = ["ModelledStore"]
@@ -30,20 +31,27 @@ class ModelledStore:
         return self._cfg
 
     def attach(self, env: simpy.Environment) -> None:
-        self._model = StoreModel(env, self._cfg)
+        # Real mode's HybridEnvironment schedules bare callbacks itself (cheaper than a
+        # Timeout and a lambda); any other SimPy environment goes through the adapter.
+        clock: Clock = env if isinstance(env, Clock) else SimpyClock(env)
+        self._model = StoreModel(clock, self._cfg)
 
-    def admit(self, job: LoadJob) -> Generator[Any, Any, tuple[LoadJob, float]]:
-        return job, 0.0
-        yield  # pragma: no cover - makes this a generator
+    def admit(self, job: LoadJob, then: Callable[[LoadJob, float], None]) -> None:
+        then(job, 0.0)
 
     def stage(self, variants: Sequence[AddressVariant], handler: str, job: LoadJob) -> int:
         return cpu_stages(variants, handler, job)
 
     def transfer(
-        self, nbytes: int, staged: Any, job: LoadJob, faults: np.random.Generator | None
-    ) -> Generator[Any, Any, TransferOutcome]:
+        self,
+        nbytes: int,
+        staged: Any,
+        job: LoadJob,
+        faults: np.random.Generator | None,
+        then: Callable[[TransferOutcome], None],
+    ) -> None:
         assert self._model is not None, "attach() first"
-        return (yield from self._model.transfer(nbytes, faults))
+        self._model.transfer(nbytes, faults, then)
 
     def release(self, job: LoadJob) -> None:
         pass

@@ -14,7 +14,7 @@ that says which.
 from __future__ import annotations
 
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -216,15 +216,22 @@ class MooncakeStore:
                 )
 
     # -- the pipeline's calls --------------------------------------------------------------
-    def admit(self, job: LoadJob) -> Generator[Any, Any, tuple[LoadJob, float]]:
-        assert self._slots is not None and self._plan is not None
-        waited = 0.0
+    def admit(self, job: LoadJob, then: Callable[[LoadJob, float], None]) -> None:
+        """A slot of the KV buffers for the request: at once when one is free, else when
+        a request releases one (FIFO)."""
+        assert self._slots is not None
         if self._slots.items and not self._slots.get_queue:
-            slot = self._slots.items.pop(0)  # free slot: no event, no wait
-        else:
-            t0 = time.perf_counter()
-            slot = yield self._slots.get()
-            waited = time.perf_counter() - t0
+            then(self._assign(job, self._slots.items.pop(0)), 0.0)  # free: no event, no wait
+            return
+        t0 = time.perf_counter()
+        turn = self._slots.get()
+        turn.callbacks.append(
+            lambda ev: then(self._assign(job, ev.value), time.perf_counter() - t0)
+        )
+
+    def _assign(self, job: LoadJob, slot: int) -> LoadJob:
+        """The job with its blocks in ``slot``'s part of the buffers (poisoned to verify)."""
+        assert self._plan is not None
         self._held[job.request_id] = slot
         first = slot * self._plan.max_chunks
         tables = []
@@ -234,7 +241,7 @@ class MooncakeStore:
             if self._mc.verify:
                 self._kv.poison(g, ids)
             tables.append(ids.tolist())
-        return replace(job, block_ids=tuple(tables)), waited
+        return replace(job, block_ids=tuple(tables))
 
     def release(self, job: LoadJob) -> None:
         slot = self._held.pop(job.request_id, None)
@@ -287,8 +294,13 @@ class MooncakeStore:
             )
 
     def transfer(
-        self, nbytes: int, staged: Staged, job: LoadJob, faults: np.random.Generator | None
-    ) -> Generator[Any, Any, TransferOutcome]:
+        self,
+        nbytes: int,
+        staged: Staged,
+        job: LoadJob,
+        faults: np.random.Generator | None,
+        then: Callable[[TransferOutcome], None],
+    ) -> None:
         error = self._get_error(job, staged)
         verified = 0
         if error is None and self._mc.verify:
@@ -298,16 +310,17 @@ class MooncakeStore:
             self._get_ms.append(staged.get_ns / 1e6)
             self._bytes += moved
         self._verified += verified
-        return TransferOutcome(
-            0.0,
-            1,
-            0,
-            error,
-            transfer_ms=staged.get_ns / 1e6,
-            transfer_bytes=moved,
-            verified_blocks=verified,
+        then(
+            TransferOutcome(
+                0.0,
+                1,
+                0,
+                error,
+                transfer_ms=staged.get_ns / 1e6,
+                transfer_bytes=moved,
+                verified_blocks=verified,
+            )
         )
-        yield  # pragma: no cover - makes this a generator
 
     def _get_error(self, job: LoadJob, staged: Staged) -> StoreError | None:
         bad = [i for i, c in enumerate(staged.codes) if c < 0]

@@ -60,23 +60,23 @@ class _Request:
         injected: float,
         then: Callable[[float], None] | None,
     ) -> None:
-        geo = p.cfg.model
         self.p = p
         self.req = req
         self.arrival = arrival
         self.then = then
+        tokens = req.tokens
+        size = p.sizes.get(tokens) or p.size(req)
         self.rec = RequestRecord(
             request_id=req.request_id,
-            tokens=req.tokens,
-            chunks=req.chunks(geo) * geo.kv_groups,
-            bytes=p.request_bytes(req.tokens),
+            tokens=tokens,
+            chunks=size[0],
+            bytes=size[1],
             arrival_s=arrival,
             injected_s=injected,
-            inject_lag_ms=max(0.0, injected - arrival) * 1e3,
+            inject_lag_ms=(injected - arrival) * 1e3 if injected > arrival else 0.0,
             trace_line=req.trace_line,
         )
-        c = p.costs
-        job = ModelJob(c.hold_s(req.tokens), c.free_s(req.tokens), c.free_sleep_s, self._cpu_done)
+        job = ModelJob(p.costs.hold_s(tokens), size[2], p.free_sleep_s, self._cpu_done)
         p.workers.submit(job)
 
     def _cpu_done(self, job: ModelJob) -> None:
@@ -164,18 +164,24 @@ class _Point:
         self.store = StoreModel(loop, cfg.store)
         self.records: list[RequestRecord] = []
         self.on_done: Callable[[int], None] | None = None
-        self._bytes: dict[int, int] = {}
+        #: tokens -> (chunks, bytes, GIL-free CPU s): a point has few distinct sizes.
+        self.sizes: dict[int, tuple[int, int, float]] = {}
+        self.free_sleep_s = costs.free_sleep_s
         self.faulty = cfg.store.fail_prob > 0 or cfg.store.stall_prob > 0
         self.fail_prob = 0.0
         if cfg.connector.variant == "synthetic":
             self.fail_prob = float(cfg.connector.options.get("fail_prob", 0.0))
 
-    def request_bytes(self, tokens: int) -> int:
-        """sim.workload.plan.request_bytes, remembered per token count (it loops over chunks)."""
-        nbytes = self._bytes.get(tokens)
-        if nbytes is None:
-            nbytes = self._bytes[tokens] = request_bytes(self.cfg.model, tokens)
-        return nbytes
+    def size(self, req: PlannedRequest) -> tuple[int, int, float]:
+        """A request's chunks (all groups), bytes (sim.workload.plan.request_bytes) and
+        GIL-free CPU seconds, remembered per token count (none of them draws)."""
+        geo, tokens = self.cfg.model, req.tokens
+        got = self.sizes[tokens] = (
+            req.chunks(geo) * geo.kv_groups,
+            request_bytes(geo, tokens),
+            self.costs.free_s(tokens),
+        )
+        return got
 
     def drive(self, workload: Workload) -> None:
         """Start the arrivals: planned times (open loop) or clients (closed loop)."""

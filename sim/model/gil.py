@@ -108,6 +108,18 @@ class CPythonGil:
         return self._forced
 
     # -- taking and giving back -------------------------------------------------
+    def take(self, thread: Any) -> bool:
+        """Take a free GIL for ``thread`` now (what :meth:`acquire` does at once, without
+        a continuation to call); False when it is held: then call :meth:`acquire`."""
+        if self._holder is not None:
+            return False
+        self._holder = thread
+        self._switches += 1
+        now = self._last_switch = self._loop.now
+        if self.watch is not None:
+            self.watch(now)
+        return True
+
     def acquire(self, thread: Any, cont: Cont) -> None:
         """Call ``cont(None)`` once ``thread`` holds the GIL (at once when it is free)."""
         if self._holder is None:
@@ -263,6 +275,9 @@ class NoGil:
     @property
     def forced_drops(self) -> int:
         return 0
+
+    def take(self, thread: Any) -> bool:
+        return True
 
     def acquire(self, thread: Any, cont: Cont) -> None:
         cont(None)

@@ -34,6 +34,8 @@ Done = Callable[[Any], None]
 class Harness:
     """The simulation thread: serves posted items one at a time, holding the GIL."""
 
+    __slots__ = ("_current", "_gil", "_holding", "_items", "_loop", "_sleeping", "cpu_s")
+
     def __init__(self, loop: Loop, gil: CPythonGil | NoGil) -> None:
         self._loop = loop
         self._gil = gil
@@ -62,29 +64,40 @@ class Harness:
             self._loop.after(late() if late is not None else 0.0, self._woken)
 
     def _woken(self, _arg: Any = None) -> None:
-        self._gil.acquire(SIM_THREAD, self._got)
+        if self._gil.take(SIM_THREAD):  # a free GIL: on at once, no continuation
+            self._got()
+        else:
+            self._gil.acquire(SIM_THREAD, self._got)
 
     def _got(self, _arg: Any = None) -> None:
         # Called last in a loop entry (the wake-up, or the GIL's hand-off): the first
-        # item may be done at once (GIL.run_instant).
+        # item may be done at once (GIL.run_instant). There is one: only this thread
+        # takes items, and it sleeps only once they are all done.
         self._holding = True
-        self._next(tail=True)
+        cost, done, arg = self._items.popleft()
+        if cost > 0:
+            self.cpu_s += cost
+            if not self._gil.run_instant(SIM_THREAD, cost):
+                self._current = (done, arg)
+                self._gil.run(SIM_THREAD, cost, self._item_done)
+                return
+        self._next()  # the thread moves on (or goes to sleep) before the poster resumes
+        if done is not None:
+            done(arg)
 
-    def _next(self, tail: bool = False) -> None:
+    def _next(self) -> None:
         items = self._items
         if not items:
-            if self._holding:
-                self._holding = False
-                self._gil.release(SIM_THREAD)
+            self._holding = False
+            self._gil.release(SIM_THREAD)
             self._sleeping = True
             return
         cost, done, arg = items.popleft()
         self._current = (done, arg)
         if cost > 0:
             self.cpu_s += cost
-            if not (tail and self._gil.run_instant(SIM_THREAD, cost)):
-                self._gil.run(SIM_THREAD, cost, self._item_done)
-                return
+            self._gil.run(SIM_THREAD, cost, self._item_done)
+            return
         self._item_done(None)
 
     def _item_done(self, _arg: Any = None) -> None:
@@ -123,7 +136,7 @@ class ModelJob:
 class _Worker:
     """One load thread's state machine."""
 
-    __slots__ = ("_pool", "holding", "job", "name", "t0")
+    __slots__ = ("_pool", "holding", "job", "name", "t0", "then")
 
     def __init__(self, pool: ModelWorkers, name: str) -> None:
         self._pool = pool
@@ -131,12 +144,12 @@ class _Worker:
         self.holding = False
         self.job: ModelJob | None = None
         self.t0 = 0.0
+        #: What follows the GIL-free section in progress, once the GIL is back.
+        self.then: Callable[[], None] = self._finish
 
-    def woken(self, _arg: Any = None) -> None:
-        """The OS woke this thread after a job was queued (maybe taken meanwhile)."""
-        self.step()
-
-    def step(self) -> None:
+    def step(self, _arg: Any = None) -> None:
+        """Take the next job, or go idle; also what the OS wake-up after a queued job
+        calls (that job may have been taken meanwhile). Always last in a loop entry."""
         pool = self._pool
         if not pool.jobs:
             if self.holding:
@@ -145,8 +158,10 @@ class _Worker:
             pool.idle.append(self)
             return
         if not self.holding:
-            pool.gil.acquire(self.name, self._got)
-            return
+            if not pool.gil.take(self.name):
+                pool.gil.acquire(self.name, self._got)
+                return
+            self.holding = True
         self._start()
 
     def _got(self, _arg: Any = None) -> None:
@@ -156,48 +171,54 @@ class _Worker:
             return
         self._start()
 
-    def _start(self, _arg: Any = None) -> None:
+    def _start(self) -> None:
         pool = self._pool
         job = self.job = pool.jobs.popleft()
         job.thread = self.name
         job.start = pool.loop.now
-        pool.gil.run(self.name, job.hold_s, self._held)
+        # Last in a loop entry (see step): the hold may be done at once.
+        if pool.gil.run_instant(self.name, job.hold_s):
+            self._held()
+        else:
+            pool.gil.run(self.name, job.hold_s, self._held)
 
     def _held(self, _arg: Any = None) -> None:
-        job, pool = self.job, self._pool
+        job = self.job
         assert job is not None
-        if job.free_cpu_s > 0:
-            self.t0 = pool.loop.now
-            pool.gil.release(self.name)
-            pool.cores.run(job.free_cpu_s, self._kernel_done)
+        if job.free_cpu_s > 0:  # a nogil kernel: CPU on a core, without the GIL
+            self._leave_gil(self._sleep)
+            self._pool.cores.run(job.free_cpu_s, self._back)
             return
-        self._sleep()
-
-    def _kernel_done(self, _arg: Any = None) -> None:
-        self._pool.gil.acquire(self.name, self._after_kernel)
-
-    def _after_kernel(self, _arg: Any = None) -> None:
-        assert self.job is not None
-        self.job.free_wall += self._pool.loop.now - self.t0
         self._sleep()
 
     def _sleep(self) -> None:
         job, pool = self.job, self._pool
         assert job is not None
-        if job.free_sleep_s > 0:
-            self.t0 = pool.loop.now
-            pool.gil.release(self.name)
-            pool.loop.after(job.free_sleep_s + pool.sleep_late(), self._slept)
+        if job.free_sleep_s > 0:  # a GIL-free wait (no CPU), woken late like any sleep
+            self._leave_gil(self._finish)
+            pool.loop.after(job.free_sleep_s + pool.sleep_late(), self._back)
             return
         self._finish()
 
-    def _slept(self, _arg: Any = None) -> None:
-        self._pool.gil.acquire(self.name, self._after_sleep)
+    def _leave_gil(self, then: Callable[[], None]) -> None:
+        """Let the GIL go for a GIL-free section; ``then()`` follows once it is back."""
+        self.t0 = self._pool.loop.now
+        self.then = then
+        self._pool.gil.release(self.name)
 
-    def _after_sleep(self, _arg: Any = None) -> None:
-        assert self.job is not None
-        self.job.free_wall += self._pool.loop.now - self.t0
-        self._finish()
+    def _back(self, _arg: Any = None) -> None:
+        """The GIL-free section is over: queue for the GIL again (the convoy effect)."""
+        gil = self._pool.gil
+        if gil.take(self.name):
+            self._returned()
+        else:
+            gil.acquire(self.name, self._returned)
+
+    def _returned(self, _arg: Any = None) -> None:
+        job = self.job
+        assert job is not None
+        job.free_wall += self._pool.loop.now - self.t0
+        self.then()
 
     def _finish(self) -> None:
         job, pool = self.job, self._pool
@@ -240,4 +261,4 @@ class ModelWorkers:
     def submit(self, job: ModelJob) -> None:
         self.jobs.append(job)
         if self.idle:
-            self.loop.after(self.wake(), self.idle.popleft().woken)
+            self.loop.after(self.wake(), self.idle.popleft().step)

@@ -51,3 +51,15 @@ def test_the_harness_bench_reports_its_figures() -> None:
     assert row["harness_us_per_request"] > 0
     assert row["inject_lag_p99_ms"] >= row["inject_lag_p50_ms"] >= 0
     assert not math.isnan(row["achieved_rps"])
+
+
+@pytest.mark.realthreads
+def test_kvsim_bench_harness_prints_the_target_verdict_and_the_hot_cost(capsys) -> None:
+    from sim.cli import main
+
+    assert main(["bench", "harness", "--rates", "1000", "--seconds", "0.2", "--no-search"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "wake-ups" in out
+    assert "run hot" in out and "µs per request" in out
+    assert "at 1,000 req/s —" in out and ("NOT met" in out or "— met" in out)
+    assert "× the target" in out

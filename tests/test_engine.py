@@ -245,3 +245,23 @@ def test_cuda_engine_without_cuda_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match=r"engine\.device: .*is_available"):
         loop.attach(HybridEnvironment(stall_timeout_s=5.0))
     loop.detach()
+
+
+@pytest.mark.realthreads
+def test_the_harness_cost_counts_the_load_only_not_the_engine_alone_baseline(write_config) -> None:
+    """The engine-alone baseline (many sleeps on the simulation thread) runs before the
+    load: its sleeps must not be taken off the load's CPU time (which once made the
+    harness's GIL time too small, even negative, behind a long baseline)."""
+    from sim.runtime.point import run_point
+
+    path = write_config(
+        {
+            "workload": {"requests": 3, "arrival": {"kind": "constant", "rate_rps": 200}},
+            "engine": {"enabled": True, "forward_ms": 0.5, "idle_ms": 1.0, "baseline_steps": 300},
+        }
+    )
+    _cfg, points = parse_config(path)
+    s = run_point(points[0]).summary
+    assert s["ok"] == 3
+    assert 0 < s["harness_us_per_request"] <= s["harness_cpu_us_per_request"]
+    assert s["harness_wakes_per_request"] > 0

@@ -172,3 +172,35 @@ def test_origin_moves_run_time_not_the_clock() -> None:
     assert at >= 0.01
     assert env.to_run_time(env.origin_ns) == 0.0
     assert env.to_run_time(env.t0_ns) == pytest.approx(-at)
+
+
+def test_callbacks_run_in_time_order_with_simpy_events_and_a_cancelled_one_never() -> None:
+    env = HybridEnvironment(stall_timeout_s=5)
+    seen: list[str] = []
+
+    env.timeout(0.02).callbacks.append(lambda _ev: seen.append("simpy timeout"))
+    env.after(0.03, seen.append, "late")
+    env.after(0.01, seen.append, "early")
+    env.after(0.02, seen.append, "same time, asked later")
+    stale = env.after(30.0, seen.append, "cancelled")
+    stale.cancel()
+    t0 = time.perf_counter()
+    env.run()
+    # A cancelled call at the head of the queue is dropped, not waited for (30 s here).
+    assert time.perf_counter() - t0 < 10.0
+    assert seen == ["early", "simpy timeout", "same time, asked later", "late"]
+
+
+def test_a_posted_callback_runs_on_the_simulation_thread() -> None:
+    env = HybridEnvironment(stall_timeout_s=5)
+    ran_on: list[str] = []
+    env.expect()
+    worker = threading.Thread(
+        target=lambda: env.post(lambda _a: ran_on.append(threading.current_thread().name), None),
+        name="poster",
+    )
+    worker.start()
+    env.run()
+    worker.join()
+    assert ran_on == [threading.current_thread().name]
+    assert env.pending == 0

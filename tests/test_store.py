@@ -141,7 +141,6 @@ def test_the_watchdog_keeps_no_timer_per_request(write_config, monkeypatch) -> N
     """One watchdog process watches every request: a load leaves no timer per request."""
     from simpy.events import Timeout
 
-
     cfg = {"workload": {"requests": 30}, "limits": {"request_timeout_s": 77.0}}
     _, points = parse_config(write_config(cfg))
     timers: list[float] = []
@@ -158,3 +157,38 @@ def test_the_watchdog_keeps_no_timer_per_request(write_config, monkeypatch) -> N
     # the oldest request's deadline is a few, not one per request.
     watchdog_timers = [d for d in timers if d > 10.0]
     assert 1 <= len(watchdog_timers) <= 3, watchdog_timers
+
+
+class _CountingClock(SimpyClock):
+    """Counts the timers the store asks for."""
+
+    def __init__(self, env: simpy.Environment) -> None:
+        super().__init__(env)
+        self.timers = 0
+
+    def after(self, delay, fn, arg=None):  # type: ignore[no-untyped-def]
+        self.timers += 1
+        return super().after(delay, fn, arg)
+
+
+def test_a_transfer_alone_costs_one_timer_for_its_latency_and_its_bytes() -> None:
+    env = simpy.Environment()
+    clock = _CountingClock(env)
+    store = StoreModel(clock, StoreConfig(bandwidth_gb_per_s=10, latency_ms=2, concurrency=4))
+    ends: list[float] = []
+    store.transfer(10**8, None, lambda _out: ends.append(env.now))
+    env.run()
+    assert ends == [pytest.approx(0.002 + 0.01)]
+    assert clock.timers == 1
+    # A second transfer joining during the first one's latency shares the link from its
+    # own start: 1e8 bytes at 10 GB/s from 2 ms; the second (5e7) joins at 3 ms.
+    env = simpy.Environment()
+    store = StoreModel(SimpyClock(env), StoreConfig(bandwidth_gb_per_s=10, latency_ms=2))
+    ends = [math.nan, math.nan]
+    store.transfer(10**8, None, lambda _o: ends.__setitem__(0, env.now))
+    env.run(until=0.001)
+    store.transfer(5 * 10**7, None, lambda _o: ends.__setitem__(1, env.now))
+    env.run()
+    # 2-3 ms: the first alone moves 1e7; then both at 5 GB/s: the second's 5e7 takes 10 ms
+    # (ends at 13 ms), the first has 4e7 left, alone again: 4 ms more.
+    assert ends == [pytest.approx(0.017), pytest.approx(0.013)]

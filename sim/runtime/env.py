@@ -26,7 +26,7 @@ import queue
 import time
 from collections import deque
 from collections.abc import Callable
-from heapq import heappush
+from heapq import heappop, heappush
 from typing import Any
 
 import simpy
@@ -42,20 +42,33 @@ _INF = float("inf")
 Posted = tuple[Callable[[Any], None], Any]
 
 
+def _nothing(_arg: Any) -> None:
+    pass
+
+
 class _Call:
     """A queue entry that calls ``fn(arg)`` when processed: all SimPy's ``step`` needs of
-    an event (its callbacks, ``_ok``), without an Event, a Timeout or a lambda."""
+    an event (its callbacks, ``_ok``), without an Event, a Timeout or a lambda.
 
-    __slots__ = ("_ok", "arg", "callbacks", "fn")
+    It can be cancelled: a cancelled call at the head of the queue is dropped without
+    waiting for its time, so a timer made stale (the store's link re-arms whenever a
+    transfer starts or ends) costs no wake-up of the simulation thread."""
+
+    __slots__ = ("_ok", "arg", "callbacks", "fn", "live")
 
     def __init__(self, fn: Callable[[Any], None], arg: Any) -> None:
         self.fn = fn
         self.arg = arg
         self._ok = True
+        self.live = True
         self.callbacks = [self]
 
     def __call__(self, _event: Any) -> None:
         self.fn(self.arg)
+
+    def cancel(self) -> None:
+        self.live = False
+        self.fn = _nothing
 
 
 class HybridEnvironment(simpy.Environment):
@@ -83,6 +96,7 @@ class HybridEnvironment(simpy.Environment):
         self._origin_ns = self._t0_ns
         self._stall_timeout_s = stall_timeout_s
         self._asleep_cpu_ns = 0
+        self._waits = 0
 
     @property
     def t0_ns(self) -> int:
@@ -126,6 +140,13 @@ class HybridEnvironment(simpy.Environment):
         """
         return self._asleep_cpu_ns
 
+    @property
+    def waits(self) -> int:
+        """Times the simulation thread went to sleep for the next event. Each costs a
+        wake-up, and the Python run right after one is slower (cold caches): the
+        harness's cost per request grows with its waits per request."""
+        return self._waits
+
     # -- the thread side -------------------------------------------------
     def expect(self) -> None:
         """A thread will :meth:`post` one completion (call on the sim thread, before)."""
@@ -146,11 +167,14 @@ class HybridEnvironment(simpy.Environment):
         self.post(event.succeed if ok else event.fail, value)
 
     # -- callbacks on the clock -------------------------------------------
-    def after(self, delay: float, fn: Callable[[Any], None], arg: Any = None) -> None:
+    def after(self, delay: float, fn: Callable[[Any], None], arg: Any = None) -> _Call:
         """Call ``fn(arg)`` ``delay`` seconds from now (a negative delay counts as 0), in
-        order with SimPy's own events (sim.store.clock.Clock)."""
+        order with SimPy's own events (sim.store.clock.Clock); ``cancel()`` on the
+        returned handle drops it."""
         at = self._now + delay if delay > 0 else self._now
-        heappush(self._queue, (at, NORMAL, next(self._eid), _Call(fn, arg)))
+        call = _Call(fn, arg)
+        heappush(self._queue, (at, NORMAL, next(self._eid), call))
+        return call
 
     # -- the simulation side ---------------------------------------------
     def _next_posted(self) -> Posted | None:
@@ -172,7 +196,10 @@ class HybridEnvironment(simpy.Environment):
         the earliest queued event, and makes a process resumed by a completion see
         the real time (a transfer it starts then lasts its full modelled time).
         """
+        queue_ = self._queue
         while True:
+            while queue_ and type(head := queue_[0][3]) is _Call and not head.live:
+                heappop(queue_)  # cancelled: not worth waking up for
             wall = self.wall()
             due = self.peek()
             if due <= wall:
@@ -188,6 +215,7 @@ class HybridEnvironment(simpy.Environment):
             if due == _INF and self._pending == 0:
                 raise EmptySchedule()
             timeout = self._stall_timeout_s if due == _INF else due - wall
+            self._waits += 1
             asleep_ns = time.thread_time_ns()
             try:
                 self._held.append(self._inbox.get(timeout=timeout))

@@ -52,6 +52,7 @@ SUMMARY_METRICS = [
     "inject_lag_p99_ms",
     "harness_us_per_request",
     "harness_cpu_us_per_request",
+    "harness_wakes_per_request",
     "gil_hold_mean_ms",
     "gil_hold_p50_ms",
     "gil_hold_p99_ms",

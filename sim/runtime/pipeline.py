@@ -64,7 +64,7 @@ class LoadPipeline:
         variants: Sequence[AddressVariant],
         handler: str,
         geometry: GeometryConfig,
-        on_done: Callable[[RequestRecord], None],
+        on_done: Callable[[int], None],
         request_timeout_s: float | None = None,
     ) -> None:
         self._env = env
@@ -79,11 +79,18 @@ class LoadPipeline:
         #: each was handed over, for the one watchdog (no timer per request).
         self._staging: dict[int, float] = {}
         self._job_gen = np.random.Generator(np.random.PCG64(0))  # reseeded for each job
-        # Per-request figures that depend on the token count only, computed once each.
-        self._sizes: dict[int, tuple[int, int]] = {}
+        # Bytes moved by a request of so many tokens, computed once per token count.
+        self._bytes: dict[int, int] = {}
+        self._finished: list[_Request] = []
         self._jobs: dict[int, LoadJob] = {}
         cfg = store.config
         self._faulty = cfg.kind == "model" and (cfg.fail_prob > 0 or cfg.stall_prob > 0)
+
+    def request_bytes(self, tokens: int) -> int:
+        nbytes = self._bytes.get(tokens)
+        if nbytes is None:
+            nbytes = self._bytes[tokens] = request_bytes(self._geometry, tokens)
+        return nbytes
 
     def watchdog(self) -> Generator[Any, Any, None]:
         """SimPy process body: end the run when a request's CPU stages outlast the limit.
@@ -130,11 +137,19 @@ class LoadPipeline:
         return len(self._jobs)
 
     def inject(
-        self, req: PlannedRequest, at_s: float, then: Callable[[RequestRecord], None] | None = None
+        self, req: PlannedRequest, at_s: float, then: Callable[[float], None] | None = None
     ) -> None:
         """Hand over a request planned to arrive at run time ``at_s`` (call it then, or as
-        soon as the simulation thread can); ``then(record)`` once it is done."""
+        soon as the simulation thread can); ``then(run time it was done)`` once it is done."""
         _Request(self, req, at_s, then)
+
+    def records(self) -> list[RequestRecord]:
+        """The finished requests' rows (requests.csv), by request id: built after the load,
+        from what each step noted during it, so that the bookkeeping is not the simulation
+        thread's GIL time while it measures."""
+        out = [r.record(self) for r in self._finished]
+        out.sort(key=lambda rec: rec.request_id)
+        return out
 
 
 def _first_line(err: BaseException) -> str:
@@ -143,39 +158,26 @@ def _first_line(err: BaseException) -> str:
 
 class _Request:
     """One request's steps: admitted by the store, CPU stages on a load thread, the
-    transfer, the end. Each runs on the simulation thread."""
+    transfer, the end. Each runs on the simulation thread and only notes what happened
+    (timestamps, outcomes); :meth:`record` makes the row after the load."""
 
-    __slots__ = ("arrival_ns", "job", "outcome", "p", "rec", "req", "then", "waited_s")
+    __slots__ = ("arrival_ns", "at_s", "done_ns", "injected_ns", "job", "outcome", "p", "req")
+    __slots__ += ("then", "waited_s", "xfer")
 
     def __init__(
         self,
         p: LoadPipeline,
         req: PlannedRequest,
         at_s: float,
-        then: Callable[[RequestRecord], None] | None,
+        then: Callable[[float], None] | None,
     ) -> None:
-        env = p._env
-        injected_ns = time.perf_counter_ns()
-        self.arrival_ns = arrival_ns = env.origin_ns + round(at_s * 1e9)
+        self.injected_ns = time.perf_counter_ns()
         self.p = p
         self.req = req
+        self.at_s = at_s
         self.then = then
-        sizes = p._sizes.get(req.tokens)
-        if sizes is None:
-            geo = p._geometry
-            sizes = (req.chunks(geo) * geo.kv_groups, request_bytes(geo, req.tokens))
-            p._sizes[req.tokens] = sizes
-        self.rec = RequestRecord(
-            request_id=req.request_id,
-            tokens=req.tokens,
-            chunks=sizes[0],
-            bytes=sizes[1],
-            arrival_s=at_s,
-            injected_s=env.to_run_time(injected_ns),
-            # Never negative: the environment processes nothing before its time.
-            inject_lag_ms=max(0, injected_ns - arrival_ns) / 1e6,
-            trace_line=req.trace_line,
-        )
+        self.xfer: TransferOutcome | None = None
+        self.arrival_ns = p._env.origin_ns + round(at_s * 1e9)
         job = p._jobs.pop(req.request_id, None)
         if job is None:
             job = req.job(p._geometry, p._job_gen)
@@ -189,12 +191,44 @@ class _Request:
         p._cpu.run(self._staged, p._store.stage, p._variants, p._handler, job)
 
     def _staged(self, outcome: JobOutcome) -> None:
-        p, rec = self.p, self.rec
+        p = self.p
         del p._staging[self.req.request_id]
         self.outcome = outcome
-        t = outcome.timing
-        env = p._env
-        rec.thread = outcome.thread
+        if outcome.error is not None:
+            self._finish(None)
+            return
+        faults = np.random.default_rng([self.req.job_seed, 1]) if p._faulty else None
+        p._store.transfer(
+            p.request_bytes(self.req.tokens), outcome.result, self.job, faults, self._finish
+        )
+
+    def _finish(self, xfer: TransferOutcome | None) -> None:
+        p = self.p
+        self.xfer = xfer
+        p._store.release(self.job)
+        self.done_ns = time.perf_counter_ns()
+        p._finished.append(self)
+        p._on_done(len(p._finished))
+        if self.then is not None:
+            self.then(p._env.to_run_time(self.done_ns))
+
+    def record(self, p: LoadPipeline) -> RequestRecord:
+        """The request's row, from what its steps noted."""
+        req, env = self.req, p._env
+        geo = p._geometry
+        rec = RequestRecord(
+            request_id=req.request_id,
+            tokens=req.tokens,
+            chunks=req.chunks(geo) * geo.kv_groups,
+            bytes=p.request_bytes(req.tokens),
+            arrival_s=self.at_s,
+            injected_s=env.to_run_time(self.injected_ns),
+            # Never negative: the environment processes nothing before its time.
+            inject_lag_ms=max(0, self.injected_ns - self.arrival_ns) / 1e6,
+            trace_line=req.trace_line,
+        )
+        t = self.outcome.timing
+        rec.thread = self.outcome.thread
         rec.start_s = env.to_run_time(t.start_ns)
         rec.cpu_done_s = env.to_run_time(t.end_ns)
         rec.queue_ms = (t.start_ns - self.arrival_ns) / 1e6
@@ -203,38 +237,28 @@ class _Request:
         rec.gil_wait_ms = t.wait_ns / 1e6
         if t.stages is not None:
             _record_stages(rec, t.stages)
-        if outcome.error is not None:
+        rec.done_s = env.to_run_time(self.done_ns)
+        rec.latency_ms = (self.done_ns - self.arrival_ns) / 1e6
+        if self.outcome.error is not None:
             rec.status = "failed"
-            rec.error = _first_line(outcome.error)
+            rec.error = _first_line(self.outcome.error)
             rec.attempts = 0
-            self._finish(None)
-            return
-        faults = np.random.default_rng([self.req.job_seed, 1]) if p._faulty else None
-        p._store.transfer(rec.bytes, outcome.result, self.job, faults, self._finish)
-
-    def _finish(self, xfer: TransferOutcome | None) -> None:
-        p, rec = self.p, self.rec
-        if xfer is not None:
-            rec.store_wait_ms = (self.waited_s + xfer.waited_s) * 1e3
-            rec.attempts = xfer.attempts
-            rec.verified_blocks = xfer.verified_blocks
-            if xfer.error is None:
-                rec.status = "ok"
-            else:
-                rec.status = "failed"
-                rec.error = _first_line(xfer.error)
-        p._store.release(self.job)
-        done_ns = time.perf_counter_ns()
-        if xfer is not None:
-            if xfer.transfer_ms is None:  # modelled: from the end of the CPU stages
-                rec.transfer_ms = (done_ns - self.outcome.timing.end_ns) / 1e6
-                rec.transfer_bytes = rec.bytes if xfer.error is None else 0
-            else:  # real: the get, measured in the load thread (part of its job)
-                rec.transfer_ms = xfer.transfer_ms
-                rec.stage_wall_ms -= xfer.transfer_ms
-                rec.transfer_bytes = xfer.transfer_bytes or 0
-        rec.done_s = p._env.to_run_time(done_ns)
-        rec.latency_ms = (done_ns - self.arrival_ns) / 1e6
-        p._on_done(rec)
-        if self.then is not None:
-            self.then(rec)
+            return rec
+        xfer = self.xfer
+        assert xfer is not None
+        rec.store_wait_ms = (self.waited_s + xfer.waited_s) * 1e3
+        rec.attempts = xfer.attempts
+        rec.verified_blocks = xfer.verified_blocks
+        if xfer.error is None:
+            rec.status = "ok"
+        else:
+            rec.status = "failed"
+            rec.error = _first_line(xfer.error)
+        if xfer.transfer_ms is None:  # modelled: from the end of the CPU stages
+            rec.transfer_ms = (self.done_ns - t.end_ns) / 1e6
+            rec.transfer_bytes = rec.bytes if xfer.error is None else 0
+        else:  # real: the get, measured in the load thread (part of its job)
+            rec.transfer_ms = xfer.transfer_ms
+            rec.stage_wall_ms -= xfer.transfer_ms
+            rec.transfer_bytes = xfer.transfer_bytes or 0
+        return rec

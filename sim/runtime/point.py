@@ -21,7 +21,6 @@ from sim.runtime.addons import build_addons
 from sim.runtime.env import HybridEnvironment
 from sim.runtime.metrics import summarize_requests
 from sim.runtime.pipeline import LoadPipeline
-from sim.runtime.records import RequestRecord
 from sim.runtime.result import PointResult
 from sim.runtime.workers import WorkerPool
 from sim.store.factory import open_store
@@ -97,8 +96,8 @@ def _drive(env: HybridEnvironment, pipeline: LoadPipeline, workload: Workload) -
         if req is not None:
             env.after(origin + at - env.now, lambda _arg: inject(req, at, done))
 
-    def done(rec: RequestRecord) -> None:
-        ready(rec.done_s + think)  # ready again: completion + think time
+    def done(done_s: float) -> None:
+        ready(done_s + think)  # ready again: completion + think time
 
     for _ in range(workload.closed_clients):
         ready(0.0)  # every client is ready when the load starts
@@ -112,15 +111,13 @@ def run_point(point: Point, repeat: int = 0, progress: ProgressFn | None = None)
         return run_model_point(point, repeat, progress)
     rng = np.random.default_rng([cfg.seed, repeat])
     workload = plan_workload(cfg, rng)
-    records: list[RequestRecord] = []
     addons = build_addons(cfg)
     all_done: Any = None
 
-    def on_done(rec: RequestRecord) -> None:
-        records.append(rec)
+    def on_done(done: int) -> None:
         if progress is not None:
-            progress(len(records), len(workload))
-        if len(records) == len(workload):
+            progress(done, len(workload))
+        if done == len(workload):
             all_done.succeed()
 
     with ExitStack() as stack:
@@ -153,22 +150,25 @@ def run_point(point: Point, repeat: int = 0, progress: ProgressFn | None = None)
                 # and of it the part outside its waits for the next event — it holds the
                 # GIL whenever it runs Python, and waits with the GIL released.
                 cpu0_ns = time.thread_time_ns()
+                waits0, asleep0_ns = env.waits, env.asleep_cpu_ns  # not the baseline's
                 env.process(pipeline.watchdog())
                 _drive(env, pipeline, workload)
                 env.run(until=all_done)
                 harness_cpu_ns = time.thread_time_ns() - cpu0_ns
-                harness_ns = harness_cpu_ns - env.asleep_cpu_ns
+                harness_ns = harness_cpu_ns - (env.asleep_cpu_ns - asleep0_ns)
+                harness_waits = env.waits - waits0
                 elapsed = (time.perf_counter_ns() - env.origin_ns) / 1e9
             finally:
                 for addon in reversed(addons):
                     addon.detach()
         noise_after = measure_noise_floor(workers=cfg.connector.workers)
         store_summary = store.summary()
-    records.sort(key=lambda r: r.request_id)
+    records = pipeline.records()
     summary = summarize_requests(records, elapsed, cfg.output.percentiles)
     n = len(records)
     summary["harness_us_per_request"] = harness_ns / 1e3 / n if n else math.nan
     summary["harness_cpu_us_per_request"] = harness_cpu_ns / 1e3 / n if n else math.nan
+    summary["harness_wakes_per_request"] = harness_waits / n if n else math.nan
     summary.update(noise_floor_summary(noise_before, noise_after))
     summary.update(workload.stats)
     summary.update(heap.summary())

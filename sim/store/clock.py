@@ -15,7 +15,13 @@ from typing import Any, Protocol, runtime_checkable
 
 import simpy
 
-__all__ = ["Clock", "SimpyClock"]
+__all__ = ["Clock", "SimpyClock", "Timer"]
+
+
+class Timer(Protocol):
+    def cancel(self) -> None:
+        """The call will not be made."""
+        ...
 
 
 @runtime_checkable
@@ -23,9 +29,11 @@ class Clock(Protocol):
     @property
     def now(self) -> float: ...
 
-    def after(self, delay: float, fn: Callable[[Any], None], arg: Any = None) -> None:
+    def after(self, delay: float, fn: Callable[[Any], None], arg: Any = None) -> Timer | None:
         """Call ``fn(arg)`` ``delay`` seconds from now (a negative delay counts as 0);
-        calls due at the same time run in the order they were asked for."""
+        calls due at the same time run in the order they were asked for. A clock that
+        can drop a call returns a handle to cancel it; one that cannot returns None
+        (its owner then ignores the call when it comes: a stale timer)."""
         ...
 
 

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from heapq import heappop, heappush
 from typing import Any
 
-from sim.store.clock import Clock
+from sim.store.clock import Clock, Timer
 
 __all__ = ["SharedLink"]
 
@@ -32,7 +32,7 @@ _INF = float("inf")
 
 class SharedLink:
     __slots__ = ("_bw", "_cap", "_clock", "_done", "_ids", "_joining", "_left", "_since")
-    __slots__ += ("_timer_gen",)
+    __slots__ += ("_timer", "_timer_gen")
 
     def __init__(
         self, clock: Clock, bytes_per_s: float, cap_bytes_per_s: float | None = None
@@ -48,6 +48,7 @@ class SharedLink:
         self._ids = 0
         self._since = 0.0
         self._timer_gen = 0
+        self._timer: Timer | None = None
 
     def rate(self, n: int) -> float:
         """Bytes per second each of ``n`` transfers in flight moves."""
@@ -106,13 +107,19 @@ class SharedLink:
 
     def _arm(self) -> None:
         self._timer_gen += 1
+        if self._timer is not None:
+            self._timer.cancel()  # real mode: no wake-up for a stale timer
+            self._timer = None
         finish = self._next_finish()
         if finish < _INF:
-            self._clock.after(finish - self._clock.now, self._on_timer, self._timer_gen)
+            self._timer = self._clock.after(
+                finish - self._clock.now, self._on_timer, self._timer_gen
+            )
 
     def _on_timer(self, gen: int) -> None:
         if gen != self._timer_gen:
-            return  # the set changed since this timer was set
+            return  # the set changed since this timer was set (a clock that cannot cancel)
+        self._timer = None
         self._catch_up()
         finished = [key for key, left in self._left.items() if left < _DONE_BYTES]
         calls = []

@@ -138,3 +138,34 @@ def test_kill_9_of_the_parent_ends_the_child_and_marks_it_interrupted(
             proc.kill()
     state, why = verify_rep(rep)
     assert state == "interrupted" and "went away" in why, (state, why)
+
+
+def test_ctrl_c_while_the_child_is_being_started_still_leaves_a_status(
+    write_config, tmp_path, monkeypatch
+) -> None:
+    """A Ctrl-C that lands inside Popen (a loaded machine makes that window wide) is
+    held until the child exists, then stops it: the point is interrupted, not left
+    without a status and a child running on."""
+    from sim.config import parse_config
+    from sim.rundir.guard import prepare_run_dir
+    from sim.rundir.layout import rep_runs
+    from sim.sweep import runner
+
+    _cfg, points = parse_config(write_config({"workload": {"requests": 4}}))
+    out = tmp_path / "out"
+    prepare_run_dir(out, force=False)
+    rep = rep_runs(out, points, 1)[0]
+    real_popen = subprocess.Popen
+    started: list[subprocess.Popen] = []
+
+    def popen_hit_by_ctrl_c(*args, **kwargs):  # type: ignore[no-untyped-def]
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C arrives while the child starts
+        proc = real_popen(*args, **kwargs)
+        started.append(proc)
+        return proc
+
+    monkeypatch.setattr(runner.subprocess, "Popen", popen_hit_by_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_rep(rep, out, [])
+    assert started and started[0].poll() is not None  # the child was stopped
+    assert verify_rep(rep.dir)[0] == "interrupted", verify_rep(rep.dir)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -127,16 +128,22 @@ def run_rep(
         _in_process(rep, progress)
     else:
         with open(rep.dir / LOG_FILE, "w", encoding="utf-8") as log:
-            proc = subprocess.Popen(
-                [*_child_command(rep, child_command), str(spec)],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=log,
-                text=True,
-                encoding="utf-8",
-                errors="replace",
-            )
+            # A Ctrl-C while the child is being started would otherwise leave a child
+            # without a handle to stop it and a started point without a status: it is
+            # held until the child exists, then delivered inside the try below.
+            with deferred_signals() as arrived:
+                proc = subprocess.Popen(
+                    [*_child_command(rep, child_command), str(spec)],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=log,
+                    text=True,
+                    encoding="utf-8",
+                    errors="replace",
+                )
             try:
+                if arrived:
+                    signal.raise_signal(arrived[0])  # its own handler: Ctrl-C or SIGTERM
                 _relay(proc, progress)
                 proc.wait()
             except BaseException:

@@ -27,6 +27,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from heapq import heappop, heappush
+from time import perf_counter_ns
 from typing import Any
 
 import simpy
@@ -177,15 +178,6 @@ class HybridEnvironment(simpy.Environment):
         return call
 
     # -- the simulation side ---------------------------------------------
-    def _next_posted(self) -> Posted | None:
-        """A completion already posted (held back or in the inbox), without waiting."""
-        if self._held:
-            return self._held.popleft()
-        try:
-            return self._inbox.get_nowait()
-        except queue.Empty:
-            return None
-
     def step(self) -> None:
         """Process the next event once its time has come (SimPy's own ``step``).
 
@@ -196,17 +188,18 @@ class HybridEnvironment(simpy.Environment):
         the earliest queued event, and makes a process resumed by a completion see
         the real time (a transfer it starts then lasts its full modelled time).
         """
-        queue_ = self._queue
+        queue_, inbox, held, t0_ns = self._queue, self._inbox, self._held, self._t0_ns
         while True:
             while queue_ and type(head := queue_[0][3]) is _Call and not head.live:
                 heappop(queue_)  # cancelled: not worth waking up for
-            wall = self.wall()
-            due = self.peek()
+            wall = (perf_counter_ns() - t0_ns) / 1e9
+            due = queue_[0][0] if queue_ else _INF
             if due <= wall:
                 break
-            item = self._next_posted()
-            if item is not None:
-                fn, arg = item
+            # A completion already posted (held back, or in the inbox: only this thread
+            # takes from it, so one seen there is still there)
+            if held or not inbox.empty():
+                fn, arg = held.popleft() if held else inbox.get_nowait()
                 self._pending -= 1
                 if wall > self._now:
                     self._now = wall
@@ -218,7 +211,7 @@ class HybridEnvironment(simpy.Environment):
             self._waits += 1
             asleep_ns = time.thread_time_ns()
             try:
-                self._held.append(self._inbox.get(timeout=timeout))
+                held.append(inbox.get(timeout=timeout))
             except queue.Empty:
                 if due == _INF:
                     raise StallError(
@@ -227,4 +220,10 @@ class HybridEnvironment(simpy.Environment):
                     ) from None
             finally:
                 self._asleep_cpu_ns += time.thread_time_ns() - asleep_ns
+        at, _prio, _eid, event = queue_[0]
+        if type(event) is _Call:  # a bare callback: no SimPy machinery needed
+            heappop(queue_)
+            self._now = at
+            event.fn(event.arg)
+            return
         super().step()

@@ -11,14 +11,17 @@ Faults: a task whose worker or node dies (Ray's system errors) is submitted
 again, up to ``retries`` times, and the loss is reported with the host's name;
 Ray does not place work on a dead node, so the retry lands on a live host. A
 failure of the point itself (its child failed) is a result, not retried.
-Ctrl-C cancels every outstanding task (the child on the host is stopped with
-its Ray worker), keeps every run already back, and marks the rest interrupted.
+Ctrl-C raises a stop flag every outstanding task watches (its child is stopped
+and marks its point interrupted), keeps every run already back or finished
+meanwhile, and marks the rest interrupted; it does not ``ray.cancel`` (see
+sim.sweep.executors.ray_host).
 
 ``import ray`` happens only when this executor runs, never on the CLI's path.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -51,8 +54,8 @@ RETRIABLE_ERRORS = (
     "OutOfMemoryError",
     "RaySystemError",
 )
-#: Seconds the driver waits for cancelled tasks to stop their children on Ctrl-C.
-_CANCEL_WAIT_S = 10.0
+#: Seconds the driver waits, on Ctrl-C, for its tasks to stop their children.
+_STOP_WAIT_S = 10.0
 #: Seconds to wait for the cluster's address to accept a connection.
 _PROBE_S = 5.0
 _START_HINT = (
@@ -212,7 +215,7 @@ class RayExecutor:
                     if again:
                         queue.appendleft((fl.rep, fl.attempt + 1, fl.lost))
         except BaseException:
-            self._cancel(ray, flights, events)
+            self._stop_all(ray, board, flights, events)
             raise
 
     def _submit(
@@ -312,16 +315,25 @@ class RayExecutor:
             write_status(fl.rep.dir, "interrupted", error="stopped by Ctrl-C or SIGTERM")
         events.finished(fl.rep, None)
 
-    def _cancel(self, ray: Any, flights: dict[Any, _Flight], events: SweepEvents) -> None:
-        """Ctrl-C: cancel every task, keep those already back, mark the rest interrupted."""
-        for ref in flights:
-            ray.cancel(ref, force=False)
+    def _stop_all(
+        self, ray: Any, board: Any, flights: dict[Any, _Flight], events: SweepEvents
+    ) -> None:
+        """Ctrl-C: ask every task to stop its child (the board's flag, not ``ray.cancel``:
+        see sim.sweep.executors.ray_host), keep the runs that finished, mark the rest
+        interrupted. A task not back in time is ended with the driver (ray.shutdown)."""
+        with contextlib.suppress(Exception):
+            board.stop.remote()
         if flights:
-            ray.wait(list(flights), num_returns=len(flights), timeout=_CANCEL_WAIT_S)
+            with contextlib.suppress(Exception):
+                ray.wait(list(flights), num_returns=len(flights), timeout=_STOP_WAIT_S)
         for ref, fl in flights.items():
             try:
                 result = ray.get(ref, timeout=0)
             except Exception:
                 self._interrupted(fl, events)
                 continue
-            self._write(fl, result, events)
+            code = result.get("returncode")
+            if code == 130 or (isinstance(code, int) and code < 0):
+                self._interrupted(fl, events)  # its child was stopped (SIGTERM, or killed)
+            else:
+                self._write(fl, result, events)  # it ended before the stop reached it

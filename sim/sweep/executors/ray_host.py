@@ -9,8 +9,11 @@ point is measured except a rare progress line to the driver's board (at most
 once a second).
 
 The child is tied to the Ray worker's life (``PR_SET_PDEATHSIG``): when Ray kills
-the worker (a cancelled task, ``ray stop``), the child dies with it instead of
-measuring on for nobody.
+the worker (the driver gone, ``ray stop``), the child dies with it instead of
+measuring on for nobody. On Ctrl-C the driver does not cancel tasks (``ray.cancel``
+racing a task's own reply crashes the driver inside Ray's core worker: a failed
+``RAY_CHECK``, seen under load); it raises a flag on the board, and each task's
+watcher stops its child, which marks its point interrupted and ends the task.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -32,12 +36,14 @@ from sim.rundir.outputs import write_json
 from sim.sweep.executors.transfer import InputFile, collect_outputs, place_inputs
 from sim.sweep.hostinfo import code_hash, host_name
 
-__all__ = ["PROGRESS_EVERY_S", "Board", "run_on_host"]
+__all__ = ["PROGRESS_EVERY_S", "STOP_POLL_S", "Board", "run_on_host"]
 
 #: Minimum seconds between two progress messages to the driver.
 PROGRESS_EVERY_S = 1.0
 #: Seconds a child gets to exit after SIGTERM before it is killed.
 _GRACE_S = 5.0
+#: How often a task asks the board whether the driver wants everything stopped.
+STOP_POLL_S = 0.5
 _PR_SET_PDEATHSIG = 1
 
 
@@ -75,6 +81,22 @@ def _relay(proc: subprocess.Popen[str], key: str, board: Any) -> None:
             board.progress.remote(key, int(pair[0]), int(pair[1]))
 
 
+def _watch_for_stop(proc: subprocess.Popen[str], board: Any, over: threading.Event) -> None:
+    """Until ``over``: when the driver raised the stop flag, SIGTERM the child (it marks its
+    point interrupted and exits)."""
+    import ray
+
+    while not over.wait(STOP_POLL_S):
+        try:
+            stop = ray.get(board.stopping.remote())
+        except Exception:  # the board is gone with the driver: Ray ends this worker
+            return
+        if stop:
+            with contextlib.suppress(ProcessLookupError):
+                proc.terminate()
+            return
+
+
 def run_on_host(
     spec: dict[str, Any], inputs: list[InputFile], key: str, board: Any = None
 ) -> dict[str, Any]:
@@ -101,12 +123,19 @@ def run_on_host(
                 errors="replace",
                 preexec_fn=_die_with_parent,
             )
+            over = threading.Event()
+            if board is not None:
+                threading.Thread(
+                    target=_watch_for_stop, args=(proc, board, over), daemon=True
+                ).start()
             try:
                 _relay(proc, key, board)
                 proc.wait()
             except BaseException:
                 _stop(proc)
                 raise
+            finally:
+                over.set()
         ended = time.time()
         return {
             "outputs": collect_outputs(rep_dir),
@@ -122,10 +151,19 @@ def run_on_host(
 
 class Board:
     """What tasks tell the driver while they run (a Ray actor on the head node):
-    where each started, and its progress. The driver drains it as it waits."""
+    where each started, and its progress. The driver drains it as it waits. The other
+    way, one flag: stop (Ctrl-C)."""
 
     def __init__(self) -> None:
         self._events: list[tuple[Any, ...]] = []
+        self._stop = False
+
+    def stop(self) -> None:
+        """The driver was interrupted: every task stops its child."""
+        self._stop = True
+
+    def stopping(self) -> bool:
+        return self._stop
 
     def started(self, key: str, host: str, node_id: str) -> None:
         self._events.append(("started", key, host, node_id))

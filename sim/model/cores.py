@@ -163,6 +163,18 @@ class Cores:
         left = task.finish - self._v
         return left if left >= _EPS_S else 0.0
 
+    def take_off(self, task: CpuTask) -> float:
+        """:meth:`stop` ``task`` unless its work is done up to float rounding (it ends this
+        very instant: then it is left to finish, and 0 returned); the work left."""
+        self._advance()
+        left = task.finish - self._v
+        if left < _EPS_S:
+            return 0.0
+        self._tasks.remove(task)
+        task.due = -1.0
+        self._set_rate()
+        return left
+
     def stop(self, task: CpuTask) -> float:
         """Take ``task`` off the cores now, without calling ``done``; returns the work left."""
         if task.due < 0:

@@ -132,10 +132,19 @@ class CPythonGil:
             return
         if self._holder == thread:
             raise RuntimeError(f"{thread!r} already holds the GIL")
-        now = self._loop.now
-        self._waiters.append((thread, cont, now))
-        if now + self._si < self._drop_at:
-            self._arm(now + self._si)
+        loop = self._loop
+        now = loop.now
+        waiters = self._waiters
+        waiters.append((thread, cont, now))
+        t = now + self._si
+        if not waiters[1:] and self._task is not None and loop.clear(t):
+            # The only waiter behind a running holder, and nothing else happens before
+            # its switch interval is out: its drop request, now (no alarm to set and fire).
+            # Callers call acquire last in their loop entry, as this needs.
+            loop.now = t
+            self._drop_request(tail=True)
+        elif t < self._drop_at:
+            self._arm(t)
 
     def release(self, thread: Any) -> None:
         """``thread`` gives the GIL up (it blocks, sleeps or enters a GIL-free section)."""
@@ -212,17 +221,19 @@ class CPythonGil:
     def _drop_check(self, _arg: Any = None) -> None:
         self._drop_at = math.inf
         if self._holder is not None and self._waiters:
-            self._drop_request()
+            self._drop_request(tail=True)  # last in the alarm's loop entry
 
-    def _drop_request(self) -> None:
+    def _drop_request(self, tail: bool) -> None:
+        """A waiter's switch interval ran out: the holder drops the GIL at its next check.
+        ``tail``: the caller does nothing after this in its loop entry (see _hand_off)."""
         task = self._task
         if task is None:  # the holder is between runs (being woken): it drops on its next run
             self._drop_pending = True
             return
-        if self._cores.left(task) <= 0:  # its run ends this very instant: drop at the next
+        left = self._cores.take_off(task)
+        if left <= 0:  # its run ends this very instant: drop at the next
             self._drop_pending = True
             return
-        left = self._cores.stop(task)
         cont = self._run_cont
         assert cont is not None
         thread = self._holder
@@ -230,11 +241,13 @@ class CPythonGil:
         self._run_cont = None
         self._forced += 1  # the holder queues again with the work left
         self._holder = None
-        self._hand_off((thread, lambda _a: self.run(thread, left, cont)))
+        self._hand_off((thread, lambda _a: self.run(thread, left, cont)), tail)
 
-    def _hand_off(self, requeue: tuple[Any, Cont] | None) -> None:
+    def _hand_off(self, requeue: tuple[Any, Cont] | None, tail: bool = False) -> None:
         """Give the GIL to a waiter drawn at random; ``requeue`` (the thread just forced
-        off) joins the waiters after the draw: it may not take the GIL straight back."""
+        off) joins the waiters after the draw: it may not take the GIL straight back.
+        ``tail``: the caller has nothing left to do in its loop entry, so the waiter may
+        go on at once when its wake-up comes before anything else (Loop.clear)."""
         waiters = self._waiters
         i = int(self._draw() * len(waiters)) if len(waiters) > 1 else 0
         thread, cont, _since = waiters.pop(min(i, len(waiters) - 1))
@@ -245,7 +258,15 @@ class CPythonGil:
         if requeue is not None:
             waiters.append((requeue[0], requeue[1], now))
         self._rearm(requeue is not None)
-        self._loop.after(self._handoff(), cont)
+        delay = self._handoff()
+        loop = self._loop
+        if tail:
+            t = now + delay if delay > 0 else now
+            if loop.clear(t):
+                loop.now = t
+                cont(None)
+                return
+        loop.after(delay, cont)
 
 
 class NoGil:

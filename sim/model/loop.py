@@ -41,7 +41,7 @@ class Alarm:
 class Loop:
     """Simulated time and the callbacks due in it."""
 
-    __slots__ = ("_alarm", "_alarm_at", "_alarms", "_heap", "_seq", "_stop", "now")
+    __slots__ = ("_alarm", "_alarm_at", "_alarms", "_heap", "_limit", "_seq", "_stop", "now")
 
     def __init__(self) -> None:
         self.now = 0.0
@@ -51,6 +51,7 @@ class Loop:
         self._alarms: list[Alarm] = []
         self._alarm: Alarm | None = None  # the earliest set alarm
         self._alarm_at = _INF
+        self._limit = -_INF  # run()'s ``until`` while it runs; nothing is clear outside run()
 
     def alarm(self, fn: Callable[[Any], None]) -> Alarm:
         """A new alarm calling ``fn(None)`` when due; unset until :meth:`set_alarm`."""
@@ -94,6 +95,19 @@ class Loop:
         top = self._heap[0][0] if self._heap else _INF
         return top if top < self._alarm_at else self._alarm_at
 
+    def clear(self, t: float) -> bool:
+        """Whether ``t`` comes before anything else: nothing due at or before it, the run
+        not stopping, ``t`` within its ``until``. Then a callback with nothing left to do
+        in its entry may set ``now = t`` and go on at once: what the loop would run next
+        anyway, without an entry (the same order, the same results)."""
+        heap = self._heap
+        return (
+            t < self._alarm_at
+            and (not heap or t < heap[0][0])
+            and t <= self._limit
+            and not self._stop
+        )
+
     @property
     def pending(self) -> int:
         return len(self._heap)
@@ -106,7 +120,7 @@ class Loop:
         """Run entries and alarms until :meth:`stop` is called, none are left, or (when
         given) the next one is due after ``until``. Returns True when stopped by :meth:`stop`."""
         heap = self._heap
-        limit = _INF if until is None else until
+        limit = self._limit = _INF if until is None else until
         self._stop = False
         while True:
             top = heap[0][0] if heap else _INF
@@ -132,4 +146,5 @@ class Loop:
             self.now = until
         stopped = self._stop
         self._stop = False
+        self._limit = -_INF
         return stopped

@@ -146,14 +146,15 @@ class CPythonGil:
         elif t < self._drop_at:
             self._arm(t)
 
-    def release(self, thread: Any) -> None:
-        """``thread`` gives the GIL up (it blocks, sleeps or enters a GIL-free section)."""
+    def release(self, thread: Any, tail: bool = False) -> None:
+        """``thread`` gives the GIL up (it blocks, sleeps or enters a GIL-free section).
+        ``tail``: the caller does nothing after this in its loop entry (see _hand_off)."""
         if self._holder != thread:
             raise RuntimeError(f"{thread!r} releases a GIL held by {self._holder!r}")
         self._holder = None
         self._drop_pending = False
         if self._waiters:
-            self._hand_off(None)
+            self._hand_off(None, tail)
         elif self.free_watch is not None:
             self.free_watch(self._loop.now)
 
@@ -303,7 +304,7 @@ class NoGil:
     def acquire(self, thread: Any, cont: Cont) -> None:
         cont(None)
 
-    def release(self, thread: Any) -> None:
+    def release(self, thread: Any, tail: bool = False) -> None:
         return None
 
     def run_instant(self, thread: Any, work_s: float) -> bool:

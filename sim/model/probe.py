@@ -193,7 +193,17 @@ class ModelProbe:
     def _ran(self, _arg: Any = None) -> None:
         assert self._loop is not None
         now = self._loop.now
-        self._gil.release(PROBE_THREAD)
+        gil, j = self._gil, self._j
+        if gil.waiting and j < len(self._v) and not self._stopped:
+            # The GIL goes to a waiter: armed for the next target, set before the release
+            # (as _passive_or_armed would after it) so that the hand-off, last in this
+            # loop entry, may go on at once when nothing else comes first.
+            if self._v[j] < now:  # the next target fell due during the probe's own hold
+                self._v[j] = now
+            self._arm()
+            gil.release(PROBE_THREAD, tail=True)
+            return
+        gil.release(PROBE_THREAD)
         if self._stopped:
             return
         j = self._j

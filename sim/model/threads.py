@@ -152,10 +152,10 @@ class _Worker:
         calls (that job may have been taken meanwhile). Always last in a loop entry."""
         pool = self._pool
         if not pool.jobs:
-            if self.holding:
-                self.holding = False
-                pool.gil.release(self.name)
             pool.idle.append(self)
+            if self.holding:  # idle first: a hand-off that goes on at once may wake it
+                self.holding = False
+                pool.gil.release(self.name, tail=True)
             return
         if not self.holding:
             if not pool.gil.take(self.name):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import repeat
 
 import numpy as np
 
@@ -20,21 +21,30 @@ from sim.model.calibration import PARAMETRIC, Calibration, LinearFit
 __all__ = ["Latency", "ModelCosts", "Spread", "point_costs"]
 
 
-class Latency:
-    """A latency measured on the machine, as samples; each call draws one (seconds)."""
+def _sampler(values: list[float], draw: Callable[[], float]) -> Callable[[], float]:
+    """``values[int(draw() * n)]`` per call (no draw when there is one value), built from
+    C-level iterators so that a call runs no Python frame (model mode draws several per
+    request): the same draws, taken at the same moments, as the plain expression."""
+    if len(values) == 1:
+        return repeat(values[0]).__next__
+    index = map(int, map(float(len(values)).__mul__, iter(draw, None)))
+    return map(values.__getitem__, index).__next__
 
-    __slots__ = ("_draw", "_n", "_samples", "median")
+
+class Latency:
+    """A latency measured on the machine, as samples; each call draws one (seconds).
+    ``draw()`` is the same, faster (no Python frame)."""
+
+    __slots__ = ("_n", "_samples", "draw", "median")
 
     def __init__(self, samples_ms: list[float], draw: Callable[[], float]) -> None:
         self._samples = [max(0.0, x) / 1e3 for x in samples_ms] or [0.0]
         self._n = len(self._samples)
-        self._draw = draw
+        self.draw = _sampler(self._samples, draw)
         self.median = float(np.median(self._samples))
 
     def __call__(self) -> float:
-        if self._n == 1:
-            return self._samples[0]
-        return self._samples[int(self._draw() * self._n)]
+        return self.draw()
 
     def many(self, uniforms: np.ndarray) -> np.ndarray:
         """One draw per uniform in ``uniforms`` (the same mapping as a call, vectorised)."""
@@ -51,17 +61,14 @@ class Spread:
     constant hold would leave the model's queues without the variance that, near
     saturation, decides their waits."""
 
-    __slots__ = ("_draw", "_n", "_ratios")
+    __slots__ = ("_ratios", "draw")
 
     def __init__(self, ratios: list[float], draw: Callable[[], float]) -> None:
         self._ratios = [max(0.0, r) for r in ratios] or [1.0]
-        self._n = len(self._ratios)
-        self._draw = draw
+        self.draw = _sampler(self._ratios, draw)
 
     def __call__(self) -> float:
-        if self._n == 1:
-            return self._ratios[0]
-        return self._ratios[int(self._draw() * self._n)]
+        return self.draw()
 
 
 @dataclass(frozen=True)
@@ -100,7 +107,7 @@ class ModelCosts:
         if self.hold_fit is None:
             return self.fixed_hold_s
         mean = self._cost_s("hold", tokens)
-        return mean if self.hold_spread is None else mean * self.hold_spread()
+        return mean if self.hold_spread is None else mean * self.hold_spread.draw()
 
     def free_s(self, tokens: int) -> float:
         """GIL-free CPU time of a request (a nogil kernel)."""

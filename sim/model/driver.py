@@ -111,7 +111,7 @@ class _Request:
             rec.status = "failed"
             rec.error = f"{type(xfer.error).__name__}: {xfer.error}"
         c = self.p.costs
-        self.p.harness.post(c.done_s, c.timer_late, self._finish)
+        self.p.harness.post(c.done_s, c.timer_late.draw, self._finish)
 
     def _finish(self, _arg: Any = None) -> None:
         p, rec = self.p, self.rec
@@ -148,7 +148,7 @@ class _Point:
             self.gil: CPythonGil | NoGil = NoGil(loop, self.cores)
         else:
             self.gil = CPythonGil(
-                loop, self.cores, cfg.gil.switch_interval_ms / 1e3, self.draw.next, costs.wake
+                loop, self.cores, cfg.gil.switch_interval_ms / 1e3, self.draw.next, costs.wake.draw
             )
         self.harness = Harness(loop, self.gil)
         self.workers = ModelWorkers(
@@ -157,8 +157,8 @@ class _Point:
             self.cores,
             self.harness,
             cfg.connector.workers,
-            costs.wake,
-            costs.sleep_late,
+            costs.wake.draw,
+            costs.sleep_late.draw,
             costs.complete_s,
         )
         self.store = StoreModel(loop, cfg.store)
@@ -194,7 +194,7 @@ class _Point:
                 arrive_next()
 
             def arrive(req: PlannedRequest) -> None:
-                harness.post(c.arrival_s, c.timer_late, injected, req)
+                harness.post(c.arrival_s, c.timer_late.draw, injected, req)
 
             def arrive_next() -> None:
                 # Planned times are absolute: a late harness never shifts later arrivals.

@@ -250,15 +250,27 @@ class CPythonGil:
         ``tail``: the caller has nothing left to do in its loop entry, so the waiter may
         go on at once when its wake-up comes before anything else (Loop.clear)."""
         waiters = self._waiters
-        i = int(self._draw() * len(waiters)) if len(waiters) > 1 else 0
-        thread, cont, _since = waiters.pop(min(i, len(waiters) - 1))
+        n = len(waiters)
+        if n > 1:
+            i = int(self._draw() * n)
+            thread, cont, _since = waiters.pop(i if i < n else n - 1)
+        else:
+            thread, cont, _since = waiters.pop()
         now = self._loop.now
         self._holder = thread
         self._switches += 1
         self._last_switch = now
         if requeue is not None:
             waiters.append((requeue[0], requeue[1], now))
-        self._rearm(requeue is not None)
+            if n == 1:  # _rearm(True) with only the thread just forced off waiting
+                self._arm(now + self._si)
+            else:
+                self._rearm(True)
+        elif n == 1:  # _rearm(False) with nobody left waiting
+            self._drop_at = math.inf
+            self._loop.cancel(self._alarm)
+        else:
+            self._rearm(False)
         delay = self._handoff()
         loop = self._loop
         if tail:

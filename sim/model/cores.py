@@ -52,6 +52,7 @@ class Cores:
         if background < 0:
             raise ValueError("background load must be >= 0")
         self._loop = loop
+        self._heap = loop.heap
         self._n = n
         #: Runnable threads of other processes, always there, sharing the cores with ours.
         self._bg = background
@@ -144,7 +145,10 @@ class Cores:
         now = loop.now
         end = now + work_s
         running = len(self._tasks)
-        if self._rate != 1.0 or running + 1 + self._bg > self._n or loop.peek() <= end:
+        if self._rate != 1.0 or running + 1 + self._bg > self._n:
+            return False
+        heap = self._heap  # loop.peek() <= end, inline (the hottest check of model mode)
+        if (heap and heap[0][0] <= end) or loop.alarm_due <= end:
             return False
         # self._advance() to now, then to the end at full speed, this task included.
         # (Two steps, as _advance would take them: float sums must come out the same.)

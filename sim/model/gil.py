@@ -94,6 +94,10 @@ class CPythonGil:
         return self._holder
 
     @property
+    def cores(self) -> Cores:
+        return self._cores
+
+    @property
     def waiting(self) -> int:
         return len(self._waiters)
 
@@ -297,6 +301,10 @@ class NoGil:
     @property
     def holder(self) -> Any:
         return None
+
+    @property
+    def cores(self) -> Cores:
+        return self._cores
 
     @property
     def waiting(self) -> int:

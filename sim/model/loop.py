@@ -43,6 +43,17 @@ class Loop:
 
     __slots__ = ("_alarm", "_alarm_at", "_alarms", "_heap", "_limit", "_seq", "_stop", "now")
 
+    @property
+    def heap(self) -> list[tuple[float, int, Callable[[Any], None], Any]]:
+        """The entries, a heap by (time, sequence): read-only to others (Cores.instant reads
+        its top inline); the same list for the loop's whole life."""
+        return self._heap
+
+    @property
+    def alarm_due(self) -> float:
+        """When the earliest alarm is due (infinity when none)."""
+        return self._alarm_at
+
     def __init__(self) -> None:
         self.now = 0.0
         self._heap: list[tuple[float, int, Callable[[Any], None], Any]] = []

@@ -34,11 +34,13 @@ Done = Callable[[Any], None]
 class Harness:
     """The simulation thread: serves posted items one at a time, holding the GIL."""
 
-    __slots__ = ("_current", "_gil", "_holding", "_items", "_loop", "_sleeping", "cpu_s")
+    __slots__ = ("_cores", "_current", "_gil", "_holding", "_items", "_loop", "_sleeping")
+    __slots__ += ("cpu_s",)
 
     def __init__(self, loop: Loop, gil: CPythonGil | NoGil) -> None:
         self._loop = loop
         self._gil = gil
+        self._cores = gil.cores
         self._items: deque[tuple[float, Done | None, Any]] = deque()
         self._sleeping = True
         self._holding = False
@@ -65,24 +67,32 @@ class Harness:
 
     def _woken(self, _arg: Any = None) -> None:
         if self._gil.take(SIM_THREAD):  # a free GIL: on at once, no continuation
-            self._got()
+            self._got(True)
         else:
             self._gil.acquire(SIM_THREAD, self._got)
 
-    def _got(self, _arg: Any = None) -> None:
+    def _got(self, free: bool | None = None) -> None:
         # Called last in a loop entry (the wake-up, or the GIL's hand-off): the first
-        # item may be done at once (GIL.run_instant). There is one: only this thread
-        # takes items, and it sleeps only once they are all done.
+        # item may be done at once (GIL.run_instant; on a GIL just found ``free`` nobody
+        # waits, so only the cores can say no). There is one: only this thread takes
+        # items, and it sleeps only once they are all done.
         self._holding = True
-        cost, done, arg = self._items.popleft()
+        items = self._items
+        cost, done, arg = items.popleft()
         if cost > 0:
             self.cpu_s += cost
-            if not self._gil.run_instant(SIM_THREAD, cost):
+            gil = self._gil
+            if not (self._cores.instant(cost) if free else gil.run_instant(SIM_THREAD, cost)):
                 self._current = (done, arg)
-                self._gil.run(SIM_THREAD, cost, self._item_done)
+                gil.run(SIM_THREAD, cost, self._item_done)
                 return
-        self._next()  # the thread moves on (or goes to sleep) before the poster resumes
-        if done is not None:
+        if items:
+            self._next()
+        else:  # _next: nothing more to do, asleep again
+            self._holding = False
+            self._gil.release(SIM_THREAD)
+            self._sleeping = True
+        if done is not None:  # the thread moved on before the poster resumes
             done(arg)
 
     def _next(self) -> None:

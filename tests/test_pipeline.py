@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import pytest
 
@@ -117,3 +118,62 @@ def test_columns_are_the_documented_ones() -> None:
         "error",
     ):
         assert col in REQUEST_COLUMNS
+
+
+class _Recording(AddressVariant):
+    """Records the job each request's CPU stage got (on its load thread)."""
+
+    name = "test-recording"
+    description = "test only"
+    seen: ClassVar[dict[int, tuple[bytes, tuple]]] = {}
+
+    def prepare_values(self, chunks, block_ids):
+        return None
+
+    def warm_up(self) -> None:
+        return None
+
+    def run(self, job, group, handler):
+        type(self).seen[job.request_id] = (job.block_hashes, job.block_ids)
+        return [], None
+
+
+@pytest.fixture
+def recording_variant():
+    with ADDRESS_VARIANTS.temporary(_Recording):
+        yield _Recording.name
+
+
+@pytest.mark.parametrize("fits", [0, 5, 12])
+def test_jobs_built_before_the_load_are_the_jobs_built_at_arrival(
+    write_config, monkeypatch, recording_variant, fits
+) -> None:
+    """Jobs go to the load threads built before the load up to the budget, at arrival past
+    it; either way each request gets the very job its seed plans."""
+    import numpy as np
+
+    from sim.runtime import pipeline
+    from sim.workload.plan import HASH_LEN, plan_workload
+
+    cfg = {"workload": {"requests": 12, "tokens": 2048}, "connector": {"variant": _Recording.name}}
+    _, points = parse_config(write_config(cfg))
+    geo = points[0].config.model
+    per_job = 2048 // geo.chunk_granularity * HASH_LEN + -(-2048 // geo.block_size) * 36
+    budget = fits * per_job + per_job // 2  # room for `fits` jobs, not one more
+    built: list[int] = []
+    real_prepare = pipeline.LoadPipeline.prepare
+
+    def prepare(self, requests, budget_bytes=None):
+        n = real_prepare(self, requests, budget)
+        built.append(n)
+        return n
+
+    monkeypatch.setattr(pipeline.LoadPipeline, "prepare", prepare)
+    _Recording.seen = {}
+    res = run_point(points[0])
+    assert res.summary["ok"] == 12
+    assert built == [fits]
+    plan = plan_workload(points[0].config, np.random.default_rng([points[0].config.seed, 0]))
+    for req in plan:
+        job = req.job(geo)
+        assert _Recording.seen[req.request_id] == (job.block_hashes, job.block_ids)

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from sim.errors import RunDirError
 from sim.store.mooncake import mooncake_missing
 from sim.store.netns import netns_available, wrap_in_netns
 
@@ -130,9 +131,16 @@ def test_real_store_runs_scalar_and_numpy_verified_and_leaves_nothing(write_conf
     assert _gone(mark), f"processes left behind: {_marked(mark)}"
     from sim.store.calibrate import fit_store
 
-    fit = fit_store(out)  # the model's parameters from these real gets
-    assert fit.workers == 1 and fit.requests == 2 * 12
-    assert fit.bandwidth_gb_per_s > 0 and fit.latency_ms >= 0
+    # The model's parameters from these real gets (the fit itself is checked on known data in
+    # tests/test_store_calibrate.py). 24 small gets on a loaded machine can be all noise: then
+    # the one-line refusal, never a made-up bandwidth.
+    try:
+        fit = fit_store(out)
+    except RunDirError as exc:
+        assert "the get time does not grow with the bytes moved" in str(exc), exc
+    else:
+        assert fit.workers == 1 and fit.requests == 2 * 12
+        assert fit.bandwidth_gb_per_s > 0 and fit.latency_ms >= 0
 
 
 def test_a_wrong_address_fails_its_requests_clearly(write_config):

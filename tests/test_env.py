@@ -204,3 +204,31 @@ def test_a_posted_callback_runs_on_the_simulation_thread() -> None:
     worker.join()
     assert ran_on == [threading.current_thread().name]
     assert env.pending == 0
+
+
+def test_the_inbox_wakes_its_waiter_loses_no_post_and_times_out() -> None:
+    from sim.runtime.inbox import Inbox
+
+    inbox: Inbox[int] = Inbox()
+    t0 = time.perf_counter()
+    assert inbox.wait(0.02) is False and not inbox  # nothing posted: it times out
+    assert time.perf_counter() - t0 >= 0.015
+    assert inbox.wait(-1.0) is False  # a time already past: no wait, never a hang
+    n, producers = 2000, 4
+    got: list[int] = []
+
+    def produce(k: int) -> None:
+        for i in range(n):
+            inbox.put(k * n + i)
+
+    threads = [threading.Thread(target=produce, args=(k,)) for k in range(producers)]
+    for t in threads:
+        t.start()
+    deadline = time.perf_counter() + 20
+    while len(got) < n * producers and time.perf_counter() < deadline:
+        while inbox:
+            got.append(inbox.take())
+        inbox.wait(0.00003)  # tiny waits, as the simulation thread's timers make
+    for t in threads:
+        t.join()
+    assert sorted(got) == list(range(n * producers))  # every post, once

@@ -11,7 +11,6 @@ loaded machine adds outliers, not a shift of the bulk.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import platform
 import queue
@@ -199,13 +198,14 @@ def _wake_ms(n: int = 200) -> list[float]:
 
 
 def _timer_late_ms(n: int = 100, wait_s: float = 0.0005) -> list[float]:
-    """How late a timed wait on an empty queue returns (the simulation thread's timers)."""
-    q: queue.SimpleQueue[int] = queue.SimpleQueue()
+    """How late a timed wait on an empty inbox returns (the simulation thread's timers)."""
+    from sim.runtime.inbox import Inbox
+
+    inbox: Inbox[int] = Inbox()
     late = []
     for _ in range(n):
         t0 = time.perf_counter_ns()
-        with contextlib.suppress(queue.Empty):
-            q.get(timeout=wait_s)
+        inbox.wait(wait_s)
         late.append((time.perf_counter_ns() - t0) / 1e6 - wait_s * 1e3)
     return [max(0.0, x) for x in late]
 

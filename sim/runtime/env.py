@@ -22,9 +22,7 @@ backwards.
 
 from __future__ import annotations
 
-import queue
 import time
-from collections import deque
 from collections.abc import Callable
 from heapq import heappop, heappush
 from time import perf_counter_ns
@@ -35,6 +33,7 @@ from simpy.core import EmptySchedule
 from simpy.events import NORMAL
 
 from sim.errors import StallError
+from sim.runtime.inbox import Inbox
 
 __all__ = ["HybridEnvironment", "StallError"]
 
@@ -88,9 +87,7 @@ class HybridEnvironment(simpy.Environment):
 
     def __init__(self, stall_timeout_s: float | None = None) -> None:
         super().__init__(initial_time=0.0)
-        self._inbox: queue.SimpleQueue[Posted] = queue.SimpleQueue()
-        #: Completions taken from the inbox while waiting, delivered on the next pass.
-        self._held: deque[Posted] = deque()
+        self._inbox: Inbox[Posted] = Inbox()
 
         self._pending = 0
         self._t0_ns = time.perf_counter_ns()
@@ -188,7 +185,7 @@ class HybridEnvironment(simpy.Environment):
         the earliest queued event, and makes a process resumed by a completion see
         the real time (a transfer it starts then lasts its full modelled time).
         """
-        queue_, inbox, held, t0_ns = self._queue, self._inbox, self._held, self._t0_ns
+        queue_, inbox, t0_ns = self._queue, self._inbox, self._t0_ns
         while True:
             while queue_ and type(head := queue_[0][3]) is _Call and not head.live:
                 heappop(queue_)  # cancelled: not worth waking up for
@@ -196,10 +193,8 @@ class HybridEnvironment(simpy.Environment):
             due = queue_[0][0] if queue_ else _INF
             if due <= wall:
                 break
-            # A completion already posted (held back, or in the inbox: only this thread
-            # takes from it, so one seen there is still there)
-            if held or not inbox.empty():
-                fn, arg = held.popleft() if held else inbox.get_nowait()
+            if inbox:  # a completion already posted
+                fn, arg = inbox.take()
                 self._pending -= 1
                 if wall > self._now:
                     self._now = wall
@@ -210,16 +205,13 @@ class HybridEnvironment(simpy.Environment):
             timeout = self._stall_timeout_s if due == _INF else due - wall
             self._waits += 1
             asleep_ns = time.thread_time_ns()
-            try:
-                held.append(inbox.get(timeout=timeout))
-            except queue.Empty:
-                if due == _INF:
-                    raise StallError(
-                        f"{self._pending} thread job(s) gave no answer for "
-                        f"{self._stall_timeout_s:g} s and no timer is due"
-                    ) from None
-            finally:
-                self._asleep_cpu_ns += time.thread_time_ns() - asleep_ns
+            rung = inbox.wait(timeout)
+            self._asleep_cpu_ns += time.thread_time_ns() - asleep_ns
+            if not rung and due == _INF and not inbox:
+                raise StallError(
+                    f"{self._pending} thread job(s) gave no answer for "
+                    f"{self._stall_timeout_s:g} s and no timer is due"
+                )
         at, _prio, _eid, event = queue_[0]
         if type(event) is _Call:  # a bare callback: no SimPy machinery needed
             heappop(queue_)

@@ -109,7 +109,7 @@ class Cores:
             self._busy_s += dt * self._rate * len(tasks)
             self._t = now
         tasks.remove(task)
-        if tasks or self._bg:
+        if self._rate != 1.0 or len(tasks) + self._bg > self._n:  # else the pace stays 1
             self._set_rate()
         task.done(None)
 
@@ -148,7 +148,7 @@ class Cores:
         if self._rate != 1.0 or running + 1 + self._bg > self._n:
             return False
         heap = self._heap  # loop.peek() <= end, inline (the hottest check of model mode)
-        if (heap and heap[0][0] <= end) or loop.alarm_due <= end:
+        if (heap and heap[0][0] <= end) or loop.alarm_at <= end:
             return False
         # self._advance() to now, then to the end at full speed, this task included.
         # (Two steps, as _advance would take them: float sums must come out the same.)
@@ -170,13 +170,19 @@ class Cores:
     def take_off(self, task: CpuTask) -> float:
         """:meth:`stop` ``task`` unless its work is done up to float rounding (it ends this
         very instant: then it is left to finish, and 0 returned); the work left."""
-        self._advance()
+        tasks = self._tasks
+        dt = self._loop.now - self._t
+        if dt > 0:  # self._advance(), inline
+            self._v += dt * self._rate
+            self._busy_s += dt * self._rate * len(tasks)
+            self._t = self._loop.now
         left = task.finish - self._v
         if left < _EPS_S:
             return 0.0
-        self._tasks.remove(task)
+        tasks.remove(task)
         task.due = -1.0
-        self._set_rate()
+        if self._rate != 1.0 or len(tasks) + self._bg > self._n:  # else the pace stays 1
+            self._set_rate()
         return left
 
     def stop(self, task: CpuTask) -> float:

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from sim.model.cores import Cores, CpuTask
@@ -73,7 +74,8 @@ class CPythonGil:
         self._handoff: Callable[[], float] = (
             handoff_s if callable(handoff_s) else (lambda h=float(handoff_s): h)
         )
-        self._holder: Any = None
+        #: The thread holding the GIL (None: free; then nobody waits either).
+        self.holder: Any = None
         #: (thread, continuation, time it started waiting)
         self._waiters: list[tuple[Any, Cont, float]] = []
         self._switches = 0
@@ -88,10 +90,6 @@ class CPythonGil:
         #: with nobody waiting (the probe listens).
         self.watch: Callable[[float], None] | None = None
         self.free_watch: Callable[[float], None] | None = None
-
-    @property
-    def holder(self) -> Any:
-        return self._holder
 
     @property
     def cores(self) -> Cores:
@@ -115,9 +113,9 @@ class CPythonGil:
     def take(self, thread: Any) -> bool:
         """Take a free GIL for ``thread`` now (what :meth:`acquire` does at once, without
         a continuation to call); False when it is held: then call :meth:`acquire`."""
-        if self._holder is not None:
+        if self.holder is not None:
             return False
-        self._holder = thread
+        self.holder = thread
         self._switches += 1
         now = self._last_switch = self._loop.now
         if self.watch is not None:
@@ -126,15 +124,15 @@ class CPythonGil:
 
     def acquire(self, thread: Any, cont: Cont) -> None:
         """Call ``cont(None)`` once ``thread`` holds the GIL (at once when it is free)."""
-        if self._holder is None:
-            self._holder = thread
+        if self.holder is None:
+            self.holder = thread
             self._switches += 1
             self._last_switch = self._loop.now
             if self.watch is not None:
                 self.watch(self._loop.now)
             cont(None)
             return
-        if self._holder == thread:
+        if self.holder == thread:
             raise RuntimeError(f"{thread!r} already holds the GIL")
         loop = self._loop
         now = loop.now
@@ -146,27 +144,28 @@ class CPythonGil:
             # its switch interval is out: its drop request, now (no alarm to set and fire).
             # Callers call acquire last in their loop entry, as this needs.
             loop.now = t
-            self._drop_request(tail=True)
+            self._drop_check()
         elif t < self._drop_at:
             self._arm(t)
 
     def release(self, thread: Any, tail: bool = False) -> None:
         """``thread`` gives the GIL up (it blocks, sleeps or enters a GIL-free section).
         ``tail``: the caller does nothing after this in its loop entry (see _hand_off)."""
-        if self._holder != thread:
-            raise RuntimeError(f"{thread!r} releases a GIL held by {self._holder!r}")
-        self._holder = None
+        if self.holder != thread:
+            raise RuntimeError(f"{thread!r} releases a GIL held by {self.holder!r}")
+        self.holder = None
         self._drop_pending = False
         if self._waiters:
             self._hand_off(None, tail)
         elif self.free_watch is not None:
             self.free_watch(self._loop.now)
 
-    def run(self, thread: Any, work_s: float, cont: Cont) -> None:
+    def run(self, thread: Any, work_s: float, cont: Cont, _arg: Any = None) -> None:
         """``work_s`` CPU seconds of Python by ``thread``, which holds the GIL; then
         ``cont(None)``, holding the GIL. In between, drop requests may take it away (the
-        thread then waits like any other and resumes where it stopped)."""
-        if self._holder != thread:
+        thread then waits like any other and resumes where it stopped: a ``partial`` of
+        this, called as a continuation, hence ``_arg``)."""
+        if self.holder != thread:
             raise RuntimeError(f"{thread!r} runs Python without holding the GIL")
         if work_s <= 0:
             cont(None)
@@ -174,8 +173,8 @@ class CPythonGil:
         if self._drop_pending and self._waiters:
             self._drop_pending = False
             self._forced += 1
-            self._holder = None
-            self._hand_off((thread, lambda _a: self.run(thread, work_s, cont)))
+            self.holder = None
+            self._hand_off((thread, partial(self.run, thread, work_s, cont)))
             return
         self._run_cont = cont
         self._task = self._cores.run(work_s, self._run_done)
@@ -184,7 +183,7 @@ class CPythonGil:
         """:meth:`run` done at once when nothing can interrupt it (:meth:`Cores.instant`:
         no drop request pending, nothing else due before its end); False: call :meth:`run`.
         Only for a thread whose next step ends the current loop entry."""
-        if self._holder != thread:
+        if self.holder != thread:
             raise RuntimeError(f"{thread!r} runs Python without holding the GIL")
         if self._drop_pending and self._waiters:
             return False
@@ -224,13 +223,12 @@ class CPythonGil:
         self._arm(first)
 
     def _drop_check(self, _arg: Any = None) -> None:
-        self._drop_at = math.inf
-        if self._holder is not None and self._waiters:
-            self._drop_request(tail=True)  # last in the alarm's loop entry
-
-    def _drop_request(self, tail: bool) -> None:
         """A waiter's switch interval ran out: the holder drops the GIL at its next check.
-        ``tail``: the caller does nothing after this in its loop entry (see _hand_off)."""
+        The GIL's alarm calls this, and acquire for a lone waiter: both last in their loop
+        entry, which lets the hand-off go on at once (see _hand_off)."""
+        self._drop_at = math.inf
+        if self.holder is None or not self._waiters:
+            return
         task = self._task
         if task is None:  # the holder is between runs (being woken): it drops on its next run
             self._drop_pending = True
@@ -241,12 +239,12 @@ class CPythonGil:
             return
         cont = self._run_cont
         assert cont is not None
-        thread = self._holder
+        thread = self.holder
         self._task = None
         self._run_cont = None
         self._forced += 1  # the holder queues again with the work left
-        self._holder = None
-        self._hand_off((thread, lambda _a: self.run(thread, left, cont)), tail)
+        self.holder = None
+        self._hand_off((thread, partial(self.run, thread, left, cont)), True)
 
     def _hand_off(self, requeue: tuple[Any, Cont] | None, tail: bool = False) -> None:
         """Give the GIL to a waiter drawn at random; ``requeue`` (the thread just forced
@@ -261,13 +259,14 @@ class CPythonGil:
         else:
             thread, cont, _since = waiters.pop()
         now = self._loop.now
-        self._holder = thread
+        self.holder = thread
         self._switches += 1
         self._last_switch = now
         if requeue is not None:
             waiters.append((requeue[0], requeue[1], now))
             if n == 1:  # _rearm(True) with only the thread just forced off waiting
-                self._arm(now + self._si)
+                at = self._drop_at = now + self._si  # self._arm(at), inline
+                self._loop.set_alarm(self._alarm, at)
             else:
                 self._rearm(True)
         elif n == 1:  # _rearm(False) with nobody left waiting
@@ -298,9 +297,8 @@ class NoGil:
         self.watch: Callable[[float], None] | None = None
         self.free_watch: Callable[[float], None] | None = None
 
-    @property
-    def holder(self) -> Any:
-        return None
+    #: Nobody ever holds it.
+    holder: Any = None
 
     @property
     def cores(self) -> Cores:

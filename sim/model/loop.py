@@ -41,18 +41,13 @@ class Alarm:
 class Loop:
     """Simulated time and the callbacks due in it."""
 
-    __slots__ = ("_alarm", "_alarm_at", "_alarms", "_heap", "_limit", "_seq", "_stop", "now")
+    __slots__ = ("_alarm", "_alarms", "_heap", "_limit", "_seq", "_stop", "alarm_at", "now")
 
     @property
     def heap(self) -> list[tuple[float, int, Callable[[Any], None], Any]]:
         """The entries, a heap by (time, sequence): read-only to others (Cores.instant reads
         its top inline); the same list for the loop's whole life."""
         return self._heap
-
-    @property
-    def alarm_due(self) -> float:
-        """When the earliest alarm is due (infinity when none)."""
-        return self._alarm_at
 
     def __init__(self) -> None:
         self.now = 0.0
@@ -61,7 +56,8 @@ class Loop:
         self._stop = False
         self._alarms: list[Alarm] = []
         self._alarm: Alarm | None = None  # the earliest set alarm
-        self._alarm_at = _INF
+        #: When the earliest alarm is due (infinity when none): read-only to others.
+        self.alarm_at = _INF
         self._limit = -_INF  # run()'s ``until`` while it runs; nothing is clear outside run()
 
     def alarm(self, fn: Callable[[Any], None]) -> Alarm:
@@ -73,8 +69,8 @@ class Loop:
     def set_alarm(self, alarm: Alarm, t: float) -> None:
         """Make ``alarm`` due at ``t`` (not before now), whenever it was due before."""
         at = alarm.at = t if t > self.now else self.now
-        if at < self._alarm_at:
-            self._alarm, self._alarm_at = alarm, at
+        if at < self.alarm_at:
+            self._alarm, self.alarm_at = alarm, at
         elif alarm is self._alarm:  # the earliest moved later
             self._earliest()
 
@@ -91,7 +87,7 @@ class Loop:
         for alarm in self._alarms:
             if alarm.at < at:
                 first, at = alarm, alarm.at
-        self._alarm, self._alarm_at = first, at
+        self._alarm, self.alarm_at = first, at
 
     def at(self, t: float, fn: Callable[[Any], None], arg: Any = None) -> None:
         """Call ``fn(arg)`` at time ``t`` (not before now)."""
@@ -104,7 +100,7 @@ class Loop:
     def peek(self) -> float:
         """Time of the next entry or alarm (infinity when none)."""
         top = self._heap[0][0] if self._heap else _INF
-        return top if top < self._alarm_at else self._alarm_at
+        return top if top < self.alarm_at else self.alarm_at
 
     def clear(self, t: float) -> bool:
         """Whether ``t`` comes before anything else: nothing due at or before it, the run
@@ -113,7 +109,7 @@ class Loop:
         anyway, without an entry (the same order, the same results)."""
         heap = self._heap
         return (
-            t < self._alarm_at
+            t < self.alarm_at
             and (not heap or t < heap[0][0])
             and t <= self._limit
             and not self._stop
@@ -130,19 +126,23 @@ class Loop:
     def run(self, until: float | None = None) -> bool:
         """Run entries and alarms until :meth:`stop` is called, none are left, or (when
         given) the next one is due after ``until``. Returns True when stopped by :meth:`stop`."""
-        heap = self._heap
+        heap, alarms = self._heap, self._alarms
         limit = self._limit = _INF if until is None else until
         self._stop = False
         while True:
             top = heap[0][0] if heap else _INF
-            due = self._alarm_at
+            due = self.alarm_at
             if due <= top:  # an alarm due with heap entries runs first
                 if due > limit or due == _INF:
                     break
                 alarm = self._alarm
                 assert alarm is not None
                 alarm.at = _INF
-                self._earliest()
+                first, at = None, _INF  # self._earliest(), inline
+                for other in alarms:
+                    if other.at < at:
+                        first, at = other, other.at
+                self._alarm, self.alarm_at = first, at
                 self.now = due
                 alarm.fn(None)
             else:

@@ -133,7 +133,7 @@ class ModelProbe:
     def _passive_or_armed(self) -> None:
         """After serving a target: passive while the GIL is free, else armed for the next."""
         gil = self._gil
-        if gil.holder is None and not gil.waiting:
+        if gil.holder is None:  # free (and so nobody waits)
             gil.watch = self._on_take
         else:
             self._arm()
@@ -148,9 +148,16 @@ class ModelProbe:
 
     def _on_take(self, now: float) -> None:
         """The free GIL was just taken: targets due before now were served free."""
-        self._gil.watch = None
-        self._j = self._first_due(self._j, now)
-        self._arm()
+        gil = self._gil
+        gil.watch = None
+        j, v = self._j, self._v
+        if j >= len(v) or v[j] < now:  # _first_due's quick answer inline: the next one
+            j = self._j = self._first_due(j, now)
+        if j >= len(v):  # self._arm(), inline (the GIL is taken some ten times a request)
+            self._extend()
+        assert self._loop is not None
+        self._loop.set_alarm(self._alarm, v[j])
+        gil.free_watch = self._on_free
 
     def _on_free(self, now: float) -> None:
         """The GIL went free before the next target: that wake-up would find it free."""
@@ -162,7 +169,7 @@ class ModelProbe:
     def _woken(self, _arg: Any = None) -> None:
         gil = self._gil
         gil.free_watch = None
-        if gil.holder is None and not gil.waiting:  # served at once, on a free GIL
+        if gil.holder is None:  # served at once, on a free GIL (nobody waits for one)
             self._j += 1
             gil.watch = self._on_take
             return

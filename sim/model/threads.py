@@ -172,6 +172,8 @@ class _Worker:
                 pool.gil.acquire(self.name, self._got)
                 return
             self.holding = True
+            self._start(True)
+            return
         self._start()
 
     def _got(self, _arg: Any = None) -> None:
@@ -181,13 +183,14 @@ class _Worker:
             return
         self._start()
 
-    def _start(self) -> None:
+    def _start(self, free: bool = False) -> None:
         pool = self._pool
         job = self.job = pool.jobs.popleft()
         job.thread = self.name
         job.start = pool.loop.now
-        # Last in a loop entry (see step): the hold may be done at once.
-        if pool.gil.run_instant(self.name, job.hold_s):
+        # Last in a loop entry (see step): the hold may be done at once (on a GIL just
+        # found ``free`` nobody waits, so only the cores can say no).
+        if pool.cores.instant(job.hold_s) if free else pool.gil.run_instant(self.name, job.hold_s):
             self._held()
         else:
             pool.gil.run(self.name, job.hold_s, self._held)

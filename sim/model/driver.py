@@ -21,6 +21,7 @@ time outside GIL-free sections (sim.instruments.gilmeter).
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -297,7 +298,7 @@ def run_model_point(
     elapsed = loop.now - t0
     for addon in addons:
         addon.detach()
-    records = sorted(sim.records, key=lambda r: r.request_id)
+    records = sorted(sim.records, key=attrgetter("request_id"))
     summary: dict[str, Any] = summarize_requests(records, elapsed)
     floor = (
         costs.timer_late.median + 2 * costs.wake.median + costs.done_s + costs.complete_s

@@ -21,8 +21,9 @@ Rules modelled:
   reserved for it meanwhile.
 
 Work done holding the GIL is CPU work on :class:`~sim.model.cores.Cores`, so a
-holder also competes for a core. :class:`NoGil` is a free-threaded interpreter:
-the same interface, every "held" run is plain CPU work in parallel.
+holder also competes for a core. :class:`NoGil` (sim.model.nogil, re-exported here) is
+a free-threaded interpreter: the same interface, every "held" run is plain CPU work in
+parallel.
 
 Runs on :class:`sim.model.loop.Loop` (no SimPy). A thread is a state machine:
 ``acquire``, ``run`` and ``release`` take the continuation to call once done.
@@ -44,6 +45,7 @@ from typing import Any
 
 from sim.model.cores import Cores, CpuTask
 from sim.model.loop import Loop
+from sim.model.nogil import NoGil
 
 __all__ = ["CPythonGil", "NoGil", "SimGil"]
 
@@ -283,56 +285,6 @@ class CPythonGil:
                 cont(None)
                 return
         loop.after(delay, cont)
-
-
-class NoGil:
-    """Free-threaded CPython: no GIL; Python runs in parallel, limited by the cores."""
-
-    kind = "none"
-
-    def __init__(self, loop: Loop, cores: Cores) -> None:
-        self._loop = loop
-        self._cores = cores
-        #: Never called: a free-threaded interpreter has no GIL to take or let go.
-        self.watch: Callable[[float], None] | None = None
-        self.free_watch: Callable[[float], None] | None = None
-
-    #: Nobody ever holds it.
-    holder: Any = None
-
-    @property
-    def cores(self) -> Cores:
-        return self._cores
-
-    @property
-    def waiting(self) -> int:
-        return 0
-
-    @property
-    def switches(self) -> int:
-        return 0
-
-    @property
-    def forced_drops(self) -> int:
-        return 0
-
-    def take(self, thread: Any) -> bool:
-        return True
-
-    def acquire(self, thread: Any, cont: Cont) -> None:
-        cont(None)
-
-    def release(self, thread: Any, tail: bool = False) -> None:
-        return None
-
-    def run_instant(self, thread: Any, work_s: float) -> bool:
-        return self._cores.instant(work_s)
-
-    def run(self, thread: Any, work_s: float, cont: Cont) -> None:
-        if work_s > 0:
-            self._cores.run(work_s, cont)
-        else:
-            cont(None)
 
 
 SimGil = CPythonGil | NoGil

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+
+# The Ctrl-C tests send SIGINT to kvsim processes and to this one. A suite started in the
+# background of a non-interactive shell (`cmd &`, nohup) inherits SIGINT ignored, which
+# Python then keeps and passes on to every child: Ctrl-C would do nothing and those tests
+# would fail for a reason that is not kvsim's. Put Python's own Ctrl-C handler back (its
+# children get the default disposition again, as a terminal gives them).
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 TINY: dict[str, Any] = {
     "name": "tiny",

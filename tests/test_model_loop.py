@@ -17,6 +17,7 @@ from sim.model.loop import Loop
 from sim.rundir.outputs import read_csv
 from sim.sweep.experiment import run_experiment
 from tests.test_model_mode import write_calibration
+from tests.test_model_shortcuts import CASES
 
 
 def test_simultaneous_entries_run_in_the_order_they_were_scheduled() -> None:
@@ -120,22 +121,7 @@ def busy_point(write_config, tmp_path):
             "mode": "model",
             "seed": 21,
             "machine": {"calibration": str(cal)},
-            "workload": {"requests": 120, "arrival": {"kind": "poisson", "rate_rps": 150}},
-            "connector": {
-                "variant": "synthetic",
-                "workers": 3,
-                "options": {"hold_ms": 4.0, "free_ms": 0.5, "free_kind": "kernel"},
-            },
-            "store": {
-                "concurrency": 1,
-                "fail_prob": 0.2,
-                "stall_prob": 0.2,
-                "stall_ms": 3.0,
-                "retries": 2,
-                "retry_backoff_ms": 1.0,
-            },
-            "gil": {"switch_interval_ms": 1.0, "probe": True},
-            "engine": {"enabled": True, "baseline_steps": 5, "forward_ms": 2.0},
+            **CASES["busy-engine-faults"],
         }
     )
 

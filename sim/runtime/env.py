@@ -42,33 +42,23 @@ _INF = float("inf")
 Posted = tuple[Callable[[Any], None], Any]
 
 
-def _nothing(_arg: Any) -> None:
-    pass
-
-
 class _Call:
-    """A queue entry that calls ``fn(arg)`` when processed: all SimPy's ``step`` needs of
-    an event (its callbacks, ``_ok``), without an Event, a Timeout or a lambda.
+    """A queue entry that calls ``fn(arg)`` when its time comes: :meth:`HybridEnvironment.step`
+    runs it itself, without an Event, a Timeout or a lambda.
 
     It can be cancelled: a cancelled call at the head of the queue is dropped without
     waiting for its time, so a timer made stale (the store's link re-arms whenever a
     transfer starts or ends) costs no wake-up of the simulation thread."""
 
-    __slots__ = ("_ok", "arg", "callbacks", "fn", "live")
+    __slots__ = ("arg", "fn", "live")
 
     def __init__(self, fn: Callable[[Any], None], arg: Any) -> None:
         self.fn = fn
         self.arg = arg
-        self._ok = True
         self.live = True
-        self.callbacks = [self]
-
-    def __call__(self, _event: Any) -> None:
-        self.fn(self.arg)
 
     def cancel(self) -> None:
         self.live = False
-        self.fn = _nothing
 
 
 class HybridEnvironment(simpy.Environment):

@@ -30,7 +30,7 @@ from sim.runtime.records import RequestRecord
 from sim.runtime.workers import JobOutcome
 from sim.store.base import LoadStore, cpu_stages
 from sim.store.model import TransferOutcome
-from sim.workload.plan import HASH_LEN, PlannedRequest, request_bytes
+from sim.workload.plan import PlannedRequest, request_bytes
 
 __all__ = ["JOB_BUDGET_BYTES", "CpuExecutor", "LoadPipeline", "WatchdogError", "cpu_stages"]
 
@@ -128,9 +128,7 @@ class LoadPipeline:
         geo = self._geometry
         used = 0
         for req in requests:
-            chunks = req.chunks(geo)
-            # hashes (bytes) + one Python int and list slot per block id
-            used += req.tokens // geo.chunk_granularity * HASH_LEN + chunks * geo.kv_groups * 36
+            used += req.job_nbytes(geo)
             if used > budget_bytes:
                 break
             self._jobs[req.request_id] = req.job(geo, self._job_gen)

@@ -16,12 +16,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from sim.rundir.layout import LOG_FILE, RepRun, clear_rep_dir, read_status, write_status
 from sim.sweep.signals import deferred_signals
 from sim.sweep.spec import write_spec
 
-__all__ = ["CHILD_COMMAND", "RepOutcome", "run_rep"]
+__all__ = ["CHILD_COMMAND", "RepOutcome", "run_rep", "start_child", "stop_child"]
 
 #: How a child is started; the spec path is appended.
 CHILD_COMMAND: tuple[str, ...] = (sys.executable, "-m", "sim.sweep.child")
@@ -48,7 +49,25 @@ def _last_error_line(log: Path) -> str:
     return lines[-1][:300] if lines else ""
 
 
-def _stop(proc: subprocess.Popen[str]) -> None:
+def start_child(
+    argv: Sequence[str], log: TextIO, preexec_fn: Callable[[], None] | None = None
+) -> subprocess.Popen[str]:
+    """A point's child process: its protocol lines on a pipe, its stderr in ``log``
+    (the local runner's and a Ray host's children are started alike)."""
+    return subprocess.Popen(
+        list(argv),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+        preexec_fn=preexec_fn,
+    )
+
+
+def stop_child(proc: subprocess.Popen[str]) -> None:
+    """SIGTERM (the child marks its point interrupted), then SIGKILL after the grace."""
     if proc.poll() is not None:
         return
     proc.terminate()
@@ -132,15 +151,7 @@ def run_rep(
             # without a handle to stop it and a started point without a status: it is
             # held until the child exists, then delivered inside the try below.
             with deferred_signals() as arrived:
-                proc = subprocess.Popen(
-                    [*_child_command(rep, child_command), str(spec)],
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=log,
-                    text=True,
-                    encoding="utf-8",
-                    errors="replace",
-                )
+                proc = start_child([*_child_command(rep, child_command), str(spec)], log)
             try:
                 if arrived:
                     signal.raise_signal(arrived[0])  # its own handler: Ctrl-C or SIGTERM
@@ -150,7 +161,7 @@ def run_rep(
                 # A second Ctrl-C must not cut this short: the point ends finished and
                 # verified, or marked interrupted, never without a status.
                 with deferred_signals():
-                    _stop(proc)
+                    stop_child(proc)
                     if not rep.done:
                         write_status(rep.dir, "interrupted", error="stopped by Ctrl-C or SIGTERM")
                 raise

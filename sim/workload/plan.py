@@ -50,6 +50,13 @@ class PlannedRequest:
     def chunks(self, geometry: GeometryConfig) -> int:
         return -(-self.tokens // geometry.block_size)
 
+    def job_nbytes(self, geometry: GeometryConfig) -> int:
+        """About the memory its job takes: the hashes, and an int and a list slot per block id."""
+        return (
+            self.tokens // geometry.chunk_granularity * HASH_LEN
+            + self.chunks(geometry) * geometry.kv_groups * 36
+        )
+
     def job(self, geometry: GeometryConfig, gen: np.random.Generator | None = None) -> LoadJob:
         """The request's CPU-stage input, rebuilt identically from its seed.
 

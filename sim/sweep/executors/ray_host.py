@@ -35,13 +35,12 @@ from sim.rundir.layout import LOG_FILE, SPEC_FILE
 from sim.rundir.outputs import write_json
 from sim.sweep.executors.transfer import InputFile, collect_outputs, place_inputs
 from sim.sweep.hostinfo import code_hash, host_name
+from sim.sweep.runner import start_child, stop_child
 
 __all__ = ["PROGRESS_EVERY_S", "STOP_POLL_S", "Board", "run_on_host"]
 
 #: Minimum seconds between two progress messages to the driver.
 PROGRESS_EVERY_S = 1.0
-#: Seconds a child gets to exit after SIGTERM before it is killed.
-_GRACE_S = 5.0
 #: How often a task asks the board whether the driver wants everything stopped.
 STOP_POLL_S = 0.5
 _PR_SET_PDEATHSIG = 1
@@ -50,17 +49,6 @@ _PR_SET_PDEATHSIG = 1
 def _die_with_parent() -> None:  # pragma: no cover - runs between fork and exec
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
-def _stop(proc: subprocess.Popen[str]) -> None:
-    if proc.poll() is not None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(_GRACE_S)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def _relay(proc: subprocess.Popen[str], key: str, board: Any) -> None:
@@ -113,14 +101,9 @@ def run_on_host(
         write_json(rep_dir / SPEC_FILE, place_inputs(spec, inputs, Path(tmp) / "data"))
         started = time.time()
         with open(rep_dir / LOG_FILE, "w", encoding="utf-8") as log:
-            proc = subprocess.Popen(
+            proc = start_child(
                 [sys.executable, "-m", "sim.sweep.child", str(rep_dir / SPEC_FILE)],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=log,
-                text=True,
-                encoding="utf-8",
-                errors="replace",
+                log,
                 preexec_fn=_die_with_parent,
             )
             over = threading.Event()
@@ -132,7 +115,7 @@ def run_on_host(
                 _relay(proc, key, board)
                 proc.wait()
             except BaseException:
-                _stop(proc)
+                stop_child(proc)
                 raise
             finally:
                 over.set()

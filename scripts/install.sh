@@ -17,6 +17,9 @@ if ! "$PY" -c "import torch" >/dev/null 2>&1; then
 fi
 # ray: `--executor ray` and its tests (a throw-away local cluster) run in CI too.
 "$PY" -m pip install --quiet -e '.[dev,ray]'
+# Model mode's core compiled with mypyc (a dev dependency; needs a C compiler): ~2x faster,
+# the same results. Without it model mode runs interpreted.
+"$PY" -m sim.native build || echo "install: warning: the compiled model core was not built"
 
 # The real Mooncake store (store.kind: mooncake): the Python package imports libibverbs even
 # over TCP. Without them kvsim still works with the modelled store; its real-store tests skip.

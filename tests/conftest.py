@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,11 @@ import yaml
 # would fail for a reason that is not kvsim's. Put Python's own Ctrl-C handler back (its
 # children get the default disposition again, as a terminal gives them).
 signal.signal(signal.SIGINT, signal.default_int_handler)
+
+# The suite tests the source: model mode's compiled core (sim.native) would not see the
+# spies and patches some tests put on its classes. tests/test_native_core.py runs the
+# compiled core in child processes and checks it gives the very same results.
+os.environ["KVSIM_NATIVE"] = "0"
 
 TINY: dict[str, Any] = {
     "name": "tiny",

@@ -111,8 +111,11 @@ def _rate(points: list[Any]) -> tuple[float, float, int, float]:
 def main(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="kvsim-bench-model-") as tmp:
         cal = args.calibration or str(_stand_in_calibration(Path(tmp) / "calibration.json"))
+        from sim.native import native_state
+
         print(
-            f"model mode: {len(_HOLDS) * len(_WORKERS)} points (synthetic hold "
+            f"model mode ({native_state()} core): {len(_HOLDS) * len(_WORKERS)} points "
+            "(synthetic hold "
             f"{_HOLDS[0]:g}–{_HOLDS[-1]:g} ms × {_WORKERS[0]}–{_WORKERS[-1]} workers), "
             f"{args.requests} requests each at {args.rate:g}/s"
         )

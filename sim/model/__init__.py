@@ -10,3 +10,8 @@ says what the model covers and how well it agrees with real runs.
 from __future__ import annotations
 
 __all__: list[str] = []
+
+from sim.native import enable as _enable_native
+
+# The compiled core, when built from this source (sim.native): first on this path.
+_enable_native(__name__, __path__)

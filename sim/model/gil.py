@@ -74,7 +74,7 @@ class CPythonGil:
         self._draw = draw
         #: The woken waiter's OS wake-up: a constant, or a draw per hand-off.
         self._handoff: Callable[[], float] = (
-            handoff_s if callable(handoff_s) else (lambda h=float(handoff_s): h)
+            handoff_s if callable(handoff_s) else partial(float, handoff_s)
         )
         #: The thread holding the GIL (None: free; then nobody waits either).
         self.holder: Any = None

@@ -122,7 +122,7 @@ class ModelProbe:
 
     def detach(self) -> None:
         self._stopped = True
-        assert self._loop is not None
+        assert self._loop is not None and self._alarm is not None
         self._t1 = self._loop.now
         self._loop.cancel(self._alarm)
         self._gil.free_watch = None
@@ -142,7 +142,7 @@ class ModelProbe:
         j = self._j
         if j >= len(self._w):
             self._extend()
-        assert self._loop is not None
+        assert self._loop is not None and self._alarm is not None
         self._loop.set_alarm(self._alarm, self._v[j])
         self._gil.free_watch = self._on_free
 
@@ -155,13 +155,13 @@ class ModelProbe:
             j = self._j = self._first_due(j, now)
         if j >= len(v):  # self._arm(), inline (the GIL is taken some ten times a request)
             self._extend()
-        assert self._loop is not None
+        assert self._loop is not None and self._alarm is not None
         self._loop.set_alarm(self._alarm, v[j])
         gil.free_watch = self._on_free
 
     def _on_free(self, now: float) -> None:
         """The GIL went free before the next target: that wake-up would find it free."""
-        assert self._loop is not None
+        assert self._loop is not None and self._alarm is not None
         self._gil.free_watch = None
         self._loop.cancel(self._alarm)
         self._gil.watch = self._on_take
@@ -226,7 +226,7 @@ class ModelProbe:
         n = self._j
         served = np.maximum.accumulate(np.asarray(self._v[:n]))
         late = np.maximum(served - np.asarray(self._t[:n]), 0.0)
-        wake = np.ones(n, dtype=bool)
+        wake: np.ndarray = np.ones(n, dtype=bool)
         wake[[i for i in self._missed if i < n]] = False
         return late, late[wake]
 

@@ -34,8 +34,16 @@ Done = Callable[[Any], None]
 class Harness:
     """The simulation thread: serves posted items one at a time, holding the GIL."""
 
-    __slots__ = ("_cores", "_current", "_gil", "_holding", "_items", "_loop", "_sleeping")
-    __slots__ += ("cpu_s",)
+    __slots__ = (
+        "_cores",
+        "_current",
+        "_gil",
+        "_holding",
+        "_items",
+        "_loop",
+        "_sleeping",
+        "cpu_s",
+    )
 
     def __init__(self, loop: Loop, gil: CPythonGil | NoGil) -> None:
         self._loop = loop

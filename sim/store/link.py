@@ -31,8 +31,18 @@ _INF = float("inf")
 
 
 class SharedLink:
-    __slots__ = ("_bw", "_cap", "_clock", "_done", "_ids", "_joining", "_left", "_since")
-    __slots__ += ("_timer", "_timer_gen")
+    __slots__ = (
+        "_bw",
+        "_cap",
+        "_clock",
+        "_done",
+        "_ids",
+        "_joining",
+        "_left",
+        "_since",
+        "_timer",
+        "_timer_gen",
+    )
 
     def __init__(
         self, clock: Clock, bytes_per_s: float, cap_bytes_per_s: float | None = None

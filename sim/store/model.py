@@ -51,8 +51,19 @@ class TransferOutcome:
 class _Transfer:
     """One transfer's attempts, step by step: slot, pause, link, then done or retry."""
 
-    __slots__ = ("attempt", "attempts", "done", "fail", "faults", "nbytes", "stall")
-    __slots__ += ("stalls", "store", "t0", "waited")
+    __slots__ = (
+        "attempt",
+        "attempts",
+        "done",
+        "fail",
+        "faults",
+        "nbytes",
+        "stall",
+        "stalls",
+        "store",
+        "t0",
+        "waited",
+    )
 
     def __init__(
         self,

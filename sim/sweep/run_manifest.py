@@ -59,8 +59,11 @@ class RunManifest:
         }
         if any(p.config.mode == "model" for p in points):
             from sim.model.coverage import check_points
+            from sim.native import native_state
 
             self._data["calibration"] = [c.manifest_entry() for c in check_points(points).values()]
+            # Compiled or interpreted, the results are the same (tests/test_native_core.py).
+            self._data["model_core"] = native_state()
         self._data["sessions"].append(
             {"started_unix": self._started, "status": "running", "executor": executor}
         )

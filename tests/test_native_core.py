@@ -1,0 +1,89 @@
+"""The compiled model core (sim.native) gives the very same results as the source.
+
+mypyc compiles the model's loop, resources and threads and the store model to C; the
+suite itself runs the interpreted source (tests/conftest.py), so here child processes
+run the same points once with the compiled core and once without, and every record,
+summary value and table must match to the last bit (repr), on the model's varied paths
+(tests/test_model_shortcuts.py's cases, two seeds each).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sim.native import ENV
+from tests.test_model_shortcuts import CASES, sampled_calibration  # noqa: F401 (fixture)
+
+_ROOT = Path(__file__).resolve().parent.parent
+
+_CHILD = """
+import json, sys
+import sim.model.loop
+from sim.config import parse_config
+from sim.model.driver import run_model_point
+from sim.native import native_state
+out = {"state": native_state(), "loop": sim.model.loop.__file__, "runs": {}}
+for path in sys.argv[1:]:
+    _, points = parse_config(path)
+    res = run_model_point(points[0])
+    out["runs"][path] = {
+        "rows": [repr(sorted(r.as_row().items())) for r in res.records],
+        "summary": {k: repr(v) for k, v in res.summary.items()},
+        "tables": repr(res.tables),
+    }
+print(json.dumps(out))
+"""
+
+
+def _child(env_value: str, configs: list[Path]) -> dict:
+    env = {**os.environ, ENV: env_value, "PYTHONPATH": str(_ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, *map(str, configs)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout)
+
+
+def _native_built() -> str:
+    """native_state() as a child with the compiled core allowed sees it."""
+    probe = "from sim.native import native_state; print(native_state())"
+    env = {**os.environ, ENV: "1", "PYTHONPATH": str(_ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+def test_the_compiled_core_gives_the_very_same_runs(write_config, sampled_calibration):  # noqa: F811
+    state = _native_built()
+    if state != "native":
+        pytest.skip(f"the compiled model core is missing: {state} (scripts/install.sh builds it)")
+    configs = [
+        write_config(
+            {"mode": "model", "seed": seed, "machine": {"calibration": str(sampled_calibration)}}
+            | CASES[case],
+            name=f"{case}-{seed}.yaml",
+        )
+        for case in sorted(CASES)
+        for seed in (1, 2)
+    ]
+    native, source = _child("1", configs), _child("0", configs)
+    assert native["state"] == "native" and not native["loop"].endswith(".py")
+    assert source["state"].startswith("python") and source["loop"].endswith(".py")
+    for path in map(str, configs):
+        a, b = native["runs"][path], source["runs"][path]
+        assert len(a["rows"]) > 0
+        assert a["rows"] == b["rows"], path
+        assert a["summary"] == b["summary"], path
+        assert a["tables"] == b["tables"], path

@@ -45,6 +45,8 @@ MODULES = (
     "sim.model.probe",
     "sim.model.engine",
     "sim.model.driver",
+    "sim.model.costs",
+    "sim.model.draws",
     "sim.store.link",
     "sim.store.model",
 )

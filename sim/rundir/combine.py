@@ -17,6 +17,7 @@ tools that read ``latency_p99_ms`` need not care.
 
 from __future__ import annotations
 
+import csv
 import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -31,11 +32,11 @@ from sim.rundir.layout import (
     RepRun,
     read_status,
     table_file,
-    verify_rep,
 )
 from sim.rundir.numbers import parse_number
-from sim.rundir.outputs import read_csv, write_csv
-from sim.rundir.verify import record_files
+from sim.rundir.outputs import write_csv
+from sim.rundir.parts import Part, write_joined
+from sim.rundir.verify import read_verified, record_files
 
 __all__ = ["SUM_COLUMNS", "Combiner", "aggregate_repeats"]
 
@@ -98,14 +99,23 @@ def aggregate_repeats(
 
 
 class Combiner:
-    """Keeps every finished run's tables in memory and rewrites the top-level files."""
+    """Keeps every finished run's tables in memory and rewrites the top-level files.
+
+    A run's tables are kept as the bytes its files hold (checked against the sizes
+    and checksums its ``status.json`` records, read once): a combined table is
+    then its header and every run's rows as they are on disk, joined, instead of
+    every row parsed and formatted again (``sim.rundir.parts``). Only the summary
+    rows are parsed, for ``summary.csv`` and ``summary_repeats.csv``.
+    """
 
     def __init__(self, run_dir: Path, axes: Sequence[str], repeats: int) -> None:
         self._run_dir = run_dir
         self._axes = list(axes)
         self._with_spread = repeats > 1
-        #: (point index, repeat) -> (status dict, {stem: rows})
-        self._runs: dict[tuple[int, int], tuple[RepRun, dict[str, Any], dict[str, list]]] = {}
+        #: (point index, repeat) -> (run, status dict, summary rows, {stem: table part})
+        self._runs: dict[
+            tuple[int, int], tuple[RepRun, dict[str, Any], list[dict[str, str]], dict[str, Part]]
+        ] = {}
 
     def add(self, rep: RepRun) -> str:
         """Record a run as its directory says it ended, and return its state.
@@ -115,31 +125,49 @@ class Combiner:
         pending or damaged one is left out (it is to be run again, not failed).
         """
         key = (rep.point.index, rep.repeat)
-        state, why = verify_rep(rep.dir)
-        if state in ("pending", "interrupted", "damaged"):
+        status = read_status(rep.dir)
+        if status is None:
             self._runs.pop(key, None)
-            return state
-        status = read_status(rep.dir) or {"status": "failed", "error": why}
-        tables: dict[str, list[dict[str, str]]] = {}
-        if state == "done":
-            try:
-                for name in sorted(status.get("files", {})):
-                    if name.endswith(".csv"):
-                        tables[name[: -len(".csv")]] = read_csv(rep.dir / name)
-            except (OSError, UnicodeDecodeError, ValueError) as exc:
-                self._runs.pop(key, None)
-                return f"damaged: {exc}"
-        self._runs[key] = (rep, status, tables)
-        return state
+            return "pending"
+        if status["status"] == "interrupted":
+            self._runs.pop(key, None)
+            return "interrupted"
+        if status["status"] != "ok":
+            self._runs[key] = (rep, status, [], {})
+            return str(status["status"])
+        why, blobs = read_verified(rep.dir, status.get("files"))
+        if why:
+            self._runs.pop(key, None)
+            return "damaged"
+        parts: dict[str, Part] = {}
+        summary: list[dict[str, str]] = []
+        try:
+            for name in sorted(blobs):
+                if not name.endswith(".csv"):
+                    continue
+                part = Part.from_bytes(blobs[name])
+                if name == SUMMARY_FILE:
+                    summary = part.rows()
+                else:
+                    parts[name[: -len(".csv")]] = part
+        except (UnicodeDecodeError, ValueError, csv.Error) as exc:
+            self._runs.pop(key, None)
+            return f"damaged: {exc}"
+        self._runs[key] = (rep, status, summary, parts)
+        return "done"
 
     def repeat_rows(self) -> list[dict[str, Any]]:
         rows = []
         for key in sorted(self._runs):
-            rep, status, tables = self._runs[key]
+            rep, status, summary, _ = self._runs[key]
             base = {**{a: rep.point.axes.get(a, "") for a in self._axes}, "repeat": rep.repeat}
-            summary = tables.get("summary") or [{}]
             rows.append(
-                {**base, **summary[0], "status": status["status"], "error": status.get("error", "")}
+                {
+                    **base,
+                    **(summary[0] if summary else {}),
+                    "status": status["status"],
+                    "error": status.get("error", ""),
+                }
             )
         return rows
 
@@ -152,16 +180,17 @@ class Combiner:
         from sim.rundir.guard import record_owned
 
         lead = [*self._axes, "repeat"]
-        stems: dict[str, list[dict[str, Any]]] = {}
+        stems: dict[str, list[Part]] = {}
         for key in sorted(self._runs):
-            for stem, rows in self._runs[key][2].items():
-                if table_file(stem) != SUMMARY_FILE:
-                    stems.setdefault(stem, []).extend(rows)
+            for stem, part in self._runs[key][3].items():
+                stems.setdefault(stem, []).append(part)
         stems.setdefault(REQUESTS_FILE.removesuffix(".csv"), [])
         names = [table_file(stem) for stem in stems]
         record_owned(self._run_dir, *names, SUMMARY_REPEATS_FILE, SUMMARY_FILE)
-        for stem, rows in stems.items():
-            write_csv(self._run_dir / table_file(stem), _union(rows, lead), rows)
+        records: dict[str, dict[str, Any]] = {}
+        for stem, parts in stems.items():
+            name = table_file(stem)
+            records[name] = write_joined(self._run_dir / name, lead, parts)
         tail = ["status", "error"]
         rep_rows = self.repeat_rows()
         rep_cols = [c for c in _union(rep_rows, lead) if c not in tail]
@@ -169,4 +198,5 @@ class Combiner:
         agg = self.summary_rows()
         cols = [c for c in _union(agg, [*self._axes, "repeats"]) if c not in tail]
         write_csv(self._run_dir / SUMMARY_FILE, [*cols, *tail], agg)
-        return record_files(self._run_dir, [*names, SUMMARY_REPEATS_FILE, SUMMARY_FILE])
+        records.update(record_files(self._run_dir, [SUMMARY_REPEATS_FILE, SUMMARY_FILE]))
+        return dict(sorted(records.items()))

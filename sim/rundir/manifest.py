@@ -22,6 +22,7 @@ __all__ = [
     "manifest_path",
     "package_versions",
     "read_manifest",
+    "recorded_now",
     "write_manifest",
 ]
 
@@ -75,8 +76,13 @@ def machine_info() -> dict[str, Any]:
         "default_switch_interval_ms": sys.getswitchinterval() * 1e3,
         "git_commit": _git_commit(),
         "packages": package_versions(),
-        "recorded_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "recorded_at": recorded_now(),
     }
+
+
+def recorded_now() -> str:
+    """The time a record is made, as ``recorded_at`` holds it (UTC, to the second)."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def manifest_path(run_dir: Path) -> Path:

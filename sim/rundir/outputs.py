@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import csv
-import io
 import json
-import math
 import os
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["atomic_write_text", "format_value", "read_csv", "write_csv", "write_json"]
+from sim.rundir.columns import csv_text, format_cell, rows_to_cells
+
+__all__ = [
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "csv_table_text",
+    "format_value",
+    "read_csv",
+    "write_csv",
+    "write_json",
+]
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -49,20 +57,42 @@ def _umask() -> int:
 
 
 def format_value(v: Any) -> Any:
-    if isinstance(v, float):
-        if math.isnan(v):
-            return ""
-        return f"{v:.6g}" if abs(v) < 1e15 else repr(v)
-    return v
+    """One cell as kvsim writes it (see ``sim.rundir.columns.format_cell``)."""
+    return format_cell(v)
+
+
+def csv_table_text(columns: Sequence[str], rows: Iterable[Mapping[str, Any]]) -> str:
+    """The CSV text ``write_csv`` writes: a header, then each row's ``columns`` (a missing
+    key is an empty cell, other keys are left out), cells as ``format_value`` makes them."""
+    columns = list(columns)
+    rows = list(rows)
+    if not columns:  # csv's own idea of a row without fields: an empty line each
+        return "\n" * (1 + len(rows))
+    return csv_text(columns, rows_to_cells(columns, rows))
 
 
 def write_csv(path: Path, columns: Sequence[str], rows: Iterable[Mapping[str, Any]]) -> None:
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n")
-    w.writeheader()
-    for row in rows:
-        w.writerow({k: format_value(row.get(k, "")) for k in columns})
-    atomic_write_text(path, buf.getvalue())
+    """Write a table atomically (see :func:`csv_table_text`)."""
+    atomic_write_text(path, csv_table_text(columns, rows))
+
+
+def atomic_write_bytes(path: Path, chunks: Iterable[bytes]) -> None:
+    """:func:`atomic_write_text` for bytes given in pieces (a table joined from parts)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())
+        with os.fdopen(fd, "wb") as fh:
+            fh.writelines(chunks)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["file_record", "first_link", "record_files", "verify_files"]
+__all__ = ["file_record", "first_link", "read_verified", "record_files", "verify_files"]
 
 _BLOCK = 1 << 20
 
@@ -55,9 +55,8 @@ def first_link(root: Path, path: Path) -> Path | None:
     return None
 
 
-def verify_files(base: Path, records: Any) -> str:
-    """ "" when every recorded file is there, regular, and has its recorded size and
-    checksum; else the first reason it is not (one line, naming the file)."""
+def _check_names(records: Any) -> str:
+    """ "" when ``records`` is a usable record of file names, else why not."""
     if not isinstance(records, Mapping) or not records:
         return "no file sizes and checksums recorded (made by an older kvsim?)"
     for name, rec in records.items():
@@ -65,17 +64,34 @@ def verify_files(base: Path, records: Any) -> str:
             return f"bad file name {name!r} in the record"
         if not isinstance(rec, Mapping):
             return f"{name}: no size and checksum recorded"
+    return ""
+
+
+def _stat_regular(path: Path, name: str, rec: Mapping[str, Any]) -> str:
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return f"{name} is missing"
+    except OSError as exc:
+        return f"{name}: cannot read ({exc.strerror})"
+    if not stat.S_ISREG(st.st_mode):
+        return f"{name} is not a regular file"
+    if st.st_size != rec.get("size"):
+        return f"{name} has {st.st_size} bytes, {rec.get('size')} were written"
+    return ""
+
+
+def verify_files(base: Path, records: Any) -> str:
+    """ "" when every recorded file is there, regular, and has its recorded size and
+    checksum; else the first reason it is not (one line, naming the file)."""
+    why = _check_names(records)
+    if why:
+        return why
+    for name, rec in records.items():
         path = base / name
-        try:
-            st = os.lstat(path)
-        except FileNotFoundError:
-            return f"{name} is missing"
-        except OSError as exc:
-            return f"{name}: cannot read ({exc.strerror})"
-        if not stat.S_ISREG(st.st_mode):
-            return f"{name} is not a regular file"
-        if st.st_size != rec.get("size"):
-            return f"{name} has {st.st_size} bytes, {rec.get('size')} were written"
+        why = _stat_regular(path, name, rec)
+        if why:
+            return why
         try:
             digest = file_record(path)["sha256"]
         except OSError as exc:
@@ -83,3 +99,30 @@ def verify_files(base: Path, records: Any) -> str:
         if digest != rec.get("sha256"):
             return f"{name} was changed after it was written (checksum differs)"
     return ""
+
+
+def read_verified(base: Path, records: Any) -> tuple[str, dict[str, bytes]]:
+    """(why, contents): :func:`verify_files` and the verified files' bytes, each file
+    read once — what is checked is what is used. ``why`` is "" when all verified;
+    otherwise the contents are empty."""
+    why = _check_names(records)
+    if why:
+        return why, {}
+    out: dict[str, bytes] = {}
+    for name, rec in records.items():
+        path = base / name
+        why = _stat_regular(path, name, rec)
+        if why:
+            return why, {}
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            with os.fdopen(fd, "rb") as fh:
+                data = fh.read()
+        except OSError as exc:
+            return f"{name}: cannot read ({exc.strerror})", {}
+        if len(data) != rec.get("size"):
+            return f"{name} has {len(data)} bytes, {rec.get('size')} were written", {}
+        if hashlib.sha256(data).hexdigest() != rec.get("sha256"):
+            return f"{name} was changed after it was written (checksum differs)", {}
+        out[name] = data
+    return "", out

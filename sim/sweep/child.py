@@ -30,13 +30,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from sim.config import Point
-from sim.rundir.layout import (
-    REQUESTS_FILE,
-    SUMMARY_FILE,
-    table_file,
-    write_ok,
-    write_status,
-)
+from sim.rundir.layout import write_ok, write_status
 from sim.sweep.hostinfo import host_info
 from sim.sweep.spec import PointSpec, read_spec, write_spec
 
@@ -53,29 +47,28 @@ def one_line(exc: BaseException) -> str:
     return (text[0] if text else type(exc).__name__)[:300]
 
 
-def _columns(rows: list[dict[str, Any]]) -> list[str]:
-    cols: dict[str, None] = {}
-    for row in rows:
-        cols.update(dict.fromkeys(row))
-    return list(cols)
-
-
-def execute(rep_dir: Path, progress: ProgressFn | None = None) -> dict[str, Any]:
+def execute(
+    rep_dir: Path, progress: ProgressFn | None = None, host: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Run the point described by ``rep_dir/spec.json``; write its CSVs and ``ok`` status.
 
-    Raises whatever the point raised; the caller records the failure.
+    ``host``: a ``sim.sweep.hostinfo.host_base`` this process read before (a sweep
+    running its points in process reads it once). Raises whatever the point
+    raised; the caller records the failure.
     """
-    return execute_spec(read_spec(rep_dir), rep_dir, progress)
+    return execute_spec(read_spec(rep_dir), rep_dir, progress, host)
 
 
 def execute_spec(
-    spec: PointSpec, rep_dir: Path, progress: ProgressFn | None = None
+    spec: PointSpec,
+    rep_dir: Path,
+    progress: ProgressFn | None = None,
+    host: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run ``spec`` and fill ``rep_dir`` (its CSVs, then the ``ok`` status, last)."""
-    from sim.rundir.outputs import write_csv
     from sim.runtime.metrics import summary_columns
     from sim.runtime.point import run_point
-    from sim.runtime.records import REQUEST_COLUMNS
+    from sim.sweep.point_tables import write_point_tables
 
     spec.check()
     point = Point(index=spec.index, axes=spec.axes, config=spec.config)
@@ -84,33 +77,25 @@ def execute_spec(
     started_unix = time.time()
     t0 = time.perf_counter()
     res = run_point(point, repeat, progress)
-    host = host_info({k: v for k, v in res.summary.items() if k.startswith("noise_floor_")})
-    base = {**{a: point.axes.get(a, "") for a in axes}, "repeat": repeat}
-    write_csv(
-        rep_dir / REQUESTS_FILE,
-        [*axes, "repeat", *REQUEST_COLUMNS],
-        ({**base, **r.as_row()} for r in res.records),
+    noise = {k: v for k, v in res.summary.items() if k.startswith("noise_floor_")}
+    record = host_info(noise, host)
+    lead = {**{a: point.axes.get(a, "") for a in axes}, "repeat": repeat}
+    written = write_point_tables(
+        rep_dir,
+        lead,
+        res.records,
+        {**res.summary, "host": record["name"]},
+        [*summary_columns(res.summary), "host"],
+        res.tables,
     )
-    write_csv(
-        rep_dir / SUMMARY_FILE,
-        [*axes, "repeat", *summary_columns(res.summary), "host"],
-        [{**base, **res.summary, "host": host["name"]}],
-    )
-    for stem, rows in res.tables.items():
-        write_csv(
-            rep_dir / table_file(stem),
-            [*axes, "repeat", *_columns(rows)],
-            ({**base, **row} for row in rows),
-        )
     info = {
         "elapsed_s": time.perf_counter() - t0,
         "tables": sorted(res.tables),
         "pid": os.getpid(),
         "started_unix": started_unix,
         "ended_unix": time.time(),
-        "host": host,
+        "host": record,
     }
-    written = [REQUESTS_FILE, SUMMARY_FILE, *(table_file(s) for s in res.tables)]
     write_ok(rep_dir, written, **info)
     return info
 

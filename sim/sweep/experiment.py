@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from sim.config import ExperimentConfig, Point
 from sim.rundir.guard import record_owned
@@ -29,16 +30,22 @@ from sim.sweep import (
     run_rep,
 )
 from sim.sweep.executors import ExecutorChoice, SweepEvents, build_executor
+from sim.sweep.hostinfo import host_base
 from sim.sweep.plan import PlannedRun, SweepPlan, axis_columns, check_resumable, plan_sweep
 from sim.sweep.result import ExperimentResult
 from sim.sweep.run_manifest import RunManifest
 from sim.sweep.signals import deferred_signals, sigterm_unwinds
 from sim.sweep.spec import write_spec
 
-#: Seconds between two rewrites of the top-level tables while model-mode points run.
+#: Least seconds between two rewrites of the top-level tables while model-mode points run.
 COMBINE_EVERY_S = 2.0
+#: ... and at least this many times what the last rewrite took: the tables grow with
+#: every point, so a fixed period would make rewriting them cost more than running
+#: the points (quadratic in their number); this keeps it to a few percent.
+COMBINE_COST_FACTOR = 20.0
 
 __all__ = [
+    "COMBINE_COST_FACTOR",
     "COMBINE_EVERY_S",
     "ExperimentResult",
     "PlannedRun",
@@ -181,11 +188,17 @@ def _run_locked(
     record("running")
     status = "interrupted"
     # Model-mode points take milliseconds: rewriting every top-level table after each
-    # would cost more than running them, so they are rewritten every COMBINE_EVERY_S.
+    # would cost more than running them, so they are rewritten every COMBINE_EVERY_S,
+    # or COMBINE_COST_FACTOR times what the last rewrite took, whichever is longer.
     last_write = time.monotonic()
+    write_cost = 0.0
     unwritten = False
+    host: dict[str, Any] | None = None  # read once, for the points run in this process
 
     def run_one(rep: RepRun, progress_fn: Callable[[int, int], None] | None) -> RepOutcome:
+        nonlocal host
+        if host is None and (not isolate or rep.point.config.mode == "model"):
+            host = host_base()
         return run_rep(
             rep,
             out_dir,
@@ -194,6 +207,7 @@ def _run_locked(
             source=source,
             isolate=isolate,
             child_command=command,
+            host=host,
         )
 
     def prepare(rep: RepRun) -> Path:
@@ -213,17 +227,24 @@ def _run_locked(
             on_rep_progress(rep, done, total)
 
     def ended(rep: RepRun, outcome: RepOutcome | None) -> None:
-        nonlocal files, last_write, unwritten
+        nonlocal files, last_write, write_cost, unwritten
         combiner.add(rep)
         unwritten = True
         fast = rep.point.config.mode == "model"
-        if not fast or time.monotonic() - last_write >= COMBINE_EVERY_S:
+        since = time.monotonic() - last_write
+        cost = 0.0
+        if not fast or since >= max(COMBINE_EVERY_S, COMBINE_COST_FACTOR * write_cost):
+            began = time.monotonic()
             files = combiner.write()
-            last_write, unwritten = time.monotonic(), False
+            unwritten = False
+            cost = time.monotonic() - began
         if outcome is not None and on_point_done is not None:
             on_point_done(rep, outcome)
         if not unwritten:
+            began = time.monotonic()
             record("running")
+            last_write = time.monotonic()
+            write_cost = cost + (last_write - began)
 
     def note(text: str) -> None:
         manifest.note(text)

@@ -23,7 +23,14 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-__all__ = ["HOST_NAME_ENV", "code_hash", "host_info", "host_name", "same_hardware_key"]
+__all__ = [
+    "HOST_NAME_ENV",
+    "code_hash",
+    "host_base",
+    "host_info",
+    "host_name",
+    "same_hardware_key",
+]
 
 #: Environment variable that names this host in results (default: its host name).
 #: Useful when several kvsim hosts share a name, e.g. two Ray nodes on one machine.
@@ -64,8 +71,11 @@ def _ray_version() -> str | None:
         return None
 
 
-def host_info(noise_floor: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The host record of a point: name, hardware, versions, code, and its noise floor."""
+def host_base() -> dict[str, Any]:
+    """What :func:`host_info` says that does not change while a run lasts: the host,
+    its hardware, versions and code (without ``noise_floor``; ``recorded_at`` is
+    when this was called). Reading it costs tens of milliseconds (the git commit,
+    package metadata): a sweep that runs its points here reads it once."""
     from sim.rundir.manifest import machine_info
 
     info = machine_info()
@@ -75,8 +85,25 @@ def host_info(noise_floor: dict[str, Any] | None = None) -> dict[str, Any]:
         "hostname": socket.gethostname(),
         **info,
         "code_hash": code_hash(),
-        "noise_floor": dict(noise_floor or {}),
     }
+
+
+def host_info(
+    noise_floor: dict[str, Any] | None = None, base: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The host record of a point: name, hardware, versions, code, and its noise floor.
+
+    ``base`` is a :func:`host_base` read earlier in this process (its time of
+    recording is renewed); without it everything is read now.
+    """
+    if base is None:
+        info = host_base()
+    else:
+        from sim.rundir.manifest import recorded_now
+
+        info = {**base, "recorded_at": recorded_now()}
+    info["noise_floor"] = dict(noise_floor or {})
+    return info
 
 
 def same_hardware_key(host: dict[str, Any]) -> tuple[str, str]:

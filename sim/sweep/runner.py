@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from sim.rundir.layout import LOG_FILE, RepRun, clear_rep_dir, read_status, write_status
 from sim.sweep.signals import deferred_signals
@@ -90,14 +90,16 @@ def _relay(proc: subprocess.Popen[str], progress: ProgressFn | None) -> None:
             progress(int(done_total[0]), int(done_total[1]))
 
 
-def _in_process(rep: RepRun, progress: ProgressFn | None) -> None:
+def _in_process(
+    rep: RepRun, progress: ProgressFn | None, host: dict[str, Any] | None = None
+) -> None:
     """Same files as a child would write, in this process (debugging, fast tests)."""
     import traceback
 
     from sim.sweep.child import execute, one_line
 
     try:
-        execute(rep.dir, progress)
+        execute(rep.dir, progress, host)
     except Exception as exc:
         with open(rep.dir / LOG_FILE, "a", encoding="utf-8") as log:
             traceback.print_exc(file=log)
@@ -128,12 +130,15 @@ def run_rep(
     source: str | Path = "",
     isolate: bool = True,
     child_command: Sequence[str] = CHILD_COMMAND,
+    host: dict[str, Any] | None = None,
 ) -> RepOutcome:
     """Run ``rep`` from a clean directory and return how it ended.
 
     ``columns`` are the sweep's axis columns (every table carries them all);
     ``source`` names where the config came from, for messages only: the child
-    gets the resolved config itself in its spec.
+    gets the resolved config itself in its spec. ``host``: what
+    ``sim.sweep.hostinfo.host_base`` read earlier in this process, for a point
+    run here (a child reads its own).
 
     On KeyboardInterrupt (or any other exception in the parent) the child is
     stopped, the directory is marked ``interrupted`` and the exception re-raised.
@@ -144,7 +149,7 @@ def run_rep(
     # A model-mode point starts no thread and touches no GIL state: a child process
     # would cost more to start than the point takes to run.
     if not isolate or rep.point.config.mode == "model":
-        _in_process(rep, progress)
+        _in_process(rep, progress, host)
     else:
         with open(rep.dir / LOG_FILE, "w", encoding="utf-8") as log:
             # A Ctrl-C while the child is being started would otherwise leave a child

@@ -1,0 +1,128 @@
+"""A combined table joined from the point runs' own files, without re-parsing their rows.
+
+The top-level ``requests.csv`` is every finished run's ``requests.csv`` rows, in
+point order, under one header that unites their columns. Parsing every row and
+formatting it again costs tens of microseconds a row; when a run's file is
+*canonical* — its columns are exactly the combined ones, and its text is what
+``csv`` writes for the cells it holds (no quoting, no ``\\r``, every line with
+one field per column) — its rows are copied as bytes instead, which is what
+parsing and re-writing them would give. Any other file (an older kvsim's, a
+quoted error message, a table whose columns differ from the union) goes through
+the parse-and-write path, row by row, so the result is the same either way:
+``tests/test_fast_tables.py`` checks it against the reference.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sim.rundir.columns import csv_text, header_line, rows_to_cells
+from sim.rundir.outputs import atomic_write_bytes
+
+__all__ = ["Part", "join_parts", "write_joined"]
+
+
+def _fields_per_line(body: bytes, commas: int) -> bool:
+    """Every line of ``body`` (each ends with a newline) has exactly ``commas`` commas."""
+    if body.count(b",") != body.count(b"\n") * commas:
+        return False
+    return all(line.count(b",") == commas for line in body.split(b"\n")[:-1])
+
+
+@dataclass
+class Part:
+    """One run's file of a table: its header's columns and its rows, as bytes."""
+
+    #: Column names of its header (parsed; for a non-canonical file, its rows' keys).
+    columns: list[str]
+    #: Everything after the header line (canonical files only; else b"").
+    body: bytes
+    #: The body can be copied as it is under a header of exactly ``columns``.
+    canonical: bool
+    _text: str = ""
+    _rows: list[dict[str, Any]] | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Part:
+        """Raises UnicodeDecodeError (or csv.Error) on a file that is not UTF-8 CSV."""
+        text = data.decode("utf-8")
+        head, _, body = data.partition(b"\n")
+        columns = head.decode("utf-8").split(",")
+        canonical = (
+            b'"' not in data
+            and b"\r" not in data
+            and b"\n\n" not in data
+            and data.endswith(b"\n")
+            and len(columns) >= 2
+            and all(columns)
+            and len(set(columns)) == len(columns)
+            and _fields_per_line(body, len(columns) - 1)
+        )
+        if canonical:
+            return cls(columns, body, True)
+        part = cls([], b"", False, text)
+        rows = part.rows()
+        cols: dict[str, None] = {}
+        if rows:
+            for row in rows:
+                cols.update(dict.fromkeys(row))
+        part.columns = [c for c in cols if c is not None]
+        return part
+
+    @property
+    def has_rows(self) -> bool:
+        return bool(self.body) if self.canonical else bool(self.rows())
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Its rows as ``csv.DictReader`` reads the file."""
+        if self._rows is None:
+            text = self._text
+            if self.canonical:
+                text = header_line(self.columns) + self.body.decode("utf-8")
+            self._rows = list(csv.DictReader(io.StringIO(text, newline="")))
+        return self._rows
+
+    def row_keys(self) -> list[Any]:
+        """The keys its rows hold, in first-seen order (what a union of columns takes)."""
+        if self.canonical:
+            return list(self.columns) if self.body else []
+        keys: dict[Any, None] = {}
+        for row in self.rows():
+            keys.update(dict.fromkeys(row))
+        return list(keys)
+
+
+def join_parts(lead: Sequence[str], parts: Sequence[Part]) -> list[bytes]:
+    """The combined table's bytes, in pieces: a header of ``lead`` then every column any
+    row holds (first seen first), and the rows of ``parts`` in order."""
+    cols: dict[Any, None] = dict.fromkeys(lead)
+    for part in parts:
+        cols.update(dict.fromkeys(part.row_keys()))
+    union = list(cols)
+    chunks = [header_line(union).encode("utf-8")]
+    for part in parts:
+        if not part.has_rows:
+            continue
+        if part.canonical and part.columns == union:
+            chunks.append(part.body)
+        else:
+            text = csv_text(union, rows_to_cells(union, part.rows()), header=False)
+            chunks.append(text.encode("utf-8"))
+    return chunks
+
+
+def write_joined(path: Path, lead: Sequence[str], parts: Sequence[Part]) -> dict[str, Any]:
+    """Write the combined table atomically; return its ``{"size", "sha256"}`` record
+    (``sim.rundir.verify``), computed from the bytes written."""
+    chunks = join_parts(lead, parts)
+    atomic_write_bytes(path, chunks)
+    h = hashlib.sha256()
+    for chunk in chunks:
+        h.update(chunk)
+    return {"size": sum(map(len, chunks)), "sha256": h.hexdigest()}

@@ -168,3 +168,27 @@ def test_host_record_read_once_says_what_a_fresh_one_says() -> None:
     fresh.pop("recorded_at")
     reused.pop("recorded_at")
     assert reused == fresh
+
+
+def test_model_point_files_skip_fsync_and_the_top_level_files_keep_it(
+    sweep_config, tmp_path, monkeypatch
+) -> None:
+    import os
+
+    from sim.rundir import outputs
+
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def spy(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(outputs.os, "fsync", spy)
+    path = sweep_config()
+    cfg, points = parse_config(path)
+    out = tmp_path / "out"
+    run_experiment(cfg, points, path, out)
+    names = {Path(p).name.split(".")[1] for p in synced}  # ".requests.csv.XXXX.tmp"
+    assert not [p for p in synced if "/points/" in p]
+    assert {"requests", "summary", "summary_repeats", "manifest", "results"} <= names

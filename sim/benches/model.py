@@ -42,6 +42,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="times each configuration is run; the fastest counts (default 3: a shared "
         "machine's other load only ever slows a run down)",
     )
+    p.add_argument(
+        "--sweep-points",
+        type=int,
+        default=40,
+        help="also time a sweep of this many points through kvsim run, outputs included "
+        "(default 40; 0: skip)",
+    )
 
 
 def _stand_in_calibration(path: Path) -> Path:
@@ -152,4 +159,8 @@ def main(args: argparse.Namespace) -> int:
             f"  (load average {load:.1f} on {os.cpu_count()} cores: on a shared machine the "
             "wall rate is the CPU rate times the share this process gets)"
         )
+        if args.sweep_points > 0:
+            from sim.benches.model_sweep import print_sweep
+
+            print_sweep(cal, args.sweep_points, args.requests, args.rate, Path(tmp))
     return 0

@@ -57,6 +57,14 @@ def _union(rows: Iterable[dict[str, Any]], first: Sequence[str] = ()) -> list[st
 
 def _aggregate_column(values: list[Any], col: str) -> tuple[Any, float]:
     """(aggregate, spread) of one column over repeats; spread is NaN when not defined."""
+    if len(values) == 1:  # one repeat: what the arithmetic below gives, without numpy
+        v = values[0]
+        if v in ("", None):
+            return "", math.nan
+        n = _number(v)
+        if n is None:
+            return str(v), math.nan
+        return (math.nan if math.isnan(n) else n + 0.0), math.nan  # numpy: -0.0 -> 0.0
     present = [v for v in values if v not in ("", None)]
     nums = [_number(v) for v in present]
     if present and all(n is not None for n in nums):
@@ -116,6 +124,8 @@ class Combiner:
         self._runs: dict[
             tuple[int, int], tuple[RepRun, dict[str, Any], list[dict[str, str]], dict[str, Part]]
         ] = {}
+        #: summary_rows() until the next add (it is asked for twice per rewrite).
+        self._summary: list[dict[str, Any]] | None = None
 
     def add(self, rep: RepRun) -> str:
         """Record a run as its directory says it ended, and return its state.
@@ -125,6 +135,7 @@ class Combiner:
         pending or damaged one is left out (it is to be run again, not failed).
         """
         key = (rep.point.index, rep.repeat)
+        self._summary = None
         status = read_status(rep.dir)
         if status is None:
             self._runs.pop(key, None)
@@ -172,7 +183,10 @@ class Combiner:
         return rows
 
     def summary_rows(self) -> list[dict[str, Any]]:
-        return aggregate_repeats(self.repeat_rows(), self._axes, self._with_spread)
+        """One row per point (``aggregate_repeats``), each a fresh dict."""
+        if self._summary is None:
+            self._summary = aggregate_repeats(self.repeat_rows(), self._axes, self._with_spread)
+        return [dict(row) for row in self._summary]
 
     def write(self) -> dict[str, dict[str, Any]]:
         """Rewrite every top-level table (atomically, each, after naming it in the run's

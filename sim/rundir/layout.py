@@ -129,16 +129,19 @@ def read_status(rep_dir: Path) -> dict[str, Any] | None:
     return data
 
 
-def write_status(rep_dir: Path, status: str, **fields: Any) -> None:
-    """Write the marker atomically; call it after every other file of the run."""
+def write_status(rep_dir: Path, status: str, *, durable: bool = True, **fields: Any) -> None:
+    """Write the marker atomically; call it after every other file of the run.
+
+    ``durable=False``: without fsync (``sim.rundir.outputs.atomic_write_text``).
+    """
     if status not in STATUSES:
         raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
-    write_json(rep_dir / STATUS_FILE, {"status": status, **fields})
+    write_json(rep_dir / STATUS_FILE, {"status": status, **fields}, durable)
 
 
-def write_ok(rep_dir: Path, written: list[str], **fields: Any) -> None:
+def write_ok(rep_dir: Path, written: list[str], *, durable: bool = True, **fields: Any) -> None:
     """Mark a run finished, recording the size and checksum of every file it wrote."""
-    write_status(rep_dir, "ok", files=record_files(rep_dir, written), **fields)
+    write_status(rep_dir, "ok", durable=durable, files=record_files(rep_dir, written), **fields)
 
 
 def verify_rep(rep_dir: Path) -> tuple[str, str]:

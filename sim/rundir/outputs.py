@@ -23,8 +23,15 @@ __all__ = [
 ]
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write to a temporary file beside ``path``, fsync, then rename over it."""
+def atomic_write_text(path: Path, text: str, durable: bool = True) -> None:
+    """Write to a temporary file beside ``path``, fsync, then rename over it.
+
+    ``durable=False`` leaves the fsync out: the file is still whole or absent after
+    a crash of the process, but a power cut may lose it. Only for files whose loss
+    is detected and repaired (a model-mode point run's files: their checksums are
+    recorded, and a resume reruns the point), where fsync would cost more than
+    the point.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -32,7 +39,8 @@ def atomic_write_text(path: Path, text: str) -> None:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)
             fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except OSError as exc:  # a full disk: say which file could not be written
         Path(tmp).unlink(missing_ok=True)
@@ -71,9 +79,14 @@ def csv_table_text(columns: Sequence[str], rows: Iterable[Mapping[str, Any]]) ->
     return csv_text(columns, rows_to_cells(columns, rows))
 
 
-def write_csv(path: Path, columns: Sequence[str], rows: Iterable[Mapping[str, Any]]) -> None:
-    """Write a table atomically (see :func:`csv_table_text`)."""
-    atomic_write_text(path, csv_table_text(columns, rows))
+def write_csv(
+    path: Path,
+    columns: Sequence[str],
+    rows: Iterable[Mapping[str, Any]],
+    durable: bool = True,
+) -> None:
+    """Write a table atomically (see :func:`csv_table_text`, :func:`atomic_write_text`)."""
+    atomic_write_text(path, csv_table_text(columns, rows), durable)
 
 
 def atomic_write_bytes(path: Path, chunks: Iterable[bytes]) -> None:
@@ -100,5 +113,6 @@ def read_csv(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
-def write_json(path: Path, data: Any) -> None:
-    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+def write_json(path: Path, data: Any, durable: bool = True) -> None:
+    text = json.dumps(data, indent=2, sort_keys=False, default=str) + "\n"
+    atomic_write_text(path, text, durable)

@@ -75,18 +75,25 @@ def write_point_tables(
     summary: Mapping[str, Any],
     summary_cols: Sequence[str],
     tables: Mapping[str, list[dict[str, Any]]],
+    durable: bool = True,
 ) -> list[str]:
     """Write a point run's tables into ``rep_dir`` (each atomically) and return their names.
 
     ``lead`` holds the axis columns and ``repeat`` (in order) with the point's values:
     every table starts with them. ``summary_cols`` are the summary's own columns.
+    ``durable=False`` writes without fsync (``sim.rundir.outputs.atomic_write_text``).
     """
     head = list(lead)
-    atomic_write_text(rep_dir / REQUESTS_FILE, requests_text(lead, records))
-    write_csv(rep_dir / SUMMARY_FILE, [*head, *summary_cols], [{**lead, **summary}])
+    atomic_write_text(rep_dir / REQUESTS_FILE, requests_text(lead, records), durable)
+    write_csv(rep_dir / SUMMARY_FILE, [*head, *summary_cols], [{**lead, **summary}], durable)
     for stem, rows in tables.items():
         cols: dict[str, None] = {}
         for row in rows:
             cols.update(dict.fromkeys(row))
-        write_csv(rep_dir / table_file(stem), [*head, *cols], ({**lead, **row} for row in rows))
+        write_csv(
+            rep_dir / table_file(stem),
+            [*head, *cols],
+            ({**lead, **row} for row in rows),
+            durable,
+        )
     return [REQUESTS_FILE, SUMMARY_FILE, *(table_file(s) for s in tables)]

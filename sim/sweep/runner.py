@@ -144,11 +144,13 @@ def run_rep(
     stopped, the directory is marked ``interrupted`` and the exception re-raised.
     """
     clear_rep_dir(run_dir, rep.dir)
-    spec = write_spec(rep, columns, source)
+    model = rep.point.config.mode == "model"
+    # A model-mode point's files go without fsync (sim.sweep.child.execute_spec says why).
+    spec = write_spec(rep, columns, source, durable=not model)
     t0 = time.perf_counter()
     # A model-mode point starts no thread and touches no GIL state: a child process
     # would cost more to start than the point takes to run.
-    if not isolate or rep.point.config.mode == "model":
+    if not isolate or model:
         _in_process(rep, progress, host)
     else:
         with open(rep.dir / LOG_FILE, "w", encoding="utf-8") as log:

@@ -126,11 +126,15 @@ class PointSpec:
         )
 
 
-def write_spec(rep: RepRun, columns: Sequence[str], source: str | Path = "") -> Path:
-    """Write ``rep``'s spec.json (parent side) and return its path."""
+def write_spec(
+    rep: RepRun, columns: Sequence[str], source: str | Path = "", durable: bool = True
+) -> Path:
+    """Write ``rep``'s spec.json (parent side) and return its path (``durable=False``:
+    without fsync, see ``sim.rundir.outputs.atomic_write_text``)."""
     from sim.rundir.outputs import write_json
 
-    write_json(rep.dir / SPEC_FILE, PointSpec.for_rep(rep, columns, source).to_json())
+    spec = PointSpec.for_rep(rep, columns, source)
+    write_json(rep.dir / SPEC_FILE, spec.to_json(), durable)
     return rep.dir / SPEC_FILE
 
 

@@ -1,0 +1,117 @@
+"""A model-mode sweep timed end to end, through what ``kvsim run`` does.
+
+``kvsim bench model`` measures how fast the model simulates; a sweep also plans
+its points, writes every point's tables and status (with checksums), combines the
+top-level tables, the manifest and ``results.json``. This runs an N-point sweep
+into a temporary run directory through the session API ``kvsim run`` uses
+(``plan_run``, ``prepared_run``, ``run_planned``) and splits its wall time into
+the simulation (each point's ``run_point``, as its ``status.json`` records it)
+and everything else — the cost a sweep adds to its points. Python's start-up
+and imports are not in it (this process has them already).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["TARGET_SWEEP_S", "SweepTiming", "print_sweep", "sweep_config", "time_sweep"]
+
+#: A 1,000-point sweep of 500 requests each should finish in under this (issue 17).
+TARGET_SWEEP_S = 60.0
+_WORKERS = (1, 2, 4, 8)
+
+
+@dataclass(frozen=True)
+class SweepTiming:
+    """What one timed sweep took."""
+
+    points: int
+    requests_per_point: int
+    #: Requests simulated, all points together.
+    requests: int
+    #: From planning the sweep to its last file written.
+    wall_s: float
+    #: Sum over points of the simulation (``run_point``) alone.
+    simulation_s: float
+
+    @property
+    def outputs_s(self) -> float:
+        """Wall time outside the simulation: planning, tables, status, manifest."""
+        return self.wall_s - self.simulation_s
+
+    def extrapolate(self, points: int = 1000, requests: int = 500) -> float:
+        """Seconds a sweep of ``points`` × ``requests`` would take at this pace (both the
+        simulation and the outputs grow with the requests written)."""
+        scale = points * requests / max(self.requests, 1)
+        return self.wall_s * scale
+
+
+def sweep_config(calibration: str, points: int, requests: int, rate: float) -> dict:
+    """An N-point model sweep like the synthetic one: holds from 0 to 40 ms × 1–8 workers
+    (``points`` is rounded up to a multiple of 4)."""
+    holds = max(1, -(-points // len(_WORKERS)))
+    return {
+        "name": "bench-model-sweep",
+        "seed": 11,
+        "mode": "model",
+        "machine": {"calibration": calibration},
+        "model": {"regions": 4, "block_len": [4096], "block_size": 128},
+        "workload": {
+            "requests": requests,
+            "arrival": {"kind": "poisson", "rate_rps": rate},
+            "tokens": 16384,
+        },
+        "connector": {"variant": "synthetic", "workers": 1, "options": {"free_ms": 1.0}},
+        "gil": {"probe": True},
+        "sweep": {
+            "connector.options.hold_ms": [round(40.0 * i / holds, 3) for i in range(holds)],
+            "connector.workers": list(_WORKERS),
+        },
+    }
+
+
+def time_sweep(
+    calibration: str, points: int, requests: int, rate: float, work: Path
+) -> SweepTiming:
+    """Run the sweep into ``work``/run (``work`` must exist) and time it."""
+    import yaml
+
+    from sim.config import parse_config
+    from sim.rundir.layout import POINTS_DIR, STATUS_FILE
+    from sim.sweep.session import plan_run, prepared_run, run_planned
+
+    path = work / "sweep.yaml"
+    path.write_text(yaml.safe_dump(sweep_config(calibration, points, requests, rate)))
+    out = work / "run"
+    t0 = time.perf_counter()
+    cfg, pts = parse_config(path)
+    plan = plan_run(cfg, pts, out)
+    with prepared_run(plan, force=True, source=path) as ready:
+        outcome = run_planned(ready, source=path)
+    wall = time.perf_counter() - t0
+    if not outcome.ok:
+        raise RuntimeError(f"the timed sweep did not finish: {outcome.unfinished[:1]}")
+    simulated = 0.0
+    for status in sorted((out / POINTS_DIR).glob(f"*/rep-*/{STATUS_FILE}")):
+        simulated += float(json.loads(status.read_text(encoding="utf-8"))["run_point_s"])
+    return SweepTiming(len(pts), requests, len(pts) * requests, wall, simulated)
+
+
+def print_sweep(calibration: str, points: int, requests: int, rate: float, work: Path) -> float:
+    """Time one sweep and print it with the extrapolated 1,000-point time; return the latter."""
+    t = time_sweep(calibration, points, requests, rate, work)
+    print(
+        f"  a {t.points}-point sweep of {t.requests_per_point} requests through kvsim run: "
+        f"{t.wall_s:.2f} s (simulation {t.simulation_s:.2f} s, outputs "
+        f"{t.outputs_s:.2f} s: {1e6 * t.outputs_s / t.requests:.1f} µs per request)"
+    )
+    whole = t.extrapolate()
+    verdict = "met" if whole < TARGET_SWEEP_S else "NOT met"
+    print(
+        f"  a 1,000-point sweep of 500 requests through kvsim run: ~{whole:.0f} s at that pace "
+        f"(target: under {TARGET_SWEEP_S:.0f} s): {verdict}"
+    )
+    return whole

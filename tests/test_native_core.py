@@ -9,6 +9,7 @@ summary value and table must match to the last bit (repr), on the model's varied
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import subprocess
@@ -87,3 +88,27 @@ def test_the_compiled_core_gives_the_very_same_runs(write_config, sampled_calibr
         assert a["rows"] == b["rows"], path
         assert a["summary"] == b["summary"], path
         assert a["tables"] == b["tables"], path
+
+
+def test_a_real_point_runs_on_the_compiled_store_model(write_config, tmp_path):
+    """Real mode drives the same compiled store model (sim.store.link, sim.store.model)
+    from its simulation thread: a tiny real run completes with every request loaded."""
+    state = _native_built()
+    if state != "native":
+        pytest.skip(f"the compiled model core is missing: {state} (scripts/install.sh builds it)")
+    out = tmp_path / "real"
+    cfg = write_config({"output": {"dir": str(out)}}, name="real.yaml")
+    env = {**os.environ, ENV: "1", "PYTHONPATH": str(_ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-m", "sim", "run", str(cfg), "--quiet"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    with open(out / "summary.csv", newline="", encoding="utf-8") as fh:
+        (values,) = list(csv.DictReader(fh))
+    assert values["status"] == "ok"
+    assert int(float(values["ok"])) == int(float(values["requests"])) == 8

@@ -159,8 +159,19 @@ class _Request:
     transfer, the end. Each runs on the simulation thread and only notes what happened
     (timestamps, outcomes); :meth:`record` makes the row after the load."""
 
-    __slots__ = ("arrival_ns", "at_s", "done_ns", "injected_ns", "job", "outcome", "p", "req")
-    __slots__ += ("then", "waited_s", "xfer")
+    __slots__ = (
+        "arrival_ns",
+        "at_s",
+        "done_ns",
+        "injected_ns",
+        "job",
+        "outcome",
+        "p",
+        "req",
+        "then",
+        "waited_s",
+        "xfer",
+    )
 
     def __init__(
         self,

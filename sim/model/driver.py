@@ -34,7 +34,7 @@ from sim.model.costs import ModelCosts, point_costs
 from sim.model.coverage import check_point, point_calibration
 from sim.model.draws import Uniforms
 from sim.model.engine import ModelEngine
-from sim.model.gil import CPythonGil, NoGil
+from sim.model.gil import CPythonGil, NoGil, SimGil
 from sim.model.loop import Loop
 from sim.model.probe import ModelProbe
 from sim.model.threads import Harness, ModelJob, ModelWorkers
@@ -154,7 +154,7 @@ class _Point:
         self.draw = draw
         self.cores = Cores(loop, cores, background)
         if cfg.gil.kind == "none":
-            self.gil: CPythonGil | NoGil = NoGil(loop, self.cores)
+            self.gil: SimGil = NoGil(loop, self.cores)
         else:
             self.gil = CPythonGil(
                 loop, self.cores, cfg.gil.switch_interval_ms / 1e3, self.draw.next, costs.wake.draw

@@ -13,7 +13,7 @@ from typing import Any
 from sim.config import EngineConfig
 from sim.instruments.engine import STEP_COLUMNS, summarize_steps
 from sim.model.costs import ModelCosts
-from sim.model.gil import CPythonGil, NoGil
+from sim.model.gil import SimGil
 from sim.model.loop import Loop
 from sim.model.threads import Harness
 
@@ -25,9 +25,7 @@ ENGINE_THREAD = "kvsim-engine"
 class ModelEngine:
     """The engine loop: ``baseline_steps`` steps alone (run at attach), then steps under load."""
 
-    def __init__(
-        self, cfg: EngineConfig, costs: ModelCosts, gil: CPythonGil | NoGil, harness: Harness
-    ) -> None:
+    def __init__(self, cfg: EngineConfig, costs: ModelCosts, gil: SimGil, harness: Harness) -> None:
         if costs.engine_build_s is None:
             raise ValueError("engine build hold not calibrated")
         self._cfg = cfg

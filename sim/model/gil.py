@@ -41,22 +41,19 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import Any, ClassVar
 
 from sim.model.cores import Cores, CpuTask
 from sim.model.loop import Loop
-from sim.model.nogil import NoGil
+from sim.model.nogil import Cont, NoGil, SimGil
 
 __all__ = ["CPythonGil", "NoGil", "SimGil"]
 
-#: What a thread does next, called with one (ignored) argument so that the loop can call it.
-Cont = Callable[[Any], None]
 
-
-class CPythonGil:
+class CPythonGil(SimGil):
     """One GIL shared by named simulated threads (any hashable name)."""
 
-    kind = "cpython"
+    kind: ClassVar[str] = "cpython"
 
     def __init__(
         self,
@@ -68,16 +65,13 @@ class CPythonGil:
     ) -> None:
         if switch_interval_s <= 0:
             raise ValueError("switch interval must be > 0")
-        self._loop = loop
-        self._cores = cores
+        super().__init__(loop, cores)
         self._si = switch_interval_s
         self._draw = draw
         #: The woken waiter's OS wake-up: a constant, or a draw per hand-off.
         self._handoff: Callable[[], float] = (
             handoff_s if callable(handoff_s) else partial(float, handoff_s)
         )
-        #: The thread holding the GIL (None: free; then nobody waits either).
-        self.holder: Any = None
         #: (thread, continuation, time it started waiting)
         self._waiters: list[tuple[Any, Cont, float]] = []
         self._switches = 0
@@ -88,14 +82,6 @@ class CPythonGil:
         self._forced = 0
         self._drop_at = math.inf  # when the earliest drop check is due (inf: none)
         self._alarm = loop.alarm(self._drop_check)
-        #: Called with the time whenever a free GIL is taken, and whenever the GIL is let go
-        #: with nobody waiting (the probe listens).
-        self.watch: Callable[[float], None] | None = None
-        self.free_watch: Callable[[float], None] | None = None
-
-    @property
-    def cores(self) -> Cores:
-        return self._cores
 
     @property
     def waiting(self) -> int:
@@ -285,6 +271,3 @@ class CPythonGil:
                 cont(None)
                 return
         loop.after(delay, cont)
-
-
-SimGil = CPythonGil | NoGil

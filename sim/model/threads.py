@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sim.model.cores import Cores
-from sim.model.gil import CPythonGil, NoGil
+from sim.model.gil import SimGil
 from sim.model.loop import Loop
 
 __all__ = ["SIM_THREAD", "Harness", "ModelJob", "ModelWorkers"]
@@ -45,7 +45,7 @@ class Harness:
         "cpu_s",
     )
 
-    def __init__(self, loop: Loop, gil: CPythonGil | NoGil) -> None:
+    def __init__(self, loop: Loop, gil: SimGil) -> None:
         self._loop = loop
         self._gil = gil
         self._cores = gil.cores
@@ -256,7 +256,7 @@ class ModelWorkers:
     def __init__(
         self,
         loop: Loop,
-        gil: CPythonGil | NoGil,
+        gil: SimGil,
         cores: Cores,
         harness: Harness,
         workers: int,

@@ -112,3 +112,42 @@ def test_a_real_point_runs_on_the_compiled_store_model(write_config, tmp_path):
         (values,) = list(csv.DictReader(fh))
     assert values["status"] == "ok"
     assert int(float(values["ok"])) == int(float(values["requests"])) == 8
+
+
+@pytest.fixture
+def fake_root(tmp_path, monkeypatch):
+    """sim.native looking at a source tree of its own (the modules as one-line files)."""
+    import sim.native as native
+
+    for name in native.MODULES:
+        path = tmp_path.joinpath(*name.split(".")).with_suffix(".py")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"# {name}\n")
+    monkeypatch.setattr(native, "_ROOT", tmp_path)
+    monkeypatch.setenv(ENV, "1")
+    native.native_state.cache_clear()
+    yield native
+    native.native_state.cache_clear()
+
+
+def test_an_edited_module_is_never_shadowed_by_an_older_build(fake_root):
+    native = fake_root
+    assert native.native_state().startswith("python (not built")
+    stamp = native._native_dir() / native._STAMP
+    stamp.parent.mkdir(parents=True)
+    stamp.write_text(json.dumps({"digest": native._digest()}))
+    native.native_state.cache_clear()
+    # The stamp matches, but there is no compiled library to load: still interpreted.
+    assert native.native_state().startswith("python (the build does not load")
+    (native._ROOT / "sim" / "model" / "gil.py").write_text("# edited\n")
+    native.native_state.cache_clear()
+    assert native.native_state().startswith("python (the build is older than the source")
+    path = ["/the/source"]
+    native.enable("sim.model", path)
+    assert path == ["/the/source"]
+
+
+def test_the_switch_turns_the_compiled_core_off(fake_root, monkeypatch):
+    monkeypatch.setenv(ENV, "0")
+    fake_root.native_state.cache_clear()
+    assert fake_root.native_state() == f"python ({ENV}=0)"

@@ -30,6 +30,7 @@ from sim.sweep import (
     run_rep,
 )
 from sim.sweep.executors import ExecutorChoice, SweepEvents, build_executor
+from sim.sweep.executors.parallel import ParallelModelExecutor, model_workers
 from sim.sweep.hostinfo import host_base
 from sim.sweep.plan import PlannedRun, SweepPlan, axis_columns, check_resumable, plan_sweep
 from sim.sweep.result import ExperimentResult
@@ -254,7 +255,14 @@ def _run_locked(
     events = SweepEvents(started, rep_progress, ended, note)
     try:
         with sigterm_unwinds():
-            build_executor(choice, run_one, prepare).run(todo, events)
+            workers = model_workers(todo) if choice.name == "local" and isolate else 1
+            if workers > 1:
+                host = host_base()
+                note(f"{len(todo)} model-mode point runs in {workers} worker processes")
+                runner_: Any = ParallelModelExecutor(workers, out_dir, axes, source, host, run_one)
+            else:
+                runner_ = build_executor(choice, run_one, prepare)
+            runner_.run(todo, events)
         c = counts()
         status = "complete" if c["done"] == c["total"] else "failed"
     finally:

@@ -57,18 +57,43 @@ def header_line(columns: Sequence[str]) -> str:
     return buf.getvalue()
 
 
+def _plain_cells(cells: Sequence[list[Any]]) -> list[list[str]] | None:
+    """``cells`` as strings when every cell is a ``str`` or ``int`` that ``csv`` writes as
+    it is (no delimiter, quote or line break in it), so rows can be joined with commas
+    directly; None when any cell needs ``csv``'s care."""
+    out = []
+    for col in cells:
+        kinds = set(map(type, col))
+        if kinds == {str}:
+            text = "".join(col)
+        elif kinds <= _PLAIN:
+            col = list(map(str, col))
+            text = "".join(col)
+        else:
+            return None
+        if "," in text or '"' in text or "\n" in text or "\r" in text:
+            return None
+        out.append(col)
+    return out
+
+
 def csv_text(columns: Sequence[str], cells: Sequence[list[Any]], header: bool = True) -> str:
     """The CSV text of a table given as one list of (formatted) cells per column.
 
     Every list in ``cells`` has one entry per row; ``header=False`` leaves the
-    header row out (for rows appended to a table that has one).
+    header row out (for rows appended to a table that has one). Rows of plain
+    cells are joined with commas (what ``csv`` writes for them, several times
+    faster); any other row set goes through ``csv.writer``.
     """
+    head = header_line(columns) if header else ""
+    if not cells or not cells[0]:
+        return head
+    plain = _plain_cells(cells) if len(cells) >= 2 else None
+    if plain is not None:
+        return head + "\n".join(map(",".join, zip(*plain, strict=True))) + "\n"
     buf = io.StringIO()
-    w = _writer(buf)
-    if header:
-        w.writerow(list(columns))
-    if cells:
-        w.writerows(zip(*cells, strict=True))
+    buf.write(head)
+    _writer(buf).writerows(zip(*cells, strict=True))
     return buf.getvalue()
 
 

@@ -14,7 +14,9 @@ A run counts as finished only when ``status.json`` says ``ok`` AND every file it
 lists (with its size and checksum, see ``sim.rundir.verify``) is still there as
 written: it is written after every other file, by rename, so a crash or a kill at
 any moment leaves either a finished run or one that a resumed sweep redoes from
-scratch, and a file damaged later is found and its point run again.
+scratch, and a file damaged later is found and its point run again. (A model-mode
+point run's files are renamed into place without fsync: a power cut may lose them,
+which the same checks catch — the run is redone, never taken as whole.)
 
 This module is the one owner of the run directory's file names: other code
 uses the constants below, never the literal names.

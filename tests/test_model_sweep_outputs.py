@@ -192,3 +192,20 @@ def test_model_point_files_skip_fsync_and_the_top_level_files_keep_it(
     names = {Path(p).name.split(".")[1] for p in synced}  # ".requests.csv.XXXX.tmp"
     assert not [p for p in synced if "/points/" in p]
     assert {"requests", "summary", "summary_repeats", "manifest", "results"} <= names
+
+
+def test_a_large_model_sweep_prints_no_line_per_point_run(
+    sweep_config, tmp_path, monkeypatch, capsys
+) -> None:
+    from sim.cli import main as cli_main
+    from sim.commands import run as run_command
+
+    path = sweep_config()
+    assert cli_main(["run", str(path), "--out", str(tmp_path / "few")]) == 0
+    assert capsys.readouterr().err.count("✓") == 6  # 6 point runs: one line each
+    monkeypatch.setattr(run_command, "_MANY", 5)
+    assert cli_main(["run", str(path), "--out", str(tmp_path / "many")]) == 0
+    captured = capsys.readouterr()
+    assert "✓" not in captured.err
+    assert "results in" in captured.out
+    assert _tables(tmp_path / "few") == _tables(tmp_path / "many")

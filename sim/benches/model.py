@@ -45,9 +45,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--sweep-points",
         type=int,
-        default=40,
+        default=100,
         help="also time a sweep of this many points through kvsim run, outputs included "
-        "(default 40; 0: skip)",
+        "(default 100: enough to run on every core, as a 1,000-point sweep does; 0: skip)",
     )
 
 

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from sim.rundir.columns import format_column
+from sim.rundir.combine import aggregate_with_numpy
 from sim.rundir.outputs import csv_table_text, write_csv
 from sim.rundir.parts import Part, join_parts, write_joined
 from sim.rundir.verify import read_verified, record_files, verify_files
@@ -237,24 +238,6 @@ def test_read_verified_agrees_with_verify_files(tmp_path: Path) -> None:
     assert read_verified(tmp_path, {"../x": {}})[0] == verify_files(tmp_path, {"../x": {}})
 
 
-def ref_aggregate_column(values: list[Any], col: str) -> tuple[Any, float]:
-    """The numpy arithmetic of ``sim.rundir.combine._aggregate_column`` for any count."""
-    from sim.rundir.combine import SUM_COLUMNS
-    from sim.rundir.numbers import parse_number
-
-    present = [v for v in values if v not in ("", None)]
-    nums = [parse_number(v) for v in present]
-    if present and all(n is not None for n in nums):
-        arr = np.asarray(nums, dtype=float)
-        arr = arr[~np.isnan(arr)]
-        if arr.size == 0:
-            return math.nan, math.nan
-        if col in SUM_COLUMNS:
-            return float(arr.sum()), math.nan
-        return float(arr.mean()), float(arr.std(ddof=1)) if arr.size >= 2 else math.nan
-    return "; ".join(dict.fromkeys(str(v) for v in present)), math.nan
-
-
 @pytest.mark.parametrize(
     "cell", ["0", "-0", "1.5", "-2e-9", "1e300", "inf", "-inf", "nan", "", None, "abc", True, 3]
 )
@@ -262,5 +245,5 @@ def ref_aggregate_column(values: list[Any], col: str) -> tuple[Any, float]:
 def test_one_repeat_aggregates_as_the_numpy_path(cell: Any, col: str) -> None:
     from sim.rundir.combine import _aggregate_column
 
-    got, want = _aggregate_column([cell], col), ref_aggregate_column([cell], col)
+    got, want = _aggregate_column([cell], col), aggregate_with_numpy([cell], col)
     assert repr(got) == repr(want)

@@ -42,27 +42,24 @@ print(json.dumps(out))
 """
 
 
-def _child(env_value: str, configs: list[Path]) -> dict:
-    env = {**os.environ, ENV: env_value, "PYTHONPATH": str(_ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-c", _CHILD, *map(str, configs)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
+def _python(native: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python *args`` in a child with the compiled core on ("1") or off ("0")."""
+    env = {**os.environ, ENV: native, "PYTHONPATH": str(_ROOT)}
+    return subprocess.run(
+        [sys.executable, *args], env=env, capture_output=True, text=True, timeout=600, check=False
     )
+
+
+def _child(env_value: str, configs: list[Path]) -> dict:
+    done = _python(env_value, "-c", _CHILD, *map(str, configs))
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout)
 
 
 def _native_built() -> str:
     """native_state() as a child with the compiled core allowed sees it."""
-    probe = "from sim.native import native_state; print(native_state())"
-    env = {**os.environ, ENV: "1", "PYTHONPATH": str(_ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
-    )
+    done = _python("1", "-c", "from sim.native import native_state; print(native_state())")
+    assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout.strip()
 
 
@@ -98,15 +95,7 @@ def test_a_real_point_runs_on_the_compiled_store_model(write_config, tmp_path):
         pytest.skip(f"the compiled model core is missing: {state} (scripts/install.sh builds it)")
     out = tmp_path / "real"
     cfg = write_config({"output": {"dir": str(out)}}, name="real.yaml")
-    env = {**os.environ, ENV: "1", "PYTHONPATH": str(_ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-m", "sim", "run", str(cfg), "--quiet"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    done = _python("1", "-m", "sim", "run", str(cfg), "--quiet")
     assert done.returncode == 0, done.stderr[-2000:]
     with open(out / "summary.csv", newline="", encoding="utf-8") as fh:
         (values,) = list(csv.DictReader(fh))

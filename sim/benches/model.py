@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sim.benches.model_sweep import WORKERS, synthetic_config
+
 HELP = "simulated requests per second of model mode (target: 20,000)"
 
 #: Simulated requests per wall-clock second model mode should reach (issue: a 1,000-point
@@ -28,7 +30,6 @@ TARGET_RPS = 20_000
 
 #: A sweep like the synthetic one: holds of 0-40 ms, 1-8 workers, Poisson arrivals.
 _HOLDS = (0.0, 5.0, 10.0, 20.0, 40.0)
-_WORKERS = (1, 2, 4, 8)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -74,29 +75,13 @@ def _stand_in_calibration(path: Path) -> Path:
 def _points(cal: str, requests: int, rate: float, probe: bool) -> list[Any]:
     from sim.config import ExperimentConfig, Point
 
+    base = synthetic_config(cal, requests, rate, probe)
     out = []
     for hold in _HOLDS:
-        for workers in _WORKERS:
-            cfg = ExperimentConfig.model_validate(
-                {
-                    "name": "bench-model",
-                    "seed": 11,
-                    "mode": "model",
-                    "machine": {"calibration": cal},
-                    "model": {"regions": 4, "block_len": [4096], "block_size": 128},
-                    "workload": {
-                        "requests": requests,
-                        "arrival": {"kind": "poisson", "rate_rps": rate},
-                        "tokens": 16384,
-                    },
-                    "connector": {
-                        "variant": "synthetic",
-                        "workers": workers,
-                        "options": {"hold_ms": hold, "free_ms": 1.0},
-                    },
-                    "gil": {"probe": probe},
-                }
-            )
+        for workers in WORKERS:
+            connector = {**base["connector"], "workers": workers}
+            connector["options"] = {"hold_ms": hold, **connector["options"]}
+            cfg = ExperimentConfig.model_validate({**base, "connector": connector})
             out.append(Point(len(out), {"hold_ms": hold, "workers": workers}, cfg))
     return out
 
@@ -121,9 +106,9 @@ def main(args: argparse.Namespace) -> int:
         from sim.native import native_state
 
         print(
-            f"model mode ({native_state()} core): {len(_HOLDS) * len(_WORKERS)} points "
+            f"model mode ({native_state()} core): {len(_HOLDS) * len(WORKERS)} points "
             "(synthetic hold "
-            f"{_HOLDS[0]:g}–{_HOLDS[-1]:g} ms × {_WORKERS[0]}–{_WORKERS[-1]} workers), "
+            f"{_HOLDS[0]:g}–{_HOLDS[-1]:g} ms × {WORKERS[0]}–{WORKERS[-1]} workers), "
             f"{args.requests} requests each at {args.rate:g}/s"
         )
         # Warm up untimed (first imports, numpy's first calls, the calibration's caches):

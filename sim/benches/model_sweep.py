@@ -17,11 +17,20 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["TARGET_SWEEP_S", "SweepTiming", "print_sweep", "sweep_config", "time_sweep"]
+__all__ = [
+    "TARGET_SWEEP_S",
+    "WORKERS",
+    "SweepTiming",
+    "print_sweep",
+    "sweep_config",
+    "synthetic_config",
+    "time_sweep",
+]
 
 #: A 1,000-point sweep of 500 requests each should finish in under this (issue 17).
 TARGET_SWEEP_S = 60.0
-_WORKERS = (1, 2, 4, 8)
+#: Worker counts of the bench's points (both benches).
+WORKERS = (1, 2, 4, 8)
 
 
 @dataclass(frozen=True)
@@ -55,12 +64,10 @@ class SweepTiming:
         return self.start_s + (self.wall_s - self.start_s) * scale
 
 
-def sweep_config(calibration: str, points: int, requests: int, rate: float) -> dict:
-    """An N-point model sweep like the synthetic one: holds from 0 to 40 ms × 1–8 workers
-    (``points`` is rounded up to a multiple of 4)."""
-    holds = max(1, -(-points // len(_WORKERS)))
+def synthetic_config(calibration: str, requests: int, rate: float, probe: bool) -> dict:
+    """One model point like the synthetic sweep's (hold and workers: set per point or swept)."""
     return {
-        "name": "bench-model-sweep",
+        "name": "bench-model",
         "seed": 11,
         "mode": "model",
         "machine": {"calibration": calibration},
@@ -71,10 +78,20 @@ def sweep_config(calibration: str, points: int, requests: int, rate: float) -> d
             "tokens": 16384,
         },
         "connector": {"variant": "synthetic", "workers": 1, "options": {"free_ms": 1.0}},
-        "gil": {"probe": True},
+        "gil": {"probe": probe},
+    }
+
+
+def sweep_config(calibration: str, points: int, requests: int, rate: float) -> dict:
+    """An N-point model sweep like the synthetic one: holds from 0 to 40 ms × 1–8 workers
+    (``points`` is rounded up to a multiple of 4)."""
+    holds = max(1, -(-points // len(WORKERS)))
+    return {
+        **synthetic_config(calibration, requests, rate, True),
+        "name": "bench-model-sweep",
         "sweep": {
             "connector.options.hold_ms": [round(40.0 * i / holds, 3) for i in range(holds)],
-            "connector.workers": list(_WORKERS),
+            "connector.workers": list(WORKERS),
         },
     }
 

@@ -38,7 +38,7 @@ from sim.rundir.outputs import write_csv
 from sim.rundir.parts import Part, write_joined
 from sim.rundir.verify import read_verified, record_files
 
-__all__ = ["SUM_COLUMNS", "Combiner", "aggregate_repeats"]
+__all__ = ["SUM_COLUMNS", "Combiner", "aggregate_repeats", "aggregate_with_numpy"]
 
 #: Columns that add up over repeats instead of being averaged.
 SUM_COLUMNS = frozenset({"requests", "ok", "failed"})
@@ -65,6 +65,12 @@ def _aggregate_column(values: list[Any], col: str) -> tuple[Any, float]:
         if n is None:
             return str(v), math.nan
         return (math.nan if math.isnan(n) else n + 0.0), math.nan  # numpy: -0.0 -> 0.0
+    return aggregate_with_numpy(values, col)
+
+
+def aggregate_with_numpy(values: list[Any], col: str) -> tuple[Any, float]:
+    """:func:`_aggregate_column` for any number of repeats (the reference its one-repeat
+    shortcut must agree with)."""
     present = [v for v in values if v not in ("", None)]
     nums = [_number(v) for v in present]
     if present and all(n is not None for n in nums):

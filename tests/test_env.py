@@ -8,6 +8,7 @@ import time
 import pytest
 
 from sim.runtime.env import HybridEnvironment, StallError
+from sim.store.clock import QUIET_SLACK_S
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -232,3 +233,55 @@ def test_the_inbox_wakes_its_waiter_loses_no_post_and_times_out() -> None:
     for t in threads:
         t.join()
     assert sorted(got) == list(range(n * producers))  # every post, once
+
+
+# -- quiet calls: a modelled transfer's end, which nothing on the wall clock waits for --
+
+
+def test_a_quiet_call_runs_at_its_own_time_in_the_wake_up_of_a_later_timer() -> None:
+    env = HybridEnvironment(stall_timeout_s=5)
+    seen: list[tuple[str, float, float]] = []
+    env.after_quietly(0.004, lambda _a: seen.append(("quiet", env.now, env.wall())))
+    env.after(0.010, lambda _a: seen.append(("timer", env.now, env.wall())))
+    env.run()
+    assert [s[0] for s in seen] == ["quiet", "timer"]
+    quiet, timer = seen
+    assert quiet[1] == pytest.approx(0.004, abs=1e-12)  # ``now`` is its own time...
+    # ...but the thread did not wake for it: it ran once awake for the timer (due before
+    # its slack is over), which a loaded machine can only make later still.
+    assert 0.004 + QUIET_SLACK_S > 0.010
+    assert quiet[2] >= 0.010 - 1e-4
+    assert timer[1] == pytest.approx(0.010, abs=1e-12)
+
+
+def test_a_lone_quiet_call_runs_once_its_slack_is_over_and_the_run_ends() -> None:
+    env = HybridEnvironment(stall_timeout_s=5)
+    seen: list[tuple[float, float]] = []
+    env.after_quietly(0.002, lambda _a: seen.append((env.now, env.wall())))
+    env.run()  # returns: a quiet call is not lost, nor waited for forever
+    assert len(seen) == 1
+    now, wall = seen[0]
+    assert now == pytest.approx(0.002, abs=1e-12)
+    assert wall >= 0.002 + QUIET_SLACK_S - 1e-4  # not woken at its time
+
+
+def test_a_cancelled_quiet_call_never_runs_and_is_not_waited_for() -> None:
+    env = HybridEnvironment(stall_timeout_s=5)
+    seen: list[str] = []
+    env.after_quietly(30.0, seen.append, "cancelled").cancel()
+    t0 = time.perf_counter()
+    env.run()
+    assert seen == [] and time.perf_counter() - t0 < 10.0
+
+
+def test_an_overdue_quiet_call_runs_before_a_completion_and_the_clock_never_goes_back() -> None:
+    env = HybridEnvironment(stall_timeout_s=5)
+    seen: list[tuple[str, float]] = []
+    env.after_quietly(0.001, lambda _a: seen.append(("quiet", env.now)))
+    env.expect()
+    env.post(lambda _a: seen.append(("posted", env.now)), None)
+    time.sleep(0.005)  # the quiet call is overdue and the post waiting when the loop runs
+    env.run()
+    assert [s[0] for s in seen] == ["quiet", "posted"]
+    assert seen[0][1] == pytest.approx(0.001, abs=1e-12)
+    assert seen[1][1] >= seen[0][1]

@@ -1,12 +1,13 @@
 """The harness's own noise floor: the latency kvsim adds around a request that does nothing.
 
-A sample mimics one request whose CPU stage and transfer cost nothing: it
-arrives after an idle gap (so the worker and the simulation thread are asleep,
-as they are between real arrivals), submits a no-op job to a worker pool, and,
-once the simulation thread has the result, waits out a short modelled timer
-standing in for the transfer. Its latency minus that timer is what the
-framework itself adds: worker wake-up and queue hand-off, the inbox, the
-simulation loop and its timer lateness.
+A sample mimics one request whose CPU stage and transfer cost nothing: it is
+planned to arrive after an idle gap (so the worker and the simulation thread are
+asleep, as they are between real arrivals), and counts from that planned time, as
+a request's latency does; it submits a no-op job to a worker pool and ends once
+the simulation thread has the result. That is what the framework itself adds:
+the arrival timer's lateness, the worker's wake-up and queue hand-off, the inbox
+and the simulation loop. A modelled transfer would add nothing to it: its end is
+the time the model fixed, however late the loop notes it (sim.runtime.env).
 
 ``run_point`` takes half the samples just before the point and half just after,
 under the point's switch interval and worker count, and pools them: the floor
@@ -32,8 +33,6 @@ __all__ = ["NOISE_SAMPLES", "measure_noise_floor", "noise_floor_summary"]
 NOISE_SAMPLES = 40
 #: Idle time before each sample: long enough that the threads go back to sleep.
 _GAP_S = 0.5e-3
-#: The modelled "transfer" of each sample: exercises the timer path of the clock.
-_TIMER_S = 0.2e-3
 
 
 def _noop() -> None:
@@ -48,10 +47,9 @@ def measure_noise_floor(samples: int = NOISE_SAMPLES, workers: int = 1) -> list[
     def proc() -> Generator[Any, Any, None]:
         for _ in range(samples):
             yield env.timeout(_GAP_S)
-            t0 = time.perf_counter_ns()
+            planned_ns = env.t0_ns + round(env.now * 1e9)  # the timer's own time
             yield pool.submit(_noop)
-            yield env.timeout(_TIMER_S)
-            lat.append((time.perf_counter_ns() - t0) / 1e6 - _TIMER_S * 1e3)
+            lat.append((time.perf_counter_ns() - planned_ns) / 1e6)
 
     pool = WorkerPool(env, workers, name="kvsim-noise")
     with pool:

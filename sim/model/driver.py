@@ -11,11 +11,12 @@ simulation thread, the probe and the engine loop are simulated threads whose
 costs come from the calibration (sim.model.costs), and the GIL and the cores
 are simulated resources (sim.model.gil, sim.model.cores).
 
-Timestamps of record mirror real mode's: a request's arrival is when the
-simulation thread handled it, its start when a worker began its CPU stages
-(holding the GIL), its end when the simulation thread handled the transfer's
-end; GIL hold is CPU time holding the GIL, GIL wait the rest of the job's wall
-time outside GIL-free sections (sim.instruments.gilmeter).
+Timestamps of record mirror real mode's: a request's arrival is its planned time,
+its injection when the simulation thread handled it, its start when a worker began its CPU stages
+(holding the GIL), its end when the transfer ended (the store model's time, which
+real mode records too, however late its loop notes it); GIL hold is CPU time
+holding the GIL, GIL wait the rest of the job's wall time outside GIL-free
+sections (sim.instruments.gilmeter).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from sim.model.threads import Harness, ModelJob, ModelWorkers
 from sim.runtime.metrics import summarize_requests
 from sim.runtime.records import RequestRecord
 from sim.runtime.result import PointResult
+from sim.store.clock import QUIET_SLACK_S
 from sim.store.model import StoreModel, TransferOutcome
 from sim.workload.plan import PlannedRequest, Workload, plan_workload, request_bytes
 
@@ -105,7 +107,9 @@ class _Request(ModelJob):
                 f"fail_prob {p.fail_prob:g}"
             )
             rec.attempts = 0
-            self._finish()
+            self._finish(job.end)  # failed when the worker was done (real mode's time too)
+            if self.then is not None:
+                self.then(job.end)
             return
         faults = np.random.default_rng([req.job_seed, 1]) if p.faulty else None
         p.store.transfer(rec.bytes, faults, self._transferred)
@@ -119,12 +123,17 @@ class _Request(ModelJob):
         else:
             rec.status = "failed"
             rec.error = f"{type(xfer.error).__name__}: {xfer.error}"
-        c = self.p.costs
-        self.p.harness.post(c.done_s, c.timer_late.draw, self._finish)
+        p, c = self.p, self.p.costs
+        done = p.loop.now  # the transfer's end as the store model fixed it
+        self._finish(done)
+        if self.then is None:  # nothing waits for the end: a quiet timer of real mode
+            p.harness.defer(c.done_s, QUIET_SLACK_S + c.timer_late.draw())
+        else:  # a closed loop's client is ready again once the thread has noted the end
+            p.harness.post(c.done_s, c.timer_late.draw, self.then, done)
 
-    def _finish(self, _arg: Any = None) -> None:
+    def _finish(self, done: float) -> None:
+        """The request ended at ``done``, not when the simulation thread noted it."""
         p, rec = self.p, self.rec
-        done = p.loop.now
         if rec.status != "failed" or rec.attempts:
             rec.transfer_ms = (done - rec.cpu_done_s) * 1e3
         rec.done_s = done
@@ -132,8 +141,6 @@ class _Request(ModelJob):
         p.records.append(rec)
         if p.on_done is not None:
             p.on_done(len(p.records))
-        if self.then is not None:
-            self.then(done)
 
 
 class _Point:
@@ -321,8 +328,10 @@ def _simulate(
         addon.detach()
     records = sorted(sim.records, key=attrgetter("request_id"))
     summary: dict[str, Any] = summarize_requests(records, elapsed)
+    # real mode's noise floor (sim.instruments.noise): from a planned timer's time to the
+    # simulation thread's taking a no-op job's result
     floor = (
-        costs.timer_late.median + 2 * costs.wake.median + costs.done_s + costs.complete_s
+        costs.timer_late.median + 2 * costs.wake.median + costs.arrival_s + costs.complete_s
     ) * 1e3
     summary["noise_floor_p50_ms"] = floor
     summary["noise_floor_p99_ms"] = floor

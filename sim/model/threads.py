@@ -37,10 +37,12 @@ class Harness:
     __slots__ = (
         "_cores",
         "_current",
+        "_deferred",
         "_gil",
         "_holding",
         "_items",
         "_loop",
+        "_naps",
         "_sleeping",
         "cpu_s",
     )
@@ -53,6 +55,10 @@ class Harness:
         self._sleeping = True
         self._holding = False
         self._current: tuple[Done | None, Any] = (None, None)
+        #: Times the thread went to sleep (tells a deferred wake-up whether it is stale),
+        #: and whether one is set for this sleep.
+        self._naps = 0
+        self._deferred = False
         self.cpu_s = 0.0
 
     def start(self) -> None:
@@ -72,6 +78,20 @@ class Harness:
         if self._sleeping:
             self._sleeping = False
             self._loop.after(late() if late is not None else 0.0, self._woken)
+
+    def defer(self, cost_s: float, wake_s: float) -> None:
+        """``cost_s`` of work the thread does when it next wakes, or ``wake_s`` from now
+        at the latest: a quiet timer of real mode (sim.store.clock.QuietClock), which
+        the thread does not wake for. Items run in the order they came."""
+        self._items.append((cost_s, None, None))
+        if self._sleeping and not self._deferred:
+            self._deferred = True
+            self._loop.after(wake_s, self._deferred_wake, self._naps)
+
+    def _deferred_wake(self, nap: int) -> None:
+        if nap == self._naps and self._sleeping:  # nothing woke it meanwhile
+            self._sleeping = False
+            self._woken()
 
     def _woken(self, _arg: Any = None) -> None:
         if self._gil.take(SIM_THREAD):  # a free GIL: on at once, no continuation
@@ -99,16 +119,21 @@ class Harness:
         else:  # _next: nothing more to do, asleep again
             self._holding = False
             self._gil.release(SIM_THREAD)
-            self._sleeping = True
+            self._sleep()
         if done is not None:  # the thread moved on before the poster resumes
             done(arg)
+
+    def _sleep(self) -> None:
+        self._sleeping = True
+        self._naps += 1
+        self._deferred = False
 
     def _next(self) -> None:
         items = self._items
         if not items:
             self._holding = False
             self._gil.release(SIM_THREAD)
-            self._sleeping = True
+            self._sleep()
             return
         cost, done, arg = items.popleft()
         self._current = (done, arg)

@@ -14,6 +14,14 @@ bare callback in SimPy's queue. A process per request cost about eight SimPy eve
 and as many generator resumes on the simulation thread, whose GIL time is the
 harness's own cost (sim.benches.harness).
 
+A *quiet* call (:meth:`HybridEnvironment.after_quietly`) is one nothing on the wall
+clock waits for — a modelled transfer's end, which only notes a time the model
+already fixed: the thread does not wake for it, but runs it at its own time, in
+order, whenever it is awake anyway (for the next arrival, a load thread's answer),
+and at most :data:`~sim.store.clock.QUIET_SLACK_S` after it otherwise. Each wake-up
+costs the harness tens of µs of GIL time on a virtual machine; a request's
+transfer end was one of its three.
+
 The one invariant that lets SimPy's own ``step`` run unchanged: the clock is
 only ever moved forward (to deliver a completion) while no queued event is due,
 so to a time before the earliest one, and popping the queue never moves it
@@ -34,6 +42,7 @@ from simpy.events import NORMAL
 
 from sim.errors import StallError
 from sim.runtime.inbox import Inbox
+from sim.store.clock import QUIET_SLACK_S
 
 __all__ = ["HybridEnvironment", "StallError"]
 
@@ -78,6 +87,8 @@ class HybridEnvironment(simpy.Environment):
     def __init__(self, stall_timeout_s: float | None = None) -> None:
         super().__init__(initial_time=0.0)
         self._inbox: Inbox[Posted] = Inbox()
+        #: Quiet calls, a heap of SimPy queue entries of its own (the same ordering key).
+        self._quiet: list[tuple[float, int, int, _Call]] = []
 
         self._pending = 0
         self._t0_ns = time.perf_counter_ns()
@@ -165,6 +176,20 @@ class HybridEnvironment(simpy.Environment):
         return call
 
     # -- the simulation side ---------------------------------------------
+    def after_quietly(self, delay: float, fn: Callable[[Any], None], arg: Any = None) -> _Call:
+        """As :meth:`after`, for a call nothing on the wall clock waits for: it runs at its
+        own time (``now`` is that time), in order with everything else, but the thread
+        sleeps through it and runs it when it next wakes, or :data:`QUIET_SLACK_S` late
+        at most."""
+        at = self._now + delay if delay > 0 else self._now
+        call = _Call(fn, arg)
+        heappush(self._quiet, (at, NORMAL, next(self._eid), call))
+        return call
+
+    def run_time(self) -> float:
+        """``now`` as run time (seconds since the origin)."""
+        return self._now - (self._origin_ns - self._t0_ns) / 1e9
+
     def step(self) -> None:
         """Process the next event once its time has come (SimPy's own ``step``).
 
@@ -175,14 +200,16 @@ class HybridEnvironment(simpy.Environment):
         the earliest queued event, and makes a process resumed by a completion see
         the real time (a transfer it starts then lasts its full modelled time).
         """
-        queue_, inbox, t0_ns = self._queue, self._inbox, self._t0_ns
+        queue_, quiet, inbox, t0_ns = self._queue, self._quiet, self._inbox, self._t0_ns
         while True:
             while queue_ and type(head := queue_[0][3]) is _Call and not head.live:
                 heappop(queue_)  # cancelled: not worth waking up for
+            while quiet and not quiet[0][3].live:
+                heappop(quiet)
             wall = (perf_counter_ns() - t0_ns) / 1e9
             due = queue_[0][0] if queue_ else _INF
-            if due <= wall:
-                break
+            if due <= wall or (quiet and quiet[0][0] <= wall):
+                break  # awake anyway: quiet calls already due run too, in order
             if inbox:  # a completion already posted
                 fn, arg = inbox.take()
                 self._pending -= 1
@@ -190,18 +217,26 @@ class HybridEnvironment(simpy.Environment):
                     self._now = wall
                 fn(arg)
                 continue
-            if due == _INF and self._pending == 0:
+            wake = due
+            if quiet and quiet[0][0] + QUIET_SLACK_S < wake:
+                wake = quiet[0][0] + QUIET_SLACK_S
+            if wake == _INF and self._pending == 0:
                 raise EmptySchedule()
-            timeout = self._stall_timeout_s if due == _INF else due - wall
+            timeout = self._stall_timeout_s if wake == _INF else wake - wall
             self._waits += 1
             asleep_ns = time.thread_time_ns()
             rung = inbox.wait(timeout)
             self._asleep_cpu_ns += time.thread_time_ns() - asleep_ns
-            if not rung and due == _INF and not inbox:
+            if not rung and wake == _INF and not inbox:
                 raise StallError(
                     f"{self._pending} thread job(s) gave no answer for "
                     f"{self._stall_timeout_s:g} s and no timer is due"
                 )
+        if quiet and (not queue_ or quiet[0] < queue_[0]):  # (time, priority, id): no ties
+            at, _prio, _eid, call = heappop(quiet)
+            self._now = at
+            call.fn(call.arg)
+            return
         at, _prio, _eid, event = queue_[0]
         if type(event) is _Call:  # a bare callback: no SimPy machinery needed
             heappop(queue_)

@@ -215,11 +215,17 @@ class _Request:
         p = self.p
         self.xfer = xfer
         p._store.release(self.job)
-        self.done_ns = time.perf_counter_ns()
+        env = p._env
+        if xfer is not None and xfer.transfer_ms is None:
+            # Modelled: it ended at the time the model fixed (``now`` is that time, even
+            # when the loop runs it late), not when the loop noted it.
+            self.done_ns = env.t0_ns + round(env.now * 1e9)
+        else:  # real, or failed in its CPU stages: when the load thread was done
+            self.done_ns = self.outcome.timing.end_ns
         p._finished.append(self)
         p._on_done(len(p._finished))
         if self.then is not None:
-            self.then(p._env.to_run_time(self.done_ns))
+            self.then(env.to_run_time(self.done_ns))
 
     def record(self, p: LoadPipeline) -> RequestRecord:
         """The request's row, from what its steps noted."""

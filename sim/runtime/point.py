@@ -157,7 +157,9 @@ def run_point(point: Point, repeat: int = 0, progress: ProgressFn | None = None)
                 harness_cpu_ns = time.thread_time_ns() - cpu0_ns
                 harness_ns = harness_cpu_ns - (env.asleep_cpu_ns - asleep0_ns)
                 harness_waits = env.waits - waits0
-                elapsed = (time.perf_counter_ns() - env.origin_ns) / 1e9
+                # The load's span on the run's clock: to the last request's end, not to
+                # when the loop noticed it (a quiet timer may be noticed late).
+                elapsed = env.run_time()
             finally:
                 for addon in reversed(addons):
                     addon.detach()

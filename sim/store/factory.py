@@ -24,4 +24,5 @@ def open_store(cfg: ExperimentConfig, workload: Any) -> Iterator[LoadStore]:
         return
     from sim.store.modelled import ModelledStore
 
-    yield ModelledStore(cfg.store)
+    # An open loop waits for no transfer's end on the wall clock: quiet timers.
+    yield ModelledStore(cfg.store, quiet_ends=getattr(workload, "closed_clients", None) is None)

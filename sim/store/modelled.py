@@ -2,6 +2,12 @@
 
 The load thread runs only the connector's CPU stages; the transfer is modelled
 on the simulation clock by :class:`~sim.store.model.StoreModel`.
+
+When nothing waits on the wall clock for a transfer's end (an open loop: the end is
+only noted, at the time the model fixed), the model's timers are quiet ones
+(:class:`~sim.store.clock.QuietClock`): real mode's simulation thread does not wake
+for them, which spares it a wake-up per request. A closed loop's next request is due
+at the end plus the think time, so there the timers wake it as any other.
 """
 
 from __future__ import annotations
@@ -15,15 +21,16 @@ import simpy
 from connectors.base import AddressVariant, LoadJob
 from sim.config.sections import StoreConfig
 from sim.store.base import cpu_stages, nan_store_summary
-from sim.store.clock import Clock, SimpyClock
+from sim.store.clock import Clock, QuietClock, SimpyClock
 from sim.store.model import StoreModel, TransferOutcome
 
 __all__ = ["ModelledStore"]
 
 
 class ModelledStore:
-    def __init__(self, cfg: StoreConfig) -> None:
+    def __init__(self, cfg: StoreConfig, quiet_ends: bool = False) -> None:
         self._cfg = cfg
+        self._quiet_ends = quiet_ends
         self._model: StoreModel | None = None
 
     @property
@@ -33,7 +40,11 @@ class ModelledStore:
     def attach(self, env: simpy.Environment) -> None:
         # Real mode's HybridEnvironment schedules bare callbacks itself (cheaper than a
         # Timeout and a lambda); any other SimPy environment goes through the adapter.
-        clock: Clock = env if isinstance(env, Clock) else SimpyClock(env)
+        clock: Clock
+        if self._quiet_ends and hasattr(env, "after_quietly"):
+            clock = QuietClock(env)
+        else:
+            clock = env if isinstance(env, Clock) else SimpyClock(env)
         self._model = StoreModel(clock, self._cfg)
 
     def admit(self, job: LoadJob, then: Callable[[LoadJob, float], None]) -> None:

@@ -203,3 +203,31 @@ def test_a_big_model_sweep_prints_a_short_end_and_all_rows_on_request(
     assert f"resumed: {2 * len(holds)} point run(s) were already done" in again
     assert "more" not in again and "the table shows" not in again
     assert all(f" {h} " in again for h in holds)
+    # kvsim compare: one Markdown table per level (workers × hold_ms: 42) — the first and
+    # last three printed, every one in compare.md, and all printed with --all-rows.
+    assert cli_main(["compare", str(out_dir), "--bootstrap", "100"]) == 0
+    short = capsys.readouterr().out
+    md = (out_dir / "compare.md").read_text()
+    assert md.count("\n## ") == 42 and short.count("\n## ") == 6
+    assert f"_… 36 more levels of 42 not shown; {out_dir / 'compare.md'} has every one" in short
+    assert short.rstrip().endswith(
+        f"(written: {out_dir / 'compare.md'}, {out_dir / 'compare.csv'})"
+    )
+    assert "Sources:" in short
+    assert cli_main(["compare", str(out_dir), "--bootstrap", "100", "--all-rows"]) == 0
+    assert capsys.readouterr().out.startswith(md)
+
+
+def test_compare_markdown_with_few_levels_is_printed_as_is() -> None:
+    from sim.analysis.condense import MAX_LEVELS, condense_markdown
+
+    def doc(levels: int) -> str:
+        secs = "".join(f"\n\n## workers={i}\n\n| a |\n|:--|\n| {i} |" for i in range(levels))
+        return f"# kvsim compare · t\n\nRun x.{secs}\n\nSources:\n- a: b\n"
+
+    assert condense_markdown(doc(MAX_LEVELS)) == doc(MAX_LEVELS)
+    short = condense_markdown(doc(MAX_LEVELS + 1), where="; see f.md")
+    assert short.count("## workers=") == 6
+    assert "## workers=2\n" in short and "## workers=10\n" in short
+    assert "_… 7 more levels of 13 not shown; see f.md._" in short
+    assert short.endswith("| 12 |\n\nSources:\n- a: b\n")

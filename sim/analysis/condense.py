@@ -18,7 +18,16 @@ from typing import Any
 
 from sim.analysis.behind import fell_behind
 
-__all__ = ["EDGE_ROWS", "MAX_TABLE_ROWS", "Elided", "condense", "elided_cells", "shown_count"]
+__all__ = [
+    "EDGE_ROWS",
+    "MAX_LEVELS",
+    "MAX_TABLE_ROWS",
+    "Elided",
+    "condense",
+    "condense_markdown",
+    "elided_cells",
+    "shown_count",
+]
 
 #: Above this many rows the end table is condensed (``kvsim run --all-rows``: never).
 MAX_TABLE_ROWS = 40
@@ -109,3 +118,24 @@ def elided_cells(gap: Elided, n_cells: int, status_col: int | None) -> list[str]
     else:  # the status column is the first: say it after the count
         cells[0] += " " + ", ".join(marks)
     return cells
+
+
+#: Above this many levels (one table each), ``kvsim compare`` prints the first and last
+#: ``EDGE_ROWS`` of them; the Markdown file it writes always has them all.
+MAX_LEVELS = 12
+
+
+def condense_markdown(text: str, limit: int | None = MAX_LEVELS, where: str = "") -> str:
+    """``kvsim compare``'s Markdown with only its first and last ``EDGE_ROWS`` level
+    sections (``## …``) when it has more than ``limit``, an elision line between that
+    says how many were left out and ``where`` they all are; otherwise ``text`` as is."""
+    head, *sections = text.split("\n\n## ")
+    if limit is None or len(sections) <= max(limit, 2 * EDGE_ROWS + 1):
+        return text
+    last, sep, sources = sections[-1].partition("\n\nSources:")
+    sections[-1] = last
+    hidden = len(sections) - 2 * EDGE_ROWS
+    gap = f"_… {hidden:,} more levels of {len(sections):,} not shown{where}._"
+    kept = [f"## {s}" for s in sections[:EDGE_ROWS]]
+    kept += [gap, *(f"## {s}" for s in sections[-EDGE_ROWS:])]
+    return "\n\n".join([head, *kept]) + sep + sources

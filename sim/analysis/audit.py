@@ -14,7 +14,7 @@ from typing import Any
 
 from sim.rundir.numbers import as_float
 
-__all__ = ["AUDIT_FLAG_RATIO", "audit_note", "audit_problems"]
+__all__ = ["AUDIT_FLAG_RATIO", "audit_flagged", "audit_note", "audit_problems"]
 
 #: The meter exceeding the audit by more than this factor flags the variant.
 AUDIT_FLAG_RATIO = 1.2
@@ -23,11 +23,17 @@ AUDIT_FLAG_RATIO = 1.2
 _num = as_float
 
 
+def audit_flagged(row: Mapping[str, Any]) -> bool:
+    """The meter exceeds the audit by more than 20 % (no audit figure: no claim)."""
+    ratio = _num(row.get("audit_vs_meter"))
+    return not (math.isnan(ratio) or ratio <= 0 or 1 / ratio <= AUDIT_FLAG_RATIO)
+
+
 def audit_note(label: str, row: Mapping[str, Any]) -> str | None:
     """One sentence when the meter exceeds the audit by more than 20 % (else None)."""
-    ratio = _num(row.get("audit_vs_meter"))
-    if math.isnan(ratio) or ratio <= 0 or 1 / ratio <= AUDIT_FLAG_RATIO:
+    if not audit_flagged(row):
         return None
+    ratio = _num(row.get("audit_vs_meter"))
     variant = row.get("variant", "the variant")
     return (
         f"{label}: the meter counts {1 / ratio:.1f}× the GIL time py-spy saw the load "

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sim.analysis.behind import fell_behind
+from sim.analysis.condense import condense, elided_cells, shown_count
 from sim.rundir.numbers import as_float
 
 __all__ = [
@@ -67,10 +68,19 @@ def _times(v: float) -> str:
 
 
 def comparison_table(
-    rows: Sequence[dict[str, Any]], axes: Sequence[str], baseline: str | None, title: str
+    rows: Sequence[dict[str, Any]],
+    axes: Sequence[str],
+    baseline: str | None,
+    title: str,
+    max_rows: int | None = None,
 ) -> Any:
     """Rich table: one row per point; ``±`` (under a value) is the standard deviation
     over repeats.
+
+    More rows than ``max_rows`` (None: no limit): condensed by
+    :func:`sim.analysis.condense.condense` — each variant's first and last points and
+    an ``… N more`` row for the rest (it counts those behind or failed). Ratios are
+    still taken over every row.
 
     Headers are short and no cell ever shrinks, so the table still reads in an
     80-column terminal (100 with the probe and engine columns); the caption spells
@@ -119,6 +129,7 @@ def comparison_table(
                 _times(_num(r.get("engine_p99_inflation"))),
             ]
         body.append(cells)
+    plan = condense(rows, axes, max_rows)
     heads = [*axes, *(["repeats"] if show_rep else [])]
     fixed = len(heads) + 1  # identifying columns and ok/req keep their width
     heads += ["ok/req", "p50 ms", "p99 ms", "hold ms", "wait ms"]
@@ -134,6 +145,9 @@ def comparison_table(
         notes.append("stall: how late a Python thread gets to run (probe)")
     if engine:
         notes.append("step: engine step time; ×alone: step p99 / engine-alone p99")
+    if shown_count(plan) < len(rows):
+        hidden = len(rows) - shown_count(plan)
+        notes.append(f"… N more: points not shown ({hidden:,} of {len(rows):,})")
     if spread and not show_rep:
         notes.append(
             f"each value is the mean of {reps.pop()} repeats' own figures (p99: mean of "
@@ -148,15 +162,18 @@ def comparison_table(
         caption=" · ".join(notes),
         caption_justify="left",
     )
+    shown = [
+        body[p] if isinstance(p, int) else elided_cells(p, len(heads), fixed - 1) for p in plan
+    ]
     for i, head in enumerate(heads):
         # Numbers never shrink (a cut number misleads); headers may wrap instead.
-        width = max([0, *(len(line) for c in body for line in _plain(c[i]).splitlines())])
+        width = max([0, *(len(line) for c in shown for line in _plain(c[i]).splitlines())])
         # A header wraps between words but never inside one ("×alo…" would say nothing).
         width = max(width, len(head) if i < fixed else max(len(w) for w in head.split()))
         table.add_column(
             head, justify="left" if i < fixed - 1 else "right", min_width=width, no_wrap=i < fixed
         )
-    for cells in body:
+    for cells in shown:
         table.add_row(*cells)
     return table
 

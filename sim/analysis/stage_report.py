@@ -49,10 +49,18 @@ def stage_cells(row: dict[str, Any]) -> list[str]:
     return cells
 
 
-def stage_table(rows: Sequence[dict[str, Any]], axes: Sequence[str], title: str) -> Any:
-    """Rich table: the mean hold per request split by stage, one row per point."""
+def stage_table(
+    rows: Sequence[dict[str, Any]],
+    axes: Sequence[str],
+    title: str,
+    max_rows: int | None = None,
+) -> Any:
+    """Rich table: the mean hold per request split by stage, one row per point; over
+    ``max_rows`` rows, condensed as the comparison table is (sim.analysis.condense)."""
     from rich import box
     from rich.table import Table
+
+    from sim.analysis.condense import condense, elided_cells
 
     table = Table(
         box=box.SIMPLE_HEAD,
@@ -69,6 +77,9 @@ def stage_table(rows: Sequence[dict[str, Any]], axes: Sequence[str], title: str)
         table.add_column(a, no_wrap=True)
     for _col, head in STAGE_HEADS:
         table.add_column(head, justify="right", no_wrap=True)
-    for r in rows:
-        table.add_row(*[str(r.get(a, "")) for a in axes], *stage_cells(r))
+    for p in condense(rows, axes, max_rows):
+        if isinstance(p, int):
+            table.add_row(*[str(rows[p].get(a, "")) for a in axes], *stage_cells(rows[p]))
+        else:
+            table.add_row(*elided_cells(p, len(axes) + len(STAGE_HEADS), None))
     return table

@@ -47,6 +47,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (0)")
     p.add_argument(
+        "--all-rows",
+        action="store_true",
+        help="print every level's table (by default, above 12 levels, the first and last "
+        "3; the .md file written always has them all)",
+    )
+    p.add_argument(
         "--out",
         metavar="STEM",
         help="write STEM.md and STEM.csv (default: RUN/compare.md and RUN/compare.csv; with "
@@ -72,7 +78,19 @@ def _warn(res: Any, by: str | None = None) -> list[str]:
     return lines
 
 
-def _write(stem: Path, text: str, cols: list[str], rows: list[dict[str, Any]]) -> None:
+def _print(text: str, md: Path, csv: Path, all_rows: bool) -> None:
+    """Print the Markdown (only its first and last levels when there are many, unless
+    ``all_rows``: the file ``md`` has them all), then where it was written."""
+    from sim.analysis.condense import MAX_LEVELS, condense_markdown
+
+    where = f"; {md} has every one, and --all-rows prints them"
+    print(condense_markdown(text, None if all_rows else MAX_LEVELS, where), end="")
+    print(f"\n(written: {md}, {csv})")
+
+
+def _write(
+    stem: Path, text: str, cols: list[str], rows: list[dict[str, Any]], all_rows: bool
+) -> None:
     from sim.rundir.outputs import atomic_write_text, write_csv
 
     stem = stem.absolute()
@@ -80,8 +98,7 @@ def _write(stem: Path, text: str, cols: list[str], rows: list[dict[str, Any]]) -
     _own(md, csv)
     atomic_write_text(md, text)
     write_csv(csv, cols, rows)
-    print(text, end="")
-    print(f"\n(written: {md}, {csv})")
+    _print(text, md, csv, all_rows)
 
 
 def _own(*paths: Path) -> None:
@@ -109,8 +126,7 @@ def _one(args: argparse.Namespace) -> int:
     )
     stem = Path(args.out) if args.out else run.dir / COMPARE_STEM
     md, csv = report.write(stem)
-    print(report.markdown, end="")
-    print(f"\n(written: {md}, {csv})")
+    _print(report.markdown, md, csv, args.all_rows)
     return 0
 
 
@@ -166,7 +182,7 @@ def _two(args: argparse.Namespace) -> int:
         text = with_warnings(text, warnings)
     cols, rows = comparison_rows(comp)
     stem = Path(args.out) if args.out else b.dir / f"compare_vs_{_safe(a.dir.name)}"
-    _write(stem, text, cols, rows)
+    _write(stem, text, cols, rows, args.all_rows)
     return 0
 
 

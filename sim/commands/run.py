@@ -15,6 +15,8 @@ HELP = "run an experiment and print a comparison of its points"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from sim.analysis.condense import MAX_TABLE_ROWS
+
     p.add_argument("config", help="experiment YAML file")
     p.add_argument(
         "--out",
@@ -43,6 +45,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "(for debuggers; a crash then ends the sweep)",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress display or table")
+    p.add_argument(
+        "--all-rows",
+        action="store_true",
+        help="print every point's row of the end table (by default a sweep of more than "
+        f"{MAX_TABLE_ROWS} points prints the first and last points of each variant)",
+    )
     p.add_argument(
         "--executor",
         choices=("local", "ray"),
@@ -93,12 +101,10 @@ def interrupt_hint(args: argparse.Namespace) -> str:
         return ""
     import shlex
 
-    cmd = ["kvsim", "run", args.config]
-    for s in args.set:
-        cmd += ["--set", s]
-    if args.out:
-        cmd += ["--out", args.out]
-    return f"finished point runs are kept in {out}; `{shlex.join(cmd)} --resume` runs the rest"
+    from sim.commands.run_report import rerun_command
+
+    cmd = shlex.join(rerun_command(args))
+    return f"finished point runs are kept in {out}; `{cmd} --resume` runs the rest"
 
 
 def check_baseline(baseline: str | None, points: list[Any]) -> None:
@@ -264,33 +270,6 @@ def _say_removed(out_dir: Path, gone: list[Path]) -> None:
         )
 
 
-def _print_behind(out: Any, rows: list[dict[str, Any]], axes: list[str]) -> None:
-    """One warning per point where the harness fell behind its planned arrivals or the
-    meter exceeds the py-spy audit; one line per reason the audit could not run."""
-    from sim.analysis.audit import audit_note, audit_problems
-    from sim.analysis.behind import behind_note
-    from sim.rundir.reader import as_float
-
-    for r in rows:
-        label = " · ".join(f"{a}={r.get(a, '')}" for a in axes) or "the point"
-        for note in (behind_note(label, r), audit_note(label, r)):
-            if note:
-                out.print(f"[yellow]warning:[/yellow] {note}", highlight=False)
-    for why in audit_problems(rows):
-        out.print(f"[yellow]warning:[/yellow] GIL audit not run: {why}", highlight=False)
-    audited = [r for r in rows if str(r.get("audit_status", "")) == "ok"]
-    if audited:
-        figures = ", ".join(
-            f"{r.get('variant')} {as_float(r.get('audit_vs_meter')):.2f}" for r in audited
-        )
-        cpu = max(as_float(r.get("audit_pyspy_cpu_frac")) for r in audited)
-        out.print(
-            f"GIL audit (py-spy): audit_vs_meter {figures}; py-spy used up to "
-            f"{100 * cpu:.0f} % of a core",
-            highlight=False,
-        )
-
-
 def _executor_choice(args: argparse.Namespace) -> Any:
     """The executor chosen on the command line; one-line UsageError when it is not usable."""
     from sim.errors import UsageError
@@ -346,52 +325,6 @@ def main(args: argparse.Namespace) -> int:
             )
         else:
             outcome = _run_with_progress(ready, args)
-    return _report(cfg, args, out_dir, outcome)
+    from sim.commands.run_report import report
 
-
-def _report(cfg: Any, args: argparse.Namespace, out_dir: Path, outcome: Any) -> int:
-    from sim.analysis.report import comparison_table, pick_baseline
-    from sim.rundir.layout import (
-        MANIFEST_FILE,
-        POINTS_DIR,
-        REQUESTS_FILE,
-        SUMMARY_FILE,
-        SUMMARY_REPEATS_FILE,
-    )
-
-    result = outcome.result
-    rows = result.summary_rows
-    if not args.quiet:
-        from rich.console import Console
-
-        # Piped into a file or a log, keep the whole table rather than 80 columns of it.
-        out = Console() if sys.stdout.isatty() else Console(width=120)
-        err = Console(stderr=True)
-        baseline = pick_baseline(rows, args.baseline)
-        if args.baseline and baseline is None:
-            err.print(f"warning: baseline {args.baseline!r} is not among the variants run")
-        if result.skipped:
-            out.print(f"resumed: {result.skipped} point run(s) were already done and kept")
-        out.print(comparison_table(rows, result.axes, baseline, f"kvsim · {cfg.name}"))
-        _print_behind(out, rows, result.axes)
-        from sim.analysis.stage_report import has_stages, stage_table
-
-        if has_stages(rows):
-            out.print(stage_table(rows, result.axes, "where the hold goes"))
-        nf = outcome.noise_floor_p99_ms
-        files = ", ".join(
-            (REQUESTS_FILE, SUMMARY_FILE, SUMMARY_REPEATS_FILE, MANIFEST_FILE, f"{POINTS_DIR}/")
-        )
-        out.print(f"harness noise floor: p99 ≤ {nf:.3f} ms · results in {out_dir}/ ({files})")
-    if outcome.failed_requests:
-        print(
-            f"warning: {outcome.failed_requests} request(s) failed; see the error column of "
-            f"{out_dir / REQUESTS_FILE}",
-            file=sys.stderr,
-        )
-    for rep, state, error in outcome.unfinished:
-        log = outcome.log_of(rep)
-        print(f"error: {rep.label}: {state}: {error} (log: {log})", file=sys.stderr)
-    if result.empty_points:
-        print(f"error: {len(result.empty_points)} point(s) completed no request", file=sys.stderr)
-    return 0 if outcome.ok else 1
+    return report(cfg, args, out_dir, outcome)

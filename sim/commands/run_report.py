@@ -1,0 +1,118 @@
+"""What ``kvsim run`` prints once the points are done: the comparison table (condensed
+for a big sweep unless ``--all-rows``), the warnings under it (a line per point, or
+one per kind when many), the stage table, where the results are, and what failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["report", "rerun_command"]
+
+
+def rerun_command(args: argparse.Namespace) -> list[str]:
+    """``kvsim run CONFIG`` with this run's --set and --out: the same run directory."""
+    cmd = ["kvsim", "run", args.config]
+    for s in args.set:
+        cmd += ["--set", s]
+    if args.out:
+        cmd += ["--out", args.out]
+    return cmd
+
+
+def _print_behind(out: Any, rows: list[dict[str, Any]], axes: list[str]) -> None:
+    """Warnings for points where the harness fell behind its planned arrivals or the
+    meter exceeds the py-spy audit (a sentence each, or one line per kind when many:
+    sim.analysis.point_notes); one line per reason the audit could not run."""
+    from sim.analysis.audit import audit_problems
+    from sim.analysis.point_notes import audit_line, point_warnings
+
+    for note in point_warnings(rows, axes):
+        out.print(f"[yellow]warning:[/yellow] {note}", highlight=False)
+    for why in audit_problems(rows):
+        out.print(f"[yellow]warning:[/yellow] GIL audit not run: {why}", highlight=False)
+    line = audit_line(rows)
+    if line:
+        out.print(line, highlight=False)
+
+
+def _print_table(
+    out: Any,
+    rows: list[dict[str, Any]],
+    axes: list[str],
+    baseline: Any,
+    title: str,
+    args: argparse.Namespace,
+    limit: int | None,
+) -> None:
+    """The comparison table, condensed above ``limit`` rows, with a line that says where
+    every point is and how to print them all."""
+    from sim.analysis.condense import condense, shown_count
+    from sim.analysis.report import comparison_table
+
+    out.print(comparison_table(rows, axes, baseline, title, limit))
+    shown = shown_count(condense(rows, axes, limit))
+    if shown < len(rows):
+        import shlex
+
+        again = shlex.join([*rerun_command(args), "--resume", "--all-rows"])
+        out.print(
+            f"the table shows {shown:,} of {len(rows):,} points; every point is a row of "
+            f"summary.csv, and `{again}` prints them all (it runs nothing that is done)",
+            highlight=False,
+            markup=False,
+        )
+
+
+def report(cfg: Any, args: argparse.Namespace, out_dir: Path, outcome: Any) -> int:
+    """Print the end of a run; the exit code (1 when a point failed)."""
+    from sim.analysis.condense import MAX_TABLE_ROWS
+    from sim.analysis.report import pick_baseline
+    from sim.rundir.layout import (
+        MANIFEST_FILE,
+        POINTS_DIR,
+        REQUESTS_FILE,
+        SUMMARY_FILE,
+        SUMMARY_REPEATS_FILE,
+    )
+
+    result = outcome.result
+    rows = result.summary_rows
+    if not args.quiet:
+        from rich.console import Console
+
+        # Piped into a file or a log, keep the whole table rather than 80 columns of it.
+        out = Console() if sys.stdout.isatty() else Console(width=120)
+        err = Console(stderr=True)
+        baseline = pick_baseline(rows, args.baseline)
+        if args.baseline and baseline is None:
+            err.print(f"warning: baseline {args.baseline!r} is not among the variants run")
+        if result.skipped:
+            out.print(f"resumed: {result.skipped} point run(s) were already done and kept")
+        limit = None if getattr(args, "all_rows", False) else MAX_TABLE_ROWS
+        _print_table(out, rows, result.axes, baseline, f"kvsim · {cfg.name}", args, limit)
+        _print_behind(out, rows, result.axes)
+        from sim.analysis.stage_report import has_stages, stage_table
+
+        if has_stages(rows):
+            out.print(stage_table(rows, result.axes, "where the hold goes", limit))
+        nf = outcome.noise_floor_p99_ms
+        files = ", ".join(
+            (REQUESTS_FILE, SUMMARY_FILE, SUMMARY_REPEATS_FILE, MANIFEST_FILE, f"{POINTS_DIR}/")
+        )
+        out.print(f"harness noise floor: p99 ≤ {nf:.3f} ms · results in {out_dir}/ ({files})")
+    if outcome.failed_requests:
+        print(
+            f"warning: {outcome.failed_requests} request(s) failed; see the error column of "
+            f"{out_dir / REQUESTS_FILE}",
+            file=sys.stderr,
+        )
+    for rep, state, error in outcome.unfinished:
+        log = outcome.log_of(rep)
+        print(f"error: {rep.label}: {state}: {error} (log: {log})", file=sys.stderr)
+    if result.empty_points:
+        print(f"error: {len(result.empty_points)} point(s) completed no request", file=sys.stderr)
+    return 0 if outcome.ok else 1

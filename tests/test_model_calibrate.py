@@ -91,3 +91,27 @@ def test_validate_model_pairs_real_and_model_points(small_calibration, write_con
     for r in model:
         before, after = loads[str(int(r["workers"]) - 1)]
         assert float(r["model_background_load"]) == pytest.approx((before + after) / 2, abs=1e-3)
+
+
+def test_each_calibrated_request_starts_after_an_idle_gap_as_in_a_run(monkeypatch) -> None:
+    """Back to back, a request runs from warm caches and holds the GIL less than in a
+    run, where its load thread slept before it: calibration sleeps before each one."""
+    from sim.instruments import gilmeter
+    from sim.model import measure as m
+
+    seen: list[str] = []
+    real_sleep, real_measure = m.time.sleep, gilmeter.measure
+
+    def sleep(s: float) -> None:
+        seen.append(f"sleep {s}")
+        real_sleep(s)
+
+    def measured(*args, **kwargs):
+        seen.append("job")
+        return real_measure(*args, **kwargs)
+
+    monkeypatch.setattr(m.time, "sleep", sleep)
+    monkeypatch.setattr(gilmeter, "measure", measured)
+    holds, _ = m._job_samples(m._config("numpy", "per_group", 4, 4, 1), reps=3)
+    assert len(holds) == 3
+    assert seen == [f"sleep {m.IDLE_GAP_S}", "job"] * 4  # the unkept warm-up one too

@@ -44,6 +44,14 @@ DEFAULT_GROUPS = (1, 2)
 BLOCK_SIZE = 128
 #: Requests measured for a variant's spread of holds (at one geometry).
 SPREAD_REPS = 40
+#: Idle time before each measured request. In a run a load thread sleeps between
+#: requests while other threads run, and its next request starts from cold caches:
+#: measured back to back, numpy and rows held the GIL 15-100 % less than in a run at
+#: 25 requests/s, and the synthetic variant's fixed cost read 16 µs against 85 µs.
+IDLE_GAP_S = 0.02
+#: How long the woken thread has been asleep in the wake-up measurement: a load thread
+#: idles between requests and a GIL waiter for up to a switch interval, not for 0.2 ms.
+WAKE_GAP_S = 0.005
 
 Say = Callable[[str], None]
 
@@ -76,7 +84,8 @@ def _job_samples(cfg: Any, reps: int) -> tuple[list[float], list[float]]:
 
     Every request is a different one (its own hashes and block ids, as in a run), so
     that neither the caches nor the allocator see the same job twice; a first, unkept
-    request warms them up.
+    request warms up what a run's warm-up would (imports, first-call set-up), and each
+    starts after :data:`IDLE_GAP_S` of sleep, as a run's do.
     """
     from sim.instruments.gilmeter import measure
     from sim.runtime.pipeline import cpu_stages
@@ -88,6 +97,7 @@ def _job_samples(cfg: Any, reps: int) -> tuple[list[float], list[float]]:
     holds, frees = [], []
     for i in range(reps + 1):
         job = PlannedRequest(i, tokens, 0.0, 12345 + i, 0.5).job(cfg.model)
+        time.sleep(IDLE_GAP_S)
         _res, err, timing = measure(cpu_stages, variants, cfg.connector.handler, job)
         if err is not None:
             raise RuntimeError(f"{cfg.connector.variant}: {type(err).__name__}: {err}")
@@ -175,7 +185,8 @@ def measure_variant(
 
 
 def _wake_ms(n: int = 200) -> list[float]:
-    """One thread waking another through a queue (half a ping-pong round trip)."""
+    """One thread waking another through a queue (half a ping-pong round trip), after the
+    woken one slept :data:`WAKE_GAP_S`."""
     ping: queue.SimpleQueue[int] = queue.SimpleQueue()
     pong: queue.SimpleQueue[int] = queue.SimpleQueue()
 
@@ -187,7 +198,7 @@ def _wake_ms(n: int = 200) -> list[float]:
     t.start()
     trips = []
     for i in range(n):
-        time.sleep(0.0002)  # let the echo thread block again, as an idle worker does
+        time.sleep(WAKE_GAP_S)  # the echo thread blocks again, as an idle worker does
         t0 = time.perf_counter_ns()
         ping.put(i)
         pong.get()

@@ -78,9 +78,22 @@ def test_validate_model_pairs_real_and_model_points(small_calibration, write_con
         err = float(r["latency_p50_ms_error"])
         assert err == pytest.approx((model - real) / real, rel=1e-3, abs=1e-4)
         assert float(r["latency_p50_ms_real_low"]) <= real <= float(r["latency_p50_ms_real_high"])
-    for sub, mode in (("real", "real"), ("model", "model"), ("model-idle", "model")):
+    subs = (("real", "real"), ("model", "model"), ("model-idle", "model"))
+    for sub, mode in (*subs, ("model-matched", "model")):
         summary = read_csv(out / sub / "summary.csv")
         assert [r["mode"] for r in summary] == [mode, mode]
+    # the speed-matched model: each point at the real twin's mean hold over the model's
+    scales = json.loads((out / "speed_scales.json").read_text())
+    real_s = read_csv(out / "real" / "summary.csv")
+    model_s = read_csv(out / "model" / "summary.csv")
+    for r, m in zip(real_s, model_s, strict=True):
+        key = f"synthetic,{float(r['workers'])!r}"
+        want = float(r["gil_hold_mean_ms"]) / float(m["gil_hold_mean_ms"])
+        assert scales[key] == pytest.approx(want, rel=1e-9)
+        spec = next((out / "model-matched" / "points").glob(f"00{int(r['workers']) - 1}_*"))
+        point = json.loads((spec / "rep-0" / "spec.json").read_text())
+        assert point["config"]["machine"]["cpu_scale"] == round(scales[key], 4)
+    assert "at the speed each real point met" in (out / "validation.md").read_text()
     idle = read_csv(out / "model-idle" / "summary.csv")
     assert {float(r["model_background_load"]) for r in idle} == {0.0}
     text = (out / "validation.md").read_text()

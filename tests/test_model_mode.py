@@ -185,3 +185,25 @@ def test_a_request_ends_when_its_transfer_does_as_in_real_mode(
         ends = sorted(r.done_s for r in recs)
         later = sorted(r.arrival_s for r in recs)[2:]  # the two clients' first are at 0
         assert all(a >= e + 1e-3 - 1e-12 for a, e in zip(later, ends, strict=False))
+
+
+def test_cpu_scale_scales_measured_costs_and_not_what_the_config_asks_for(model_config) -> None:
+    """machine.cpu_scale: a host whose threads run faster or slower. A measured hold
+    (numpy's fit) scales; synthetic's hold_ms is CPU time asked for, and only its
+    measured overhead scales."""
+
+    def hold(variant: str, scale: float, options: dict[str, Any] | None = None) -> float:
+        over = {"machine": {"cpu_scale": scale}, "connector": {"variant": variant}}
+        if options:
+            over["connector"]["options"] = options
+        _cfg, points = parse_config(model_config(over))
+        return run_model_point(points[0]).summary["gil_hold_mean_ms"]
+
+    assert hold("numpy", 2.0) == pytest.approx(2 * hold("numpy", 1.0), rel=1e-9)
+    one, two = hold("synthetic", 1.0, {"hold_ms": 3.0}), hold("synthetic", 2.0, {"hold_ms": 3.0})
+    assert two - one == pytest.approx(0.02, rel=1e-6)  # the calibration's 0.02 ms overhead
+
+
+def test_real_mode_refuses_a_cpu_scale(write_config) -> None:
+    with pytest.raises(ConfigError, match=r"machine\.cpu_scale needs mode: model"):
+        parse_config(write_config({"machine": {"cpu_scale": 0.5}}))

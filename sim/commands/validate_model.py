@@ -104,10 +104,12 @@ def _run(
     args: argparse.Namespace,
     loads: dict[int, list[float]] | None = None,
     measure: bool = False,
+    scales: dict[tuple[str, ...], float] | None = None,
 ) -> None:
     """Run the grid of ``path`` with ``sets`` into ``out_dir``. With ``measure`` the
     background load is measured before and after each point into ``loads``; without,
-    each point of a model grid is given the mean of what ``loads`` holds for it."""
+    each point of a model grid is given the mean of what ``loads`` holds for it, and
+    its ``machine.cpu_scale`` from ``scales`` (by its axis values) when given."""
     from sim.config import Point, parse_config
     from sim.model.coverage import check_points
     from sim.model.measure import measure_background_load
@@ -122,6 +124,8 @@ def _run(
             else p
             for p in points
         ]
+    if scales is not None:
+        points = [Point(p.index, p.axes, _with_scale(p, scales)) for p in points]
     check_points(points)
     if args.resume:
         check_resumable(cfg, out_dir)
@@ -156,6 +160,19 @@ def _with_load(cfg: Any, load: float) -> Any:
     return cfg.model_copy(update={"machine": machine})
 
 
+def _with_scale(point: Any, scales: dict[tuple[str, ...], float]) -> Any:
+    """The point's config with ``machine.cpu_scale`` from ``scales`` (unchanged if absent)."""
+    from sim.model.validate import axis_key
+
+    key = axis_key(v for a, v in point.axes.items() if a != "mode")
+    scale = scales.get(key)
+    if scale is None:
+        return point.config
+    cfg = point.config
+    machine = cfg.machine.model_copy(update={"cpu_scale": round(scale, 4)})
+    return cfg.model_copy(update={"machine": machine})
+
+
 def _merge_conditions(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     """Conditions measured before and after the real runs, pooled."""
     import statistics
@@ -172,6 +189,24 @@ def _merge_conditions(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _matched_line(real: Any, matched: Any, scales_file: Path) -> str:
+    """The summary line of the speed-matched model (its table is in model-matched/)."""
+    import json
+
+    from sim.model.validate import summary_counts, validate_runs
+
+    m = summary_counts(validate_runs(real, matched, n_boot=1))
+    scales = list(json.loads(scales_file.read_text()).values()) if scales_file.is_file() else []
+    span = f", {min(scales):.2f}–{max(scales):.2f} here" if scales else ""
+    return (
+        f"- the same model at the speed each real point met (machine.cpu_scale = its mean "
+        f"GIL hold over the model's{span}; model-matched/): latency p50 "
+        f"{m['latency_p50_ms_met']}/{m['points']} within ±10% (median |error| "
+        f"{_pct(m['latency_p50_ms_median'])}), p99 {m['latency_p99_ms_met']}/{m['points']} "
+        f"within ±15% (median |error| {_pct(m['latency_p99_ms_median'])})\n"
+    )
+
+
 def main(args: argparse.Namespace) -> int:
     import json
 
@@ -185,6 +220,7 @@ def main(args: argparse.Namespace) -> int:
     cfg, _points = parse_config(args.config, args.set)
     base = Path(args.out or f"results/{cfg.name}-validate").absolute()
     real_dir, model_dir, idle_dir = base / "real", base / "model", base / "model-idle"
+    matched_dir = base / "model-matched"
     cal_file = base / "calibration-conditions.json"
     if not args.no_run:
         cal = point_calibration(cfg)
@@ -220,6 +256,18 @@ def main(args: argparse.Namespace) -> int:
         )
         idle = [f"machine.calibration={cal.path}", "machine.background_load=0.0"]
         _run(args.config, [*args.set, "mode=model", *idle], idle_dir, args)
+        from sim.model.validate import speed_scales
+
+        scales = speed_scales(load_results(real_dir), load_results(model_dir))
+        write_json(base / "speed_scales.json", {",".join(k): v for k, v in scales.items()})
+        _run(
+            args.config,
+            [*args.set, "mode=model", f"machine.calibration={cal_file}"],
+            matched_dir,
+            args,
+            loads,
+            scales=scales,
+        )
     load_note = ""
     load_file = base / "background_load.json"
     if cal_file.is_file() and load_file.is_file():
@@ -243,6 +291,8 @@ def main(args: argparse.Namespace) -> int:
             f"{_pct(idle['latency_p50_ms_median'])}), p99 {idle['latency_p99_ms_met']}/"
             f"{idle['points']} within ±15% (median |error| {_pct(idle['latency_p99_ms_median'])})\n"
         )
+    if matched_dir.is_dir():
+        text += _matched_line(real, load_results(matched_dir), base / "speed_scales.json")
     print(text)
     if csv_rows:
         write_csv(base / "validation.csv", list(csv_rows[0]), csv_rows)

@@ -78,6 +78,10 @@ class ExperimentConfig(FrozenModel):
                 raise ValueError(
                     "machine.cores needs mode: model (real mode runs on this machine's cores)"
                 )
+            if self.machine.cpu_scale != 1.0:
+                raise ValueError(
+                    "machine.cpu_scale needs mode: model (real mode runs at this machine's speed)"
+                )
         return self
 
     @property

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from sim.config.types import FrozenModel, NonNegFloat, PosInt
+from sim.config.types import FrozenModel, NonNegFloat, PosFloat, PosInt
 
 __all__ = ["MachineConfig"]
 
@@ -30,6 +30,16 @@ class MachineConfig(FrozenModel):
         "mode; the OS shares the cores among ours and these). Default: what `kvsim "
         "calibrate` measured on this machine; 0 for a machine of one's own. Real mode "
         "runs beside whatever load the machine has.",
+    )
+    cpu_scale: PosFloat = Field(
+        1.0,
+        ge=0.01,
+        le=100,
+        description="Model mode: every CPU cost the calibration measured (load threads' "
+        "holds and GIL-free CPU, the harness's, the probe's and the engine's CPU) times "
+        "this: 0.5 for a host whose threads run twice as fast. `kvsim validate-model` sets "
+        "it per point from the real twin's holds for its speed-matched view. Real mode "
+        "runs at this machine's speed and refuses any other value.",
     )
     calibration: str = Field(
         "results/calibration.json",

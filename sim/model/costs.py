@@ -100,6 +100,9 @@ class ModelCosts:
     points: tuple[dict[str, float], ...] = ()
     #: A request's hold over the mean, drawn per request (None: every request the mean).
     hold_spread: Spread | None = None
+    #: The calibration's measured costs times this (machine.cpu_scale: a host's speed);
+    #: the fixed costs above are already scaled where measured, the fitted ones here.
+    cpu_scale: float = 1.0
     #: (key, chunks) -> ms, filled as requests ask (a point has few distinct sizes).
     _memo: dict[tuple[str, int], float] = field(default_factory=dict, compare=False, repr=False)
 
@@ -119,7 +122,7 @@ class ModelCosts:
         chunks = -(-tokens // self.block_size) * self.groups
         ms = self._memo.get((key, chunks))
         if ms is None:
-            ms = self._memo[(key, chunks)] = _cost_ms(self, key, chunks)
+            ms = self._memo[(key, chunks)] = _cost_ms(self, key, chunks) * self.cpu_scale
         return ms / 1e3
 
 
@@ -154,7 +157,10 @@ def point_costs(
         from connectors import registry
 
         opts = registry.get_address_variant(conn.variant).validate_options(conn.options)
-        fixed_hold = (opts.hold_ms + float(entry.get("overhead_ms", 0.0))) / 1e3
+        # its hold and GIL-free CPU are what the config asks for (CPU time, whatever the
+        # host's speed); only the measured overhead runs faster or slower
+        scaled = float(entry.get("overhead_ms", 0.0)) * cfg.machine.cpu_scale
+        fixed_hold = (opts.hold_ms + scaled) / 1e3
         free_ms = opts.free_ms
         if opts.free_kind == "kernel":
             free_cpu = free_ms / 1e3
@@ -167,7 +173,10 @@ def point_costs(
     if cfg.engine.enabled:
         ms = cal.engine_build_ms(cfg.engine.index_variant)
         engine_build = None if ms is None else ms / 1e3
-    per_req = h["sim_cpu_per_request_ms"] / 1e3
+    scale = cfg.machine.cpu_scale
+    if engine_build is not None:
+        engine_build *= scale
+    per_req = h["sim_cpu_per_request_ms"] / 1e3 * scale
     return ModelCosts(
         hold_fit=hold_fit,
         free_fit=free_fit,
@@ -184,8 +193,9 @@ def point_costs(
         timer_late=Latency(cal.samples_ms("timer_late"), draw),
         sleep_late=Latency(cal.samples_ms("sleep_late"), draw),
         probe_late=Latency(cal.samples_ms("probe_late"), draw),
-        probe_hold_s=h["probe_hold_ms"] / 1e3,
+        probe_hold_s=h["probe_hold_ms"] / 1e3 * scale,
         engine_build_s=engine_build,
         points=tuple(entry.get("points", ())),
         hold_spread=Spread(entry["hold_spread"], draw) if entry.get("hold_spread") else None,
+        cpu_scale=scale,
     )

@@ -42,8 +42,11 @@ DEFAULT_CHUNKS = (8, 64, 256, 1024, 2048)
 DEFAULT_REGIONS = (4, 61)
 DEFAULT_GROUPS = (1, 2)
 BLOCK_SIZE = 128
-#: Requests measured for a variant's spread of holds (at one geometry).
-SPREAD_REPS = 40
+#: Requests measured for a variant's spread of holds (at one geometry). The tail is rare
+#: events (a collection; here also a request whose thread CPU time reads ~10x, with no
+#: collection in it: the virtual CPU held up), and with 40 one event more or less was
+#: 2.5 % of every simulated run's requests.
+SPREAD_REPS = 120
 #: Idle time before each measured request. In a run a load thread sleeps between
 #: requests while other threads run, and its next request starts from cold caches:
 #: measured back to back, numpy and rows held the GIL 15-100 % less than in a run at

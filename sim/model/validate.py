@@ -11,6 +11,7 @@ be read against the real measurement's own noise.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +20,15 @@ import numpy as np
 from sim.analysis.bootstrap import Interval, stat_interval, statistic
 from sim.rundir.reader import RunResults, as_float, column
 
-__all__ = ["METRICS", "TARGETS", "ValidationRow", "summary_counts", "validate_runs"]
+__all__ = [
+    "METRICS",
+    "TARGETS",
+    "ValidationRow",
+    "axis_key",
+    "speed_scales",
+    "summary_counts",
+    "validate_runs",
+]
 
 #: (name, table column or summary column, statistic, from per-request rows?)
 METRICS: tuple[tuple[str, str, str, bool], ...] = (
@@ -113,4 +122,40 @@ def summary_counts(rows: list[ValidationRow]) -> dict[str, Any]:
         out[f"{name}_median"] = float(np.median(errs)) if errs else math.nan
         if name in TARGETS:
             out[f"{name}_met"] = sum(bool(r.within(name)) for r in rows)
+    return out
+
+
+def _norm(value: Any) -> str:
+    """One axis value as a key part."""
+    try:
+        return repr(float(value))
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def axis_key(values: Iterable[Any]) -> tuple[str, ...]:
+    """Axis values as a key: ``2``, ``"2"`` and ``2.0`` are one value (a CSV has ``2``)."""
+    return tuple(_norm(v) for v in values)
+
+
+def speed_scales(real: RunResults, model: RunResults) -> dict[tuple[str, ...], float]:
+    """Per point (its axis values but mode): the real twin's mean GIL hold per request
+    over the model's. The machine's speed drifts: the same real point's mean hold read
+    23–33 ms within half an hour here. Given this as ``machine.cpu_scale``, the model
+    runs at the speed the real point met, and what is left of its error is the GIL and
+    the cores it simulates, not the calibration's moment."""
+    axes = [a for a in real.axes if a != "mode"]
+
+    def holds(res: RunResults) -> dict[tuple[str, ...], float]:
+        return {
+            axis_key(r.get(a) for a in axes): as_float(r.get("gil_hold_mean_ms"))
+            for r in res.summary
+        }
+
+    got_real, got_model = holds(real), holds(model)
+    out = {}
+    for key, r in got_real.items():
+        m = got_model.get(key, math.nan)
+        if r > 0 and m > 0:
+            out[key] = r / m
     return out

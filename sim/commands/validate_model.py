@@ -1,13 +1,14 @@
 """``kvsim validate-model CONFIG``: run a grid in both modes, report the model's error.
 
-The config's grid runs three times under ``--out`` (default
+The config's grid runs four times under ``--out`` (default
 ``results/<name>-validate``): ``real/`` (real mode, child processes as usual),
 ``model/`` (model mode, each point given the background load of other processes
 measured just before and after its real twin, and the thread wake-up and timer
-latencies measured around the real runs: a shared machine is part of the conditions)
-and ``model-idle/`` (model mode on an idle machine). The table pairs every real
-point with its model twin; ``validation.csv`` and ``validation.md`` are written
-in ``--out``. ``--no-run`` reports on finished runs.
+latencies measured around the real runs: a shared machine is part of the conditions),
+``model-idle/`` (model mode on an idle machine) and ``model-matched/`` (as ``model/``,
+each point also at the speed its real twin met: sim.model.validate.speed_scales).
+The table pairs every real point with its model twin; ``validation.csv`` and
+``validation.md`` are written in ``--out``. ``--no-run`` reports on finished runs.
 """
 
 from __future__ import annotations

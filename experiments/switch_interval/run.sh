@@ -1,6 +1,6 @@
 #!/bin/sh
 # Study (d), switch interval against connector latency and engine stall: rerun it and
-# print what the README quotes. About 2 minutes on a 2-core machine.
+# print what the README quotes. About 3 minutes on a 2-core machine.
 # Results: results/experiments/switch_interval/
 set -e
 cd "$(dirname "$0")/../.."

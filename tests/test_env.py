@@ -285,3 +285,46 @@ def test_an_overdue_quiet_call_runs_before_a_completion_and_the_clock_never_goes
     assert [s[0] for s in seen] == ["quiet", "posted"]
     assert seen[0][1] == pytest.approx(0.001, abs=1e-12)
     assert seen[1][1] >= seen[0][1]
+
+
+# -- answers posted at their own time: a load thread's work ends, what follows starts then --
+
+
+def test_an_answer_posted_at_its_time_runs_at_that_time_in_order() -> None:
+    env = HybridEnvironment(stall_timeout_s=5)
+    seen: list[tuple[str, float]] = []
+    env.after_quietly(0.001, lambda _a: seen.append(("quiet", env.now)))
+    env.after(0.5, lambda _a: seen.append(("timer", env.now)))  # far: a late poster is in time
+    env.expect()
+    # a load thread that finished at 2 ms and got round to posting at 4 ms
+    at_ns = env.t0_ns + 2_000_000
+    poster = threading.Timer(
+        0.004, env.post_at, (lambda _a: seen.append(("answer", env.now)), None, at_ns)
+    )
+    poster.start()
+    env.run()
+    poster.join()
+    assert [s[0] for s in seen] == ["quiet", "answer", "timer"]
+    assert [s[1] for s in seen] == pytest.approx([0.001, 0.002, 0.5], abs=1e-9)
+    assert env.pending == 0
+
+
+def test_an_answer_posted_at_its_time_wakes_a_long_sleep_and_not_a_short_one() -> None:
+    env = HybridEnvironment(stall_timeout_s=5)
+    got: list[float] = []
+    env.after(30.0, lambda _a: got.append(-1.0))  # the thread would sleep 30 s
+    env.expect()
+    threading.Timer(0.01, lambda: env.post_at(got.append, 0.0, time.perf_counter_ns())).start()
+    t0 = time.perf_counter()
+    while not got:
+        env.step()
+    assert time.perf_counter() - t0 < 10.0  # rung: it did not sleep the 30 s
+
+    # The rule itself: ring only a thread that would sleep past the slack.
+    env = HybridEnvironment(stall_timeout_s=5)
+    env._wake_ns = time.perf_counter_ns()  # asleep, due to wake now: left alone
+    env.post_at(got.append, 2.0, time.perf_counter_ns())
+    assert env._inbox.wait(0) is False
+    env._wake_ns = time.perf_counter_ns() + 10**10  # asleep for 10 s more: rung
+    env.post_at(got.append, 3.0, time.perf_counter_ns())
+    assert env._inbox.wait(0) is True

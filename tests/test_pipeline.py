@@ -208,4 +208,8 @@ def test_a_modelled_transfer_ends_when_the_model_says_however_late_the_loop_note
     for r in recs:
         modelled = 2e-3 + r.bytes / 1e12  # alone on the link; a neighbour shifts it by ns
         assert r.done_s - picked[r.request_id] == pytest.approx(modelled, abs=1e-6)
+        # the transfer starts when the load thread posted its answer (as a real
+        # connector's load thread starts it itself), not when the simulation thread got
+        # the GIL to look: never before its CPU stages ended
+        assert picked[r.request_id] >= r.cpu_done_s - 1e-9
         assert r.latency_ms == pytest.approx((r.done_s - r.arrival_s) * 1e3, abs=1e-3)

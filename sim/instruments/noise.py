@@ -3,11 +3,12 @@
 A sample mimics one request whose CPU stage and transfer cost nothing: it is
 planned to arrive after an idle gap (so the worker and the simulation thread are
 asleep, as they are between real arrivals), and counts from that planned time, as
-a request's latency does; it submits a no-op job to a worker pool and ends once
-the simulation thread has the result. That is what the framework itself adds:
-the arrival timer's lateness, the worker's wake-up and queue hand-off, the inbox
-and the simulation loop. A modelled transfer would add nothing to it: its end is
-the time the model fixed, however late the loop notes it (sim.runtime.env).
+a request's latency does; it submits a no-op job to a worker pool and ends when
+the job does. That is what the framework itself adds: the arrival timer's lateness,
+the simulation loop's hand-over, the worker's wake-up and queue hand-off. What
+follows adds nothing more: the transfer starts when the load thread's work ended
+and ends when the model says, however late the simulation thread notes either
+(sim.runtime.env).
 
 ``run_point`` takes half the samples just before the point and half just after,
 under the point's switch interval and worker count, and pools them: the floor
@@ -19,7 +20,6 @@ than the harness's cost.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Generator, Sequence
 from typing import Any
 
@@ -47,11 +47,11 @@ def measure_noise_floor(samples: int = NOISE_SAMPLES, workers: int = 1) -> list[
     def proc() -> Generator[Any, Any, None]:
         for _ in range(samples):
             yield env.timeout(_GAP_S)
-            planned_ns = env.t0_ns + round(env.now * 1e9)  # the timer's own time
-            yield pool.submit(_noop)
-            lat.append((time.perf_counter_ns() - planned_ns) / 1e6)
+            planned = env.now  # the timer's own time
+            yield pool.submit(_noop)  # resumes at the time the no-op job ended
+            lat.append((env.now - planned) * 1e3)
 
-    pool = WorkerPool(env, workers, name="kvsim-noise")
+    pool = WorkerPool(env, workers, name="kvsim-noise", answer_at_end=True)
     with pool:
         env.process(proc())
         env.run()

@@ -168,7 +168,7 @@ class ModelJob:
         self.hold_s = hold_s
         self.free_cpu_s = free_cpu_s
         self.free_sleep_s = free_sleep_s
-        #: Called with the job once the simulation thread has taken the worker's result.
+        #: Called with the job when it ends (the answer is posted at that time).
         self.done = done
         self.start = 0.0
         self.end = 0.0
@@ -271,7 +271,11 @@ class _Worker:
         assert job is not None
         self.job = None
         job.end = pool.loop.now
-        pool.harness.post(pool.complete_s, pool.wake, job.done, job)
+        # The answer is posted at the job's end (real mode's post_at): the simulation
+        # thread wakes to note it and spends its CPU, but what follows the job starts
+        # now, not once it has.
+        pool.harness.post(pool.complete_s, pool.wake)
+        job.done(job)
         self.step()
 
 

@@ -22,6 +22,13 @@ and at most :data:`~sim.store.clock.QUIET_SLACK_S` after it otherwise. Each wake
 costs the harness tens of µs of GIL time on a virtual machine; a request's
 transfer end was one of its three.
 
+A load thread's answer can be posted *at* its own time (:meth:`HybridEnvironment.
+post_at`, timed when the load thread posts it): it runs at that time, in order
+with the clock's calls, as a quiet call does — what follows it (the transfer a
+real connector's load thread would start itself) starts when the load thread was
+done, not when the simulation thread got the GIL to look. It wakes the thread only
+if that would otherwise sleep longer than the slack.
+
 The one invariant that lets SimPy's own ``step`` run unchanged: the clock is
 only ever moved forward (to deliver a completion) while no queued event is due,
 so to a time before the earliest one, and popping the queue never moves it
@@ -31,6 +38,7 @@ backwards.
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable
 from heapq import heappop, heappush
 from time import perf_counter_ns
@@ -47,6 +55,8 @@ from sim.store.clock import QUIET_SLACK_S
 __all__ = ["HybridEnvironment", "StallError"]
 
 _INF = float("inf")
+_NEVER_NS = 1 << 62
+_SLACK_NS = round(QUIET_SLACK_S * 1e9)
 
 Posted = tuple[Callable[[Any], None], Any]
 
@@ -87,6 +97,11 @@ class HybridEnvironment(simpy.Environment):
     def __init__(self, stall_timeout_s: float | None = None) -> None:
         super().__init__(initial_time=0.0)
         self._inbox: Inbox[Posted] = Inbox()
+        #: Answers posted at their own time (post_at): (perf_counter_ns, fn, arg).
+        self._posted_at: deque[tuple[int, Callable[[Any], None], Any]] = deque()
+        #: perf_counter_ns at which the thread will wake if nothing rings (0 while
+        #: awake): tells post_at whether to ring.
+        self._wake_ns = 0
         #: Quiet calls, a heap of SimPy queue entries of its own (the same ordering key).
         self._quiet: list[tuple[float, int, int, _Call]] = []
 
@@ -156,6 +171,28 @@ class HybridEnvironment(simpy.Environment):
         picked up. Answers one :meth:`expect`."""
         self._inbox.put((fn, arg))
 
+    def post_at(self, fn: Callable[[Any], None], arg: Any, at_ns: int) -> None:
+        """Thread-safe: run ``fn(arg)`` on the simulation thread at ``at_ns``
+        (``perf_counter_ns``, when the thing happened: now or just before), in order
+        with the clock's calls; the thread is woken for it only if it would otherwise
+        sleep longer than :data:`QUIET_SLACK_S`. Answers one :meth:`expect`."""
+        self._posted_at.append((at_ns, fn, arg))
+        # After the append: a thread about to sleep sets _wake_ns, then looks again.
+        if self._wake_ns - perf_counter_ns() > _SLACK_NS:
+            self._inbox.ring()
+
+    def _take_posted_at(self) -> None:
+        """Answers posted at their time go among the quiet calls, at that time (or now,
+        if the clock has passed it: the few µs between the work's end and the post)."""
+        posted, t0_ns = self._posted_at, self._t0_ns
+        while posted:
+            at_ns, fn, arg = posted.popleft()
+            self._pending -= 1
+            at = (at_ns - t0_ns) / 1e9
+            if at < self._now:
+                at = self._now
+            heappush(self._quiet, (at, NORMAL, next(self._eid), _Call(fn, arg)))
+
     def external_event(self) -> simpy.Event:
         """An event that some thread will complete through :meth:`complete` (call on sim thread)."""
         self.expect()
@@ -175,7 +212,6 @@ class HybridEnvironment(simpy.Environment):
         heappush(self._queue, (at, NORMAL, next(self._eid), call))
         return call
 
-    # -- the simulation side ---------------------------------------------
     def after_quietly(self, delay: float, fn: Callable[[Any], None], arg: Any = None) -> _Call:
         """As :meth:`after`, for a call nothing on the wall clock waits for: it runs at its
         own time (``now`` is that time), in order with everything else, but the thread
@@ -190,6 +226,7 @@ class HybridEnvironment(simpy.Environment):
         """``now`` as run time (seconds since the origin)."""
         return self._now - (self._origin_ns - self._t0_ns) / 1e9
 
+    # -- the simulation side ---------------------------------------------
     def step(self) -> None:
         """Process the next event once its time has come (SimPy's own ``step``).
 
@@ -201,7 +238,10 @@ class HybridEnvironment(simpy.Environment):
         the real time (a transfer it starts then lasts its full modelled time).
         """
         queue_, quiet, inbox, t0_ns = self._queue, self._quiet, self._inbox, self._t0_ns
+        posted = self._posted_at
         while True:
+            if posted:
+                self._take_posted_at()
             while queue_ and type(head := queue_[0][3]) is _Call and not head.live:
                 heappop(queue_)  # cancelled: not worth waking up for
             while quiet and not quiet[0][3].live:
@@ -223,11 +263,16 @@ class HybridEnvironment(simpy.Environment):
             if wake == _INF and self._pending == 0:
                 raise EmptySchedule()
             timeout = self._stall_timeout_s if wake == _INF else wake - wall
+            self._wake_ns = _NEVER_NS if wake == _INF else t0_ns + round(wake * 1e9)
+            if posted:  # posted before _wake_ns was set: the poster did not ring
+                self._wake_ns = 0
+                continue
             self._waits += 1
             asleep_ns = time.thread_time_ns()
             rung = inbox.wait(timeout)
             self._asleep_cpu_ns += time.thread_time_ns() - asleep_ns
-            if not rung and wake == _INF and not inbox:
+            self._wake_ns = 0
+            if not rung and wake == _INF and not inbox and not posted:
                 raise StallError(
                     f"{self._pending} thread job(s) gave no answer for "
                     f"{self._stall_timeout_s:g} s and no timer is due"

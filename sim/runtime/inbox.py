@@ -39,6 +39,13 @@ class Inbox(Generic[T]):
         except RuntimeError:
             pass  # already rung: the waiter will see this item too
 
+    def ring(self) -> None:
+        """Any thread: wake the waiter without posting (it looks for what to do)."""
+        try:  # noqa: SIM105 - as in put
+            self._bell.release()
+        except RuntimeError:
+            pass
+
     def __bool__(self) -> bool:
         return bool(self._items)
 

@@ -11,6 +11,7 @@ import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from time import perf_counter_ns
 from typing import Any
 
 import simpy
@@ -38,10 +39,24 @@ class JobOutcome:
 class WorkerPool:
     """Threads are started by :meth:`start` (not the constructor) and joined by :meth:`shutdown`."""
 
-    def __init__(self, env: HybridEnvironment, workers: int, name: str = "kvsim-load") -> None:
+    def __init__(
+        self,
+        env: HybridEnvironment,
+        workers: int,
+        name: str = "kvsim-load",
+        answer_at_end: bool = False,
+    ) -> None:
+        """``answer_at_end``: each answer runs on the simulation thread at the time the
+        load thread posted it, holding the GIL again after its job (HybridEnvironment.
+        post_at), not when the simulation thread picked it up: what follows starts when
+        the load thread could start it, as in a real connector, whose load thread starts
+        the transfer itself. (Timed at the post, not at the job's end: the load thread's
+        own wait for the GIL in between is real; and a time taken while it holds the GIL
+        is never one the simulation thread's clock has passed.)"""
         if workers < 1:
             raise ValueError("workers must be >= 1")
         self._env = env
+        self._at_end = answer_at_end
         self._n = workers
         self._name = name
         self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()  # no lock+condition per job
@@ -88,7 +103,10 @@ class WorkerPool:
             if self._stopping.is_set():
                 continue
             result, error, timing = measure(fn, *args)
-            self._env.post(done, JobOutcome(result, error, timing, name))
+            if self._at_end:  # timed here, holding the GIL again, as the post itself
+                self._env.post_at(done, JobOutcome(result, error, timing, name), perf_counter_ns())
+            else:
+                self._env.post(done, JobOutcome(result, error, timing, name))
 
     def shutdown(self, timeout_s: float = 10.0) -> list[str]:
         """Stop taking jobs and join the threads; returns the names of threads still stuck."""

@@ -17,6 +17,7 @@ from sim.config import ConfigError, parse_config
 from sim.rundir.guard import record_owned
 from sim.rundir.layout import read_status
 from sim.rundir.outputs import write_json
+from sim.sweep.spec import PARENT_PID_ENV
 
 
 def _wait_for(predicate, timeout_s: float) -> bool:
@@ -159,10 +160,31 @@ def test_kill_9_of_the_parent_marks_the_point_interrupted(write_config, tmp_path
         assert _wait_for(started, 60)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
-        assert _wait_for(lambda: read_status(rep) is not None, 60), "the child never ended"
+        assert _wait_for(lambda: read_status(rep) is not None, 120), "the child never ended"
     finally:
         if proc.poll() is None:
             proc.kill()
+    status = read_status(rep)
+    assert status["status"] == "interrupted", status
+    assert "went away" in status["error"]
+
+
+def test_a_child_whose_parent_died_before_it_started_marks_its_point_interrupted(
+    write_config, tmp_path
+) -> None:
+    """A kill -9 of the parent while the child's interpreter starts comes before the
+    child can ask to die with it: the pid the parent gave tells it, and the point is
+    marked interrupted at once rather than run for nobody."""
+    path = _slow_config(write_config)
+    assert main(["run", "-q", "--in-process", str(path)]) == 0
+    rep = sorted((tmp_path / "out" / "points").iterdir())[0] / "rep-0"
+    (rep / "status.json").unlink()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # a pid that is nobody's parent now
+    env = {**os.environ, PARENT_PID_ENV: str(dead.pid)}
+    child = [sys.executable, "-m", "sim.sweep.child", str(rep / "spec.json")]
+    done = subprocess.run(child, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
     status = read_status(rep)
     assert status["status"] == "interrupted", status
     assert "went away" in status["error"]

@@ -32,7 +32,7 @@ from typing import Any, TextIO
 from sim.config import Point
 from sim.rundir.layout import write_ok, write_status
 from sim.sweep.hostinfo import host_info
-from sim.sweep.spec import PointSpec, read_spec, write_spec
+from sim.sweep.spec import PARENT_PID_ENV, PointSpec, read_spec, write_spec
 
 __all__ = ["execute", "execute_spec", "main", "one_line", "write_spec"]
 
@@ -162,7 +162,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     rep_dir = Path(argv[0]).parent
-    parent = os.getppid()
+    # The pid the parent gave, not getppid() now: a parent that died before this line
+    # (a kill -9 while the interpreter started) left this process to another parent,
+    # and no SIGTERM will come for it.
+    parent = int(os.environ.get(PARENT_PID_ENV) or os.getppid())
     _end_with_parent()
     channel = _claim_stdout()
     try:

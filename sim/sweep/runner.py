@@ -20,9 +20,15 @@ from typing import Any, TextIO
 
 from sim.rundir.layout import LOG_FILE, RepRun, clear_rep_dir, read_status, write_status
 from sim.sweep.signals import deferred_signals
-from sim.sweep.spec import write_spec
+from sim.sweep.spec import PARENT_PID_ENV, write_spec
 
-__all__ = ["CHILD_COMMAND", "RepOutcome", "run_rep", "start_child", "stop_child"]
+__all__ = [
+    "CHILD_COMMAND",
+    "RepOutcome",
+    "run_rep",
+    "start_child",
+    "stop_child",
+]
 
 #: How a child is started; the spec path is appended.
 CHILD_COMMAND: tuple[str, ...] = (sys.executable, "-m", "sim.sweep.child")
@@ -53,9 +59,12 @@ def start_child(
     argv: Sequence[str], log: TextIO, preexec_fn: Callable[[], None] | None = None
 ) -> subprocess.Popen[str]:
     """A point's child process: its protocol lines on a pipe, its stderr in ``log``
-    (the local runner's and a Ray host's children are started alike)."""
+    (the local runner's and a Ray host's children are started alike). It is told this
+    process's pid (``PARENT_PID_ENV``): a parent that dies before the child has asked to
+    die with it (sim.sweep.child) is then seen, not outlived by a point nobody awaits."""
     return subprocess.Popen(
         list(argv),
+        env={**os.environ, PARENT_PID_ENV: str(os.getpid())},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=log,

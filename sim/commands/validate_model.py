@@ -155,10 +155,13 @@ def _run(
     )
 
 
+def _with_machine(cfg: Any, **update: Any) -> Any:
+    """``cfg`` with these ``machine`` fields set (the config objects are frozen)."""
+    return cfg.model_copy(update={"machine": cfg.machine.model_copy(update=update)})
+
+
 def _with_load(cfg: Any, load: float) -> Any:
-    """``cfg`` with ``machine.background_load`` set (the config objects are frozen)."""
-    machine = cfg.machine.model_copy(update={"background_load": round(load, 3)})
-    return cfg.model_copy(update={"machine": machine})
+    return _with_machine(cfg, background_load=round(load, 3))
 
 
 def _with_scale(point: Any, scales: dict[tuple[str, ...], float]) -> Any:
@@ -169,9 +172,7 @@ def _with_scale(point: Any, scales: dict[tuple[str, ...], float]) -> Any:
     scale = scales.get(key)
     if scale is None:
         return point.config
-    cfg = point.config
-    machine = cfg.machine.model_copy(update={"cpu_scale": round(scale, 4)})
-    return cfg.model_copy(update={"machine": machine})
+    return _with_machine(point.config, cpu_scale=round(scale, 4))
 
 
 def _merge_conditions(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:

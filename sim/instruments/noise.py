@@ -51,7 +51,7 @@ def measure_noise_floor(samples: int = NOISE_SAMPLES, workers: int = 1) -> list[
             yield pool.submit(_noop)  # resumes at the time the no-op job ended
             lat.append((env.now - planned) * 1e3)
 
-    pool = WorkerPool(env, workers, name="kvsim-noise", answer_at_end=True)
+    pool = WorkerPool(env, workers, name="kvsim-noise", timed_answers=True)
     with pool:
         env.process(proc())
         env.run()

@@ -182,16 +182,19 @@ class HybridEnvironment(simpy.Environment):
             self._inbox.ring()
 
     def _take_posted_at(self) -> None:
-        """Answers posted at their time go among the quiet calls, at that time (or now,
-        if the clock has passed it: the few µs between the work's end and the post)."""
+        """Answers posted at their time go among the quiet calls, at that time (or now, if
+        the clock has passed it between the poster's timing and its append)."""
         posted, t0_ns = self._posted_at, self._t0_ns
         while posted:
             at_ns, fn, arg = posted.popleft()
             self._pending -= 1
-            at = (at_ns - t0_ns) / 1e9
-            if at < self._now:
-                at = self._now
-            heappush(self._quiet, (at, NORMAL, next(self._eid), _Call(fn, arg)))
+            self._push_quiet((at_ns - t0_ns) / 1e9, fn, arg)
+
+    def _push_quiet(self, at: float, fn: Callable[[Any], None], arg: Any) -> _Call:
+        """A quiet call at ``at``, or now if that has passed (the clock never goes back)."""
+        call = _Call(fn, arg)
+        heappush(self._quiet, (at if at > self._now else self._now, NORMAL, next(self._eid), call))
+        return call
 
     def external_event(self) -> simpy.Event:
         """An event that some thread will complete through :meth:`complete` (call on sim thread)."""
@@ -217,10 +220,7 @@ class HybridEnvironment(simpy.Environment):
         own time (``now`` is that time), in order with everything else, but the thread
         sleeps through it and runs it when it next wakes, or :data:`QUIET_SLACK_S` late
         at most."""
-        at = self._now + delay if delay > 0 else self._now
-        call = _Call(fn, arg)
-        heappush(self._quiet, (at, NORMAL, next(self._eid), call))
-        return call
+        return self._push_quiet(self._now + delay, fn, arg)
 
     def run_time(self) -> float:
         """``now`` as run time (seconds since the origin)."""

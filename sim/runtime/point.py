@@ -129,7 +129,7 @@ def run_point(point: Point, repeat: int = 0, progress: ProgressFn | None = None)
         noise_before = measure_noise_floor(workers=cfg.connector.workers)
         env = HybridEnvironment(stall_timeout_s=cfg.limits.request_timeout_s + 5.0)
         store.attach(env)
-        pool = WorkerPool(env, cfg.connector.workers, answer_at_end=True)
+        pool = WorkerPool(env, cfg.connector.workers, timed_answers=True)
         pipeline = LoadPipeline(
             env,
             pool,

@@ -44,9 +44,9 @@ class WorkerPool:
         env: HybridEnvironment,
         workers: int,
         name: str = "kvsim-load",
-        answer_at_end: bool = False,
+        timed_answers: bool = False,
     ) -> None:
-        """``answer_at_end``: each answer runs on the simulation thread at the time the
+        """``timed_answers``: each answer runs on the simulation thread at the time the
         load thread posted it, holding the GIL again after its job (HybridEnvironment.
         post_at), not when the simulation thread picked it up: what follows starts when
         the load thread could start it, as in a real connector, whose load thread starts
@@ -56,7 +56,7 @@ class WorkerPool:
         if workers < 1:
             raise ValueError("workers must be >= 1")
         self._env = env
-        self._at_end = answer_at_end
+        self._timed = timed_answers
         self._n = workers
         self._name = name
         self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()  # no lock+condition per job
@@ -103,7 +103,7 @@ class WorkerPool:
             if self._stopping.is_set():
                 continue
             result, error, timing = measure(fn, *args)
-            if self._at_end:  # timed here, holding the GIL again, as the post itself
+            if self._timed:  # timed here, holding the GIL again, as the post itself
                 self._env.post_at(done, JobOutcome(result, error, timing, name), perf_counter_ns())
             else:
                 self._env.post(done, JobOutcome(result, error, timing, name))

@@ -42,7 +42,7 @@ def main(args: argparse.Namespace) -> int:
     from sim.config import parse_config
     from sim.rundir.guard import normalize_dir
     from sim.store.memory import check_points
-    from sim.workload.plan import planned_requests
+    from sim.workload.plan import preview_workload
 
     cfg, points = parse_config(args.config, args.set)
     memory_lines = check_points(args.config, points)  # real store: refuses what does not fit
@@ -50,10 +50,10 @@ def main(args: argparse.Namespace) -> int:
         from sim.model.coverage import check_points as check_calibration
 
         check_calibration(points)  # model mode: refuses what the calibration does not cover
-    memo: dict[str, tuple[int, Mapping[str, float]]] = {}  # points sharing a trace replay once
-    planned = [planned_requests(p.config, memo) for p in points]
-    counts = [n for n, _ in planned]
-    stats = [s for _, s in planned]
+    memo: dict[str, Any] = {}  # points sharing a trace replay it once
+    previews = [preview_workload(p.config, memo) for p in points]
+    counts = [w.requests for w in previews]
+    stats = [w.stats for w in previews]
     print(
         f"{args.config}: ok — experiment '{cfg.name}', {len(points)} point(s) × "
         f"{cfg.repeats} repeat(s), {requests_phrase(counts, stats)}, "
@@ -72,7 +72,9 @@ def main(args: argparse.Namespace) -> int:
         print(line)
     for line in rounding_notes(points):
         print(line)
-    print(budget_line(cfg, points, counts))
+    for line in trace_lines(points, previews):
+        print(line)
+    print(budget_line(cfg, points, [w.load for w in previews]))
     return 0
 
 
@@ -93,19 +95,43 @@ def rounding_notes(points: Sequence[Any]) -> list[str]:
     return list(notes)
 
 
-def budget_line(cfg: Any, points: list[Any], counts: list[int]) -> str:
-    """What the run will cost at least: requests in all, memory and wall time per point."""
+def trace_lines(points: Sequence[Any], previews: Sequence[Any]) -> list[str]:
+    """The planned workload of each distinct trace replay: requests, span, hit ratio and
+    tokens loaded, so that a replay measuring almost nothing is seen before it runs."""
+    from sim.config.budget import human_seconds
+
+    out: dict[str, None] = {}
+    for p, w in zip(points, previews, strict=True):
+        if w.span_s is None:
+            continue
+        arr = p.config.workload.arrival
+        out[
+            f"trace: {w.requests} requests load something (of "
+            f"{w.stats['trace_requests']:.0f} replayed), span {human_seconds(w.span_s)} at "
+            f"speed-up {arr.speedup:g}; hit ratio {w.stats['hit_ratio']:.3f} of prompt tokens; "
+            f"tokens loaded mean {w.tokens_mean:,.0f}, p50 {w.tokens_p50:,.0f}, "
+            f"p99 {w.tokens_p99:,.0f}"
+        ] = None
+    return list(out)
+
+
+def budget_line(cfg: Any, points: list[Any], loads: list[Any]) -> str:
+    """What the run will cost: requests in all, memory per point, and wall time per point
+    (the bound ``limits.max_point_s`` is checked against, and the expected time with a
+    point's start-up: sim.config.budget)."""
     from sim.config.budget import check_points, human_bytes, human_seconds
 
-    estimates = check_points("", points, counts)  # parse_config already refused past limits
+    estimates = check_points("", points, loads)  # parse_config already refused past limits
     runs = len(points) * cfg.repeats
-    total = sum(counts) * cfg.repeats
+    total = sum(w.requests for w in loads) * cfg.repeats
     mem = max((e.memory_bytes for e in estimates), default=0.0)
-    walls = [e.wall_s for p, e in zip(points, estimates, strict=True) if p.config.mode != "model"]
+    real = [e for p, e in zip(points, estimates, strict=True) if p.config.mode != "model"]
     wall = (
-        f"; wall time ≥ {human_seconds(max(walls))} per point, ≥ "
-        f"{human_seconds(sum(walls) * cfg.repeats)} in all (modelled time is wall time)"
-        if walls
+        f"; wall time ≥ {human_seconds(max(e.wall_s for e in real))} per point (expected "
+        f"≈ {human_seconds(max(e.expected_s for e in real))} with its start-up), ≈ "
+        f"{human_seconds(sum(e.expected_s for e in real) * cfg.repeats)} in all "
+        "(modelled time is wall time)"
+        if real
         else ""
     )
     return (

@@ -9,12 +9,18 @@ therefore estimate, from the config alone, before a point is expanded or run:
 * the memory one point needs at least: the address arrays of the requests in
   flight (chunks × regions × groups × 16 bytes each) and the per-request
   records (``limits.max_memory_gib``; default half of this machine's memory);
-* the wall time a point's schedule implies at least: the arrival span, the store
-  time its transfers need at the configured concurrency, the engine's baseline
-  steps (``limits.max_point_s``).
+* the wall time a point's schedule implies at least (``limits.max_point_s``): the
+  span of its planned arrivals (a trace's own clock, ``(last - first timestamp) /
+  speedup``, from the replay plan: ``PlannedLoad``), then the last request's own
+  transfer; the store time all its transfers need at the slowest configured
+  bandwidth (the link, or ``concurrency`` transfers each capped at
+  ``per_transfer_gb_per_s``); the engine's baseline steps.
 
 Each refusal is one line that says what the estimate is made of and what to
 change. The estimates are lower bounds: a point refused here could not have fit.
+``kvsim validate`` prints the bound and, beside it, the expected wall time of a point
+run: the bound plus the fixed cost of starting a point (``POINT_START_S``, measured
+on the shipped configs: README, Results).
 """
 
 from __future__ import annotations
@@ -28,7 +34,9 @@ from typing import Any
 from sim.errors import ConfigError
 
 __all__ = [
+    "POINT_START_S",
     "Estimate",
+    "PlannedLoad",
     "check_grid",
     "check_points",
     "estimate_point",
@@ -42,6 +50,26 @@ __all__ = [
 BYTES_PER_ADDRESS = 16
 #: Bytes kept per request (its record, its planned arrival, its row).
 BYTES_PER_REQUEST = 1024
+#: Seconds a real-mode point run costs besides its load: the child interpreter and its
+#: imports, the variants' warm-up, the jobs built before the load, the noise floor before
+#: and after (measured on this 2-core machine for quickstart and trace_replay, scalar and
+#: numpy: 0.3-1.5 s; a numba variant's first compile adds 5-10 s, not counted here).
+POINT_START_S = 1.0
+
+
+@dataclass(frozen=True)
+class PlannedLoad:
+    """What the workload plan knows of a point before it runs (sim.workload.plan).
+
+    ``span_s`` is the last planned arrival in run time (a trace's span over its speed-up);
+    None where the arrival process decides (the estimate then derives it from the rate).
+    ``mean_tokens`` and ``max_tokens`` are the tokens the requests load, when planned.
+    """
+
+    requests: int
+    span_s: float | None = None
+    mean_tokens: float | None = None
+    max_tokens: int | None = None
 
 
 def human_seconds(s: float) -> str:
@@ -122,10 +150,22 @@ class Estimate:
     wall_s: float
     wall_why: str
 
+    @property
+    def expected_s(self) -> float:
+        """The wall time a real-mode point run is expected to take: the bound plus start-up."""
+        return self.wall_s + POINT_START_S
 
-def _arrival_span(cfg: Any, n: int, service_s: float) -> tuple[float, str]:
+
+def _arrival_span(
+    cfg: Any, n: int, service_s: float, planned_span_s: float | None
+) -> tuple[float, str]:
     arr = cfg.workload.arrival
     kind = getattr(arr, "kind", "")
+    if kind == "trace" and planned_span_s is not None:
+        return planned_span_s, (
+            f"the trace's span of {human_seconds(planned_span_s * arr.speedup)} over "
+            f"workload.arrival.speedup {arr.speedup:g}"
+        )
     if kind in ("poisson", "constant"):
         return (n - 1) / arr.rate_rps, f"{n} requests at workload.arrival.rate_rps {arr.rate_rps:g}"
     if kind == "onoff":
@@ -143,11 +183,17 @@ def _arrival_span(cfg: Any, n: int, service_s: float) -> tuple[float, str]:
     return 0.0, ""
 
 
-def estimate_point(cfg: Any, requests: int) -> Estimate:
-    """Lower bounds of the memory and the wall time of one run of the point ``cfg``."""
+def estimate_point(cfg: Any, load: int | PlannedLoad) -> Estimate:
+    """Lower bounds of the memory and the wall time of one run of the point ``cfg``
+    (``load``: its planned requests, or just how many)."""
+    if not isinstance(load, PlannedLoad):
+        load = PlannedLoad(load)
+    requests = load.requests
     geo = cfg.model
     tokens = cfg.workload.tokens
-    chunks = max(1, _max_tokens(tokens) // geo.block_size)
+    max_tokens = load.max_tokens if load.max_tokens is not None else _max_tokens(tokens)
+    mean_tokens = load.mean_tokens if load.mean_tokens is not None else _mean_tokens(tokens)
+    chunks = max(1, max_tokens // geo.block_size)
     in_flight = max(cfg.connector.workers, 1)
     per_request = chunks * geo.regions * geo.kv_groups * BYTES_PER_ADDRESS
     memory = in_flight * per_request + requests * BYTES_PER_REQUEST
@@ -162,27 +208,40 @@ def estimate_point(cfg: Any, requests: int) -> Estimate:
         plan = memory_plan(cfg)
         memory += plan.total_bytes
         memory_why += f" + real store: {plan.breakdown()}"
-    mean_chunks = max(1.0, _mean_tokens(tokens) // geo.block_size)
+    mean_chunks = max(1.0, mean_tokens // geo.block_size)
     nbytes = mean_chunks * geo.bytes_per_block * geo.kv_groups
     link = store.bandwidth_gb_per_s * 1e9
     one = min(link, store.per_transfer_gb_per_s * 1e9) if store.per_transfer_gb_per_s else link
+    # The slowest configured bandwidth: the link, or every slot's capped transfer together.
+    slowest = min(link, store.concurrency * one)
     fixed_s = (
         store.latency_ms / 1e3
         + store.stall_prob * store.stall_ms / 1e3
         + store.fail_prob * store.retry_backoff_ms / 1e3
     )
     service_s = fixed_s + nbytes / one
-    # The link is shared: all the bytes cross it one after another, whatever the concurrency;
-    # the fixed costs overlap up to store.concurrency at a time.
-    store_s = max(requests * nbytes / link, requests * fixed_s / store.concurrency)
-    span_s, span_why = _arrival_span(cfg, requests, service_s)
+    # The link is shared: all the bytes cross it one after another, whatever the concurrency,
+    # and no faster than the slots' capped transfers together; the fixed costs overlap up to
+    # store.concurrency at a time.
+    store_s = max(requests * nbytes / slowest, requests * fixed_s / store.concurrency)
+    span_s, span_why = _arrival_span(cfg, requests, service_s, load.span_s)
+    # The last request arrives at the span's end and takes at least its own transfer.
+    span_s += service_s
+    span_why += f", then the last request's transfer ({human_seconds(service_s)})"
     engine_s = 0.0
     if cfg.engine.enabled:
         engine_s = cfg.engine.baseline_steps * (cfg.engine.forward_ms + cfg.engine.idle_ms) / 1e3
     if store_s >= span_s:
+        cap = (
+            f" (store.per_transfer_gb_per_s {store.per_transfer_gb_per_s:g} × "
+            f"store.concurrency {store.concurrency})"
+            if slowest < link
+            else ""
+        )
         wall_why = (
-            f"{requests} transfers of {human_bytes(nbytes)} over a link of "
-            f"store.bandwidth_gb_per_s {store.bandwidth_gb_per_s:g}, each with "
+            f"{requests} transfers of {human_bytes(nbytes)} at {slowest / 1e9:.3g} GB/s, the "
+            f"slowest configured bandwidth (store.bandwidth_gb_per_s "
+            f"{store.bandwidth_gb_per_s:g}){cap}, each with "
             f"{fixed_s * 1e3:.3g} ms of store.latency_ms, stalls and retries, "
             f"store.concurrency {store.concurrency} at a time"
         )
@@ -193,7 +252,9 @@ def estimate_point(cfg: Any, requests: int) -> Estimate:
     return Estimate(requests, memory, memory_why, max(store_s, span_s) + engine_s, wall_why)
 
 
-def check_points(where: str, points: Sequence[Any], counts: Sequence[int]) -> list[Estimate]:
+def check_points(
+    where: str, points: Sequence[Any], counts: Sequence[int | PlannedLoad]
+) -> list[Estimate]:
     """Estimate every point; ConfigError for the first one past a budget."""
     out = []
     for p, n in zip(points, counts, strict=True):

@@ -288,13 +288,13 @@ def _check_budget(
             f"{path}:{line}" if line else str(path), cfg.sweep, cfg.repeats, cfg.limits
         )
         return
-    from sim.workload.plan import planned_requests
+    from sim.workload.plan import preview_workload
 
     memo: dict[str, Any] = {}
-    counts = []
+    counts: list[int | budget.PlannedLoad] = []
     for p in points:
         try:
-            counts.append(planned_requests(p.config, memo)[0])
+            counts.append(preview_workload(p.config, memo).load)
         except ConfigError:  # a replay that cannot be planned is the run's to report
             arrival = p.config.workload.arrival
             counts.append(getattr(arrival, "limit", None) or p.config.workload.requests)

@@ -150,9 +150,10 @@ class LimitsConfig(FrozenModel):
     max_point_s: PosFloat = Field(
         3600.0,
         le=30 * 86400,
-        description="Wall time one point run may need at least, estimated from its schedule "
-        "before anything runs (modelled time is wall time): arrivals, store transfers at "
-        "the store's concurrency, the engine's baseline steps.",
+        description="Wall time one point run may need at least, estimated from its plan "
+        "before anything runs (modelled time is wall time): the arrivals' span (a trace's "
+        "span over its speedup) and the last transfer, all transfers at the slowest "
+        "configured bandwidth, the engine's baseline steps.",
     )
     max_memory_gib: PosFloat | None = Field(
         None,

@@ -9,12 +9,14 @@ not hold every request's block table in memory.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from connectors.base import LoadJob
+from sim.config.budget import PlannedLoad
 from sim.config.experiment import ExperimentConfig
 from sim.config.geometry import GeometryConfig
 from sim.config.workload import (
@@ -30,7 +32,15 @@ from sim.workload.arrivals import open_loop_times
 from sim.workload.replay import plan_replay
 from sim.workload.trace import read_trace
 
-__all__ = ["PlannedRequest", "Workload", "plan_workload", "planned_requests", "request_bytes"]
+__all__ = [
+    "PlannedRequest",
+    "Workload",
+    "WorkloadPreview",
+    "plan_workload",
+    "planned_requests",
+    "preview_workload",
+    "request_bytes",
+]
 
 HASH_LEN = 32
 
@@ -171,26 +181,65 @@ def plan_workload(cfg: ExperimentConfig, rng: np.random.Generator) -> Workload:
     return Workload(reqs, clients, think, stats)
 
 
-def planned_requests(
-    cfg: ExperimentConfig, memo: dict[str, tuple[int, Mapping[str, float]]] | None = None
-) -> tuple[int, Mapping[str, float]]:
-    """(requests a point will run, PLANNED_METRICS) without running or drawing anything.
+@dataclass(frozen=True)
+class WorkloadPreview:
+    """What a point's plan will be, known without drawing anything: its request count,
+    the PLANNED_METRICS, and for a trace replay the span and the tokens loaded."""
+
+    requests: int
+    stats: Mapping[str, float]
+    #: Last planned arrival, run time (s); None unless a trace fixes it.
+    span_s: float | None = None
+    #: Tokens loaded per request: mean, p50, p99, max; None unless a trace fixes them.
+    tokens_mean: float | None = None
+    tokens_p50: float | None = None
+    tokens_p99: float | None = None
+    tokens_max: int | None = None
+
+    @property
+    def load(self) -> PlannedLoad:
+        """What the budget estimate needs (sim.config.budget)."""
+        return PlannedLoad(self.requests, self.span_s, self.tokens_mean, self.tokens_max)
+
+
+def preview_workload(
+    cfg: ExperimentConfig, memo: dict[str, WorkloadPreview] | None = None
+) -> WorkloadPreview:
+    """The point's :class:`WorkloadPreview`, without running or drawing anything.
 
     With a trace the count is what the replay keeps (``arrival.limit`` requests
     read, those with no stored prefix skipped), not ``workload.requests``; planning
-    the replay is cheap (one pass over the trace), so callers that show a count
-    (``kvsim validate``, the progress bar) ask here instead of reading the config.
-    Pass the same ``memo`` for the points of one sweep so that points sharing a
-    trace and geometry replay it once.
+    the replay is cheap (one pass over the trace), so callers that show a count or an
+    estimate (``kvsim validate``, the budget, the progress bar) ask here instead of
+    reading the config. Pass the same ``memo`` for the points of one sweep so that
+    points sharing a trace and geometry replay it once.
     """
     arrival = cfg.workload.arrival
     if not isinstance(arrival, TraceArrival):
-        return cfg.workload.requests, dict.fromkeys(PLANNED_METRICS, float("nan"))
+        return WorkloadPreview(cfg.workload.requests, dict.fromkeys(PLANNED_METRICS, math.nan))
     key = arrival.model_dump_json() + cfg.model.model_dump_json()
     if memo is not None and key in memo:
         return memo[key]
     replay = plan_replay(read_trace(arrival.path, arrival.limit), arrival, cfg.model)
-    out = (len(replay.tokens), replay.stats)
+    tokens = replay.tokens
+    p50, p99 = np.percentile(tokens, [50, 99]).tolist()
+    out = WorkloadPreview(
+        len(tokens),
+        replay.stats,
+        float(replay.arrival_s[-1]),
+        float(tokens.mean()),
+        float(p50),
+        float(p99),
+        int(tokens.max()),
+    )
     if memo is not None:
         memo[key] = out
     return out
+
+
+def planned_requests(
+    cfg: ExperimentConfig, memo: dict[str, WorkloadPreview] | None = None
+) -> tuple[int, Mapping[str, float]]:
+    """(requests a point will run, PLANNED_METRICS): :func:`preview_workload`'s count."""
+    preview = preview_workload(cfg, memo)
+    return preview.requests, preview.stats

@@ -56,7 +56,7 @@ def test_the_same_trace_at_speedup_20_fits_and_the_estimate_is_its_span(write_co
     cfg = points[0].config
     preview = preview_workload(cfg)
     assert preview.span_s == pytest.approx(180.0)
-    est = estimate_point(cfg, preview.load)
+    est = estimate_point(cfg, preview)
     # the span, then the last request's own transfer (tiny here)
     assert 180.0 <= est.wall_s < 180.1
     assert "span of 1 h over workload.arrival.speedup 20" in est.wall_why

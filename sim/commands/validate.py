@@ -74,7 +74,7 @@ def main(args: argparse.Namespace) -> int:
         print(line)
     for line in trace_lines(points, previews):
         print(line)
-    print(budget_line(cfg, points, [w.load for w in previews]))
+    print(budget_line(cfg, points, previews))
     return 0
 
 
@@ -109,7 +109,7 @@ def trace_lines(points: Sequence[Any], previews: Sequence[Any]) -> list[str]:
             f"trace: {w.requests} requests load something (of "
             f"{w.stats['trace_requests']:.0f} replayed), span {human_seconds(w.span_s)} at "
             f"speed-up {arr.speedup:g}; hit ratio {w.stats['hit_ratio']:.3f} of prompt tokens; "
-            f"tokens loaded mean {w.tokens_mean:,.0f}, p50 {w.tokens_p50:,.0f}, "
+            f"tokens loaded mean {w.mean_tokens:,.0f}, p50 {w.tokens_p50:,.0f}, "
             f"p99 {w.tokens_p99:,.0f}"
         ] = None
     return list(out)

@@ -29,7 +29,7 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from sim.errors import ConfigError
 
@@ -57,14 +57,28 @@ BYTES_PER_REQUEST = 1024
 POINT_START_S = 1.0
 
 
-@dataclass(frozen=True)
-class PlannedLoad:
-    """What the workload plan knows of a point before it runs (sim.workload.plan).
+class PlannedLoad(Protocol):
+    """What the workload plan knows of a point before it runs (sim.workload.plan's
+    ``WorkloadPreview``; a protocol, so that config does not import workload).
 
     ``span_s`` is the last planned arrival in run time (a trace's span over its speed-up);
     None where the arrival process decides (the estimate then derives it from the rate).
     ``mean_tokens`` and ``max_tokens`` are the tokens the requests load, when planned.
     """
+
+    @property
+    def requests(self) -> int: ...
+    @property
+    def span_s(self) -> float | None: ...
+    @property
+    def mean_tokens(self) -> float | None: ...
+    @property
+    def max_tokens(self) -> int | None: ...
+
+
+@dataclass(frozen=True)
+class _Count:
+    """A load known only by its request count."""
 
     requests: int
     span_s: float | None = None
@@ -186,8 +200,8 @@ def _arrival_span(
 def estimate_point(cfg: Any, load: int | PlannedLoad) -> Estimate:
     """Lower bounds of the memory and the wall time of one run of the point ``cfg``
     (``load``: its planned requests, or just how many)."""
-    if not isinstance(load, PlannedLoad):
-        load = PlannedLoad(load)
+    if isinstance(load, int):
+        load = _Count(load)
     requests = load.requests
     geo = cfg.model
     tokens = cfg.workload.tokens

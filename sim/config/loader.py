@@ -294,7 +294,7 @@ def _check_budget(
     counts: list[int | budget.PlannedLoad] = []
     for p in points:
         try:
-            counts.append(preview_workload(p.config, memo).load)
+            counts.append(preview_workload(p.config, memo))
         except ConfigError:  # a replay that cannot be planned is the run's to report
             arrival = p.config.workload.arrival
             counts.append(getattr(arrival, "limit", None) or p.config.workload.requests)

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from connectors.base import LoadJob
-from sim.config.budget import PlannedLoad
 from sim.config.experiment import ExperimentConfig
 from sim.config.geometry import GeometryConfig
 from sim.config.workload import (
@@ -184,22 +183,18 @@ def plan_workload(cfg: ExperimentConfig, rng: np.random.Generator) -> Workload:
 @dataclass(frozen=True)
 class WorkloadPreview:
     """What a point's plan will be, known without drawing anything: its request count,
-    the PLANNED_METRICS, and for a trace replay the span and the tokens loaded."""
+    the PLANNED_METRICS, and for a trace replay the span and the tokens loaded. It is a
+    ``sim.config.budget.PlannedLoad`` (the same fields), which the budget estimates from."""
 
     requests: int
     stats: Mapping[str, float]
     #: Last planned arrival, run time (s); None unless a trace fixes it.
     span_s: float | None = None
     #: Tokens loaded per request: mean, p50, p99, max; None unless a trace fixes them.
-    tokens_mean: float | None = None
+    mean_tokens: float | None = None
     tokens_p50: float | None = None
     tokens_p99: float | None = None
-    tokens_max: int | None = None
-
-    @property
-    def load(self) -> PlannedLoad:
-        """What the budget estimate needs (sim.config.budget)."""
-        return PlannedLoad(self.requests, self.span_s, self.tokens_mean, self.tokens_max)
+    max_tokens: int | None = None
 
 
 def preview_workload(

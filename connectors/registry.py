@@ -5,7 +5,8 @@ Two :class:`Registry` objects hold the variants by name: :data:`ADDRESS_VARIANTS
 token-to-request index). Built-in variants are the ``connectors.address_*`` and
 ``connectors.index_*`` modules; other installed packages add theirs through the
 entry-point group ``kvsim.connectors`` (an entry point names a module or object
-whose import registers it). Both are found on the first lookup, not on import,
+whose import registers it), and a config's ``plugins:`` files register theirs for
+the length of a run (``connectors.plugin_file``). Both are found on the first lookup, not on import,
 and variant modules keep numba and torch imports inside functions so that
 listing variants stays fast.
 
@@ -66,14 +67,19 @@ class Registry:
     def register(self, cls: T) -> T:
         """Class decorator: make ``cls`` selectable by its ``name``.
 
-        Registering the same class again (a module reload) is allowed; another
-        class under a taken name is a ValueError naming the module that has it.
+        Registering the same class again (a module reload: same module and
+        qualified name) is allowed; another class under a taken name is a
+        ValueError naming the module that has it.
         """
         name = getattr(cls, "name", "")
         if not name:
             raise ValueError(f"{cls.__qualname__} has no name")
         other = self._entries.get(name)
-        if other is not None and other is not cls and other.__qualname__ != cls.__qualname__:
+        same = (getattr(other, "__module__", None), getattr(other, "__qualname__", None)) == (
+            cls.__module__,
+            cls.__qualname__,
+        )
+        if other is not None and other is not cls and not same:
             raise ValueError(f"{self.kind} name {name!r} is taken by {other.__module__}")
         self._entries[name] = cls
         return cls
@@ -99,6 +105,11 @@ class Registry:
         except KeyError:
             known = ", ".join(self._entries)
             raise KeyError(f"unknown {self.kind} {name!r}; known: {known}") from None
+
+    def entries(self) -> dict[str, type]:
+        """A copy of the registered classes by name (discovery run first)."""
+        self._ensure_discovered()
+        return dict(self._entries)
 
     def __contains__(self, name: object) -> bool:
         self._ensure_discovered()

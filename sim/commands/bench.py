@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import importlib
 
+from sim.commands.plugin_args import add_plugin_argument, command_plugins
+
 HELP = "benchmark connector variants or index variants side by side"
 
 #: target name -> module under sim.benches
@@ -15,6 +17,9 @@ TARGETS: dict[str, str] = {
     "model": "model",
 }
 
+#: Targets that measure variants, so take ``--plugin FILE``.
+PLUGGABLE = ("index", "connectors")
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="target", metavar="TARGET", required=True)
@@ -22,8 +27,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         mod = importlib.import_module(f"sim.benches.{module}")
         tp = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(tp)
+        if name in PLUGGABLE:
+            add_plugin_argument(tp)
 
 
 def main(args: argparse.Namespace) -> int:
     mod = importlib.import_module(f"sim.benches.{TARGETS[args.target]}")
-    return int(mod.main(args) or 0)
+    with command_plugins(getattr(args, "plugin", [])):
+        return int(mod.main(args) or 0)

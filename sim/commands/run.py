@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sim.commands.plugin_args import add_plugin_argument
+
 HELP = "run an experiment and print a comparison of its points"
 
 
@@ -70,6 +72,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="--executor ray: times a run whose host is lost is submitted again (2)",
     )
     add_set_argument(p)
+    add_plugin_argument(p)
     p.add_argument(
         "--mode",
         choices=("real", "model"),
@@ -288,7 +291,15 @@ def _executor_choice(args: argparse.Namespace) -> Any:
 
 
 def main(args: argparse.Namespace) -> int:
+    from contextlib import ExitStack
+
+    with ExitStack() as plugins:
+        return _main(args, plugins)
+
+
+def _main(args: argparse.Namespace, plugins: Any) -> int:
     from sim.config import parse_config
+    from sim.config.plugins import plugin_scope
     from sim.rundir.guard import normalize_dir
     from sim.sweep.session import plan_run, prepared_run, run_planned, sweep_outcome
 
@@ -296,7 +307,8 @@ def main(args: argparse.Namespace) -> int:
         args.set = [*args.set, f"mode={args.mode}"]
     if args.audit:  # likewise --audit is --set gil.audit=pyspy
         args.set = [*args.set, "gil.audit=pyspy"]
-    cfg, points = parse_config(args.config, args.set)
+    cfg, points = parse_config(args.config, args.set, args.plugin)
+    plugins.enter_context(plugin_scope(cfg.plugins))  # their variants, until the command ends
     check_baseline(args.baseline, points)
     # ``~`` expanded, ``..`` folded (no stray directories), absolute: never ambiguous.
     out_dir = normalize_dir(args.out or cfg.output_dir).absolute()

@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sim.commands.plugin_args import add_plugin_argument
+
 HELP = "find the highest rate (or best worker count) that meets a latency or stall SLO"
 
 
@@ -74,6 +76,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="run points in this process instead of one child process each (debugging)",
     )
     add_set_argument(p)
+    add_plugin_argument(p)
 
 
 def interrupt_hint(args: argparse.Namespace) -> str:
@@ -100,7 +103,15 @@ def _check_numbers(args: argparse.Namespace) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from contextlib import ExitStack
+
+    with ExitStack() as plugins:
+        return _main(args, plugins)
+
+
+def _main(args: argparse.Namespace, plugins: Any) -> int:
     from sim.config import parse_config
+    from sim.config.plugins import plugin_scope
     from sim.errors import UsageError
     from sim.rundir.guard import normalize_dir, open_run_dir
     from sim.runtime.metrics import SUMMARY_METRICS, extra_latency_columns
@@ -108,7 +119,8 @@ def main(args: argparse.Namespace) -> int:
     from sim.search.slo import parse_slo
 
     _check_numbers(args)
-    cfg, points = parse_config(args.config, args.set)
+    cfg, points = parse_config(args.config, args.set, args.plugin)
+    plugins.enter_context(plugin_scope(cfg.plugins))  # their variants, until the command ends
     known = [*SUMMARY_METRICS, *extra_latency_columns(cfg.output.percentiles)]
     try:
         slos = [parse_slo(s, known) for s in args.slo]

@@ -7,6 +7,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sim.commands.plugin_args import add_plugin_argument
+
 HELP = "check a config file and list its points without running anything"
 
 
@@ -15,6 +17,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from sim.commands.run import add_set_argument
 
     add_set_argument(p)
+    add_plugin_argument(p)
 
 
 def requests_phrase(counts: Sequence[int], stats: Sequence[Mapping[str, float]]) -> str:
@@ -39,12 +42,21 @@ def requests_phrase(counts: Sequence[int], stats: Sequence[Mapping[str, float]])
 
 
 def main(args: argparse.Namespace) -> int:
+    from contextlib import ExitStack
+
+    with ExitStack() as plugins:
+        return _main(args, plugins)
+
+
+def _main(args: argparse.Namespace, plugins: Any) -> int:
     from sim.config import parse_config
+    from sim.config.plugins import plugin_scope
     from sim.rundir.guard import normalize_dir
     from sim.store.memory import check_points
     from sim.workload.plan import preview_workload
 
-    cfg, points = parse_config(args.config, args.set)
+    cfg, points = parse_config(args.config, args.set, args.plugin)
+    plugins.enter_context(plugin_scope(cfg.plugins))  # their variants, until the command ends
     memory_lines = check_points(args.config, points)  # real store: refuses what does not fit
     if any(p.config.mode == "model" for p in points):
         from sim.model.coverage import check_points as check_calibration

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from sim.commands.plugin_args import add_plugin_argument, command_plugins
+
 HELP = "list the registered connector variants, or show one variant and its options"
 
 
@@ -14,6 +16,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="a variant: print its description and every option (type, default, meaning)",
     )
+    add_plugin_argument(p)
 
 
 def _one(name: str) -> int:
@@ -49,6 +52,11 @@ def _one(name: str) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
+    with command_plugins(args.plugin):
+        return _list(args)
+
+
+def _list(args: argparse.Namespace) -> int:
     from connectors import registry
 
     if args.name:

@@ -11,6 +11,7 @@ from pydantic import Field, field_validator, model_validator
 from sim.config.engine import EngineConfig
 from sim.config.geometry import GeometryConfig
 from sim.config.machine import MachineConfig
+from sim.config.plugins import PluginSource
 from sim.config.sections import ConnectorConfig, GilConfig, LimitsConfig, OutputConfig, StoreConfig
 from sim.config.types import FrozenModel, NonNegInt, PosInt
 from sim.config.workload import WorkloadConfig
@@ -54,6 +55,14 @@ class ExperimentConfig(FrozenModel):
         "connector.variant: [scalar, numpy]. Every combination is one point.",
     )
     repeats: PosInt = Field(1, le=1000, description="Runs of each point.")
+    plugins: tuple[PluginSource, ...] = Field(
+        default=(),
+        max_length=64,
+        description="Python files registering your own variants, e.g. [my_variant.py] "
+        "(relative to the config file; `--plugin FILE` adds one): their variants are named "
+        "like built-ins. Each file's text is read when the config is loaded, is part of the "
+        "config hash and travels with every point (docs/your-connector.md).",
+    )
 
     @field_validator("sweep")
     @classmethod

@@ -200,16 +200,17 @@ def _check_variant(path: Path, node: yaml.Node | None, cfg: ExperimentConfig, wh
 
 
 def parse_config(
-    path: str | Path, overrides: Sequence[str] = ()
+    path: str | Path, overrides: Sequence[str] = (), plugins: Sequence[str] = ()
 ) -> tuple[ExperimentConfig, list[Point]]:
     """Load, validate and expand ``path``; raises ConfigError with a one-line message.
 
     ``overrides`` are ``--set KEY=VALUE`` strings applied before validation
-    (``sim.config.overrides``).
+    (``sim.config.overrides``); ``plugins`` are ``--plugin FILE`` paths (relative to
+    the working directory), added to the config's own ``plugins:``.
     """
     path = Path(path)
     raw, node = _read_yaml(path)
-    return _parse(path, node, raw, overrides)
+    return _parse(path, node, raw, overrides, plugins)
 
 
 @dataclass(frozen=True)
@@ -230,6 +231,7 @@ def parse_mapping(
     *,
     base_dir: str | Path | None = None,
     label: str = "<python>",
+    plugins: Sequence[str] = (),
 ) -> tuple[ExperimentConfig, list[Point]]:
     """Validate and expand a config given as a mapping (what the YAML file would hold).
 
@@ -238,13 +240,53 @@ def parse_mapping(
     ``base_dir`` (default: the working directory).
     """
     base = Path(base_dir) if base_dir is not None else Path.cwd()
-    return _parse(_Source(label, base.absolute()), None, data, overrides)
+    return _parse(_Source(label, base.absolute()), None, data, overrides, plugins)
+
+
+def _read_plugins(
+    path: Any, node: yaml.Node | None, raw: dict[str, Any], extra: Sequence[str]
+) -> dict[str, Any]:
+    """``raw`` with each ``plugins:`` entry read (sim.config.plugins): paths in the
+    config against its directory, ``--plugin`` paths against the working directory."""
+    from sim.config.plugins import read_plugin
+
+    listed = raw.get("plugins", [])
+    if not listed and not extra:
+        return raw
+    if not isinstance(listed, (list, tuple)):
+        line = _line_of(node, ("plugins",))
+        at = f"{path}:{line}" if line else str(path)
+        raise ConfigError(f"{at}: plugins: a list of .py files, e.g. [my_variant.py]")
+    read = []
+    for i, entry in enumerate(listed):
+        try:
+            read.append(read_plugin(entry, Path(path.parent).absolute()))
+        except ValueError as exc:
+            line = _line_of(node, ("plugins", i))
+            at = f"{path}:{line}" if line else str(path)
+            raise ConfigError(f"{at}: plugins[{i}]: {exc}") from None
+    for entry in extra:
+        try:
+            read.append(read_plugin(entry, Path.cwd()))
+        except ValueError as exc:
+            raise ConfigError(f"--plugin {entry}: {exc}") from None
+    return {**raw, "plugins": read}
 
 
 def _parse(
-    path: Any, node: yaml.Node | None, raw: Any, overrides: Sequence[str]
+    path: Any,
+    node: yaml.Node | None,
+    raw: Any,
+    overrides: Sequence[str],
+    plugins: Sequence[str] = (),
 ) -> tuple[ExperimentConfig, list[Point]]:
-    """Validate and expand ``raw``; ``path`` is the file (or a :class:`_Source`)."""
+    """Validate and expand ``raw``; ``path`` is the file (or a :class:`_Source`).
+
+    The config's plug-ins are registered while it is validated (its variant names
+    are checked against them) and removed again when this returns.
+    """
+    from sim.config.plugins import plugin_scope
+
     if isinstance(raw, Mapping) and not isinstance(raw, dict):
         raw = dict(raw)
     if not isinstance(raw, dict):
@@ -262,6 +304,14 @@ def _parse(
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
         overridden = tuple(k for k, _ in parsed)
+    raw = _read_plugins(path, node, raw, plugins)
+    with plugin_scope(raw.get("plugins", ())):
+        return _validate(path, node, raw, overridden)
+
+
+def _validate(
+    path: Any, node: yaml.Node | None, raw: dict[str, Any], overridden: tuple[str, ...]
+) -> tuple[ExperimentConfig, list[Point]]:
     cfg = _build(path, node, raw, overridden=overridden)
     for axis in cfg.sweep:
         problem = axis_problem(ExperimentConfig, axis)

@@ -32,7 +32,13 @@ from typing import Any, TextIO
 from sim.config import Point
 from sim.rundir.layout import write_ok, write_status
 from sim.sweep.hostinfo import host_info
-from sim.sweep.spec import PARENT_PID_ENV, PointSpec, read_spec, write_spec
+from sim.sweep.spec import (
+    PARENT_PID_ENV,
+    PointSpec,
+    read_spec_data,
+    spec_plugins,
+    write_spec,
+)
 
 __all__ = ["execute", "execute_spec", "main", "one_line", "write_spec"]
 
@@ -56,7 +62,11 @@ def execute(
     running its points in process reads it once). Raises whatever the point
     raised; the caller records the failure.
     """
-    return execute_spec(read_spec(rep_dir), rep_dir, progress, host)
+    from sim.config.plugins import plugin_scope
+
+    data = read_spec_data(rep_dir)
+    with plugin_scope(spec_plugins(data)):  # the config's own variants, for this point only
+        return execute_spec(PointSpec.from_json(data), rep_dir, progress, host)
 
 
 def execute_spec(

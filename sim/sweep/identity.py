@@ -5,7 +5,9 @@ where the results go: moving a run directory or passing ``--out`` does not chang
 what was measured, any other field does. The config names its data files (a
 trace, an empirical token file, a model's ``hf_config``) by path only, so the
 identity also carries a content hash of each: an edited trace is a different
-experiment even though the config text is the same.
+experiment even though the config text is the same. A plug-in's text is in the
+config itself (sim.config.plugins); the identity keeps its hash beside the data
+files', so a resume after an edit names the file.
 """
 
 from __future__ import annotations
@@ -18,7 +20,14 @@ from typing import Any
 from sim.config import ExperimentConfig
 from sim.config.sections import BASE_PERCENTILES
 
-__all__ = ["DATA_FILES_KEY", "config_hash", "config_identity", "data_files", "first_difference"]
+__all__ = [
+    "DATA_FILES_KEY",
+    "config_hash",
+    "config_identity",
+    "data_files",
+    "first_difference",
+    "plugin_digest",
+]
 
 _IGNORED = ("output",)
 
@@ -47,6 +56,11 @@ def _file_digest(path: Path) -> str:
     return f"sha256:{h.hexdigest()}"
 
 
+def plugin_digest(text: str) -> str:
+    """``sha256:<hex>`` of a plug-in's text (as ``_file_digest`` is of a data file's bytes)."""
+    return f"sha256:{hashlib.sha256(text.encode('utf-8')).hexdigest()}"
+
+
 def config_identity(cfg: ExperimentConfig) -> dict[str, Any]:
     """The resolved config without ``output`` (but with ``output.percentiles`` when they
     add columns), plus the data files' content hashes
@@ -59,6 +73,12 @@ def config_identity(cfg: ExperimentConfig) -> dict[str, Any]:
         # The percentiles change summary.csv's columns: a resume must not mix two sets.
         data["output_percentiles"] = list(cfg.output.all_percentiles)
     files = {field: _file_digest(path) for field, path in data_files(cfg)}
+    if cfg.plugins:
+        # The text is in the config; the identity keeps each file's path and a hash of
+        # its text, so an edited plug-in is reported as that file, not as a text diff.
+        data["plugins"] = [p.path for p in cfg.plugins]
+        for i, plugin in enumerate(cfg.plugins):
+            files[f"plugins[{i}] {plugin.path}"] = plugin_digest(plugin.source)
     if files:
         data[DATA_FILES_KEY] = files
     return data

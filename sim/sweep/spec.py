@@ -25,7 +25,16 @@ from sim.errors import SpecError
 from sim.rundir.layout import SPEC_FILE, RepRun
 from sim.sweep.identity import DATA_FILES_KEY, config_hash, config_identity, first_difference
 
-__all__ = ["PARENT_PID_ENV", "SPEC_VERSION", "PointSpec", "SpecError", "read_spec", "write_spec"]
+__all__ = [
+    "PARENT_PID_ENV",
+    "SPEC_VERSION",
+    "PointSpec",
+    "SpecError",
+    "read_spec",
+    "read_spec_data",
+    "spec_plugins",
+    "write_spec",
+]
 
 #: How a point's child learns its parent's pid (besides its spec: the one other thing the
 #: parent gives it), to see a parent that died before the child could ask to die with it.
@@ -142,11 +151,32 @@ def write_spec(
     return rep.dir / SPEC_FILE
 
 
-def read_spec(rep_dir: Path) -> PointSpec:
-    """The spec of the point run in ``rep_dir`` (child side); SpecError if unusable."""
+def read_spec_data(rep_dir: Path) -> Any:
+    """The JSON of ``rep_dir``'s spec.json, not yet validated; SpecError if unreadable."""
     path = rep_dir / SPEC_FILE
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise SpecError(f"{path}: cannot read the spec ({exc})") from None
-    return PointSpec.from_json(data)
+
+
+def spec_plugins(data: Any) -> list[dict[str, Any]]:
+    """The plug-ins a spec's config carries (sim.config.plugins), read before the config
+    is validated: their variants must be registered for it to validate."""
+    config = data.get("config") if isinstance(data, dict) else None
+    plugins = config.get("plugins") if isinstance(config, dict) else None
+    if not plugins:
+        return []
+    if not isinstance(plugins, list) or not all(
+        isinstance(p, dict) and isinstance(p.get("path"), str) and isinstance(p.get("source"), str)
+        for p in plugins
+    ):
+        raise SpecError("spec config: plugins: expected [{path, source}, ...]")
+    return plugins
+
+
+def read_spec(rep_dir: Path) -> PointSpec:
+    """The spec of the point run in ``rep_dir`` (child side); SpecError if unusable.
+
+    Call inside the spec's plug-in scope when it has plug-ins (``spec_plugins``)."""
+    return PointSpec.from_json(read_spec_data(rep_dir))

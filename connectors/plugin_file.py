@@ -1,0 +1,153 @@
+"""Variants from a user's own Python file, registered for the length of a ``with`` block.
+
+A plug-in file is an ordinary module that decorates its classes with ``@register``
+(an :class:`~connectors.base.AddressVariant`) or ``@register_index`` (an
+:class:`~connectors.token_index.IndexVariant`), exactly as the built-ins do
+(docs/your-connector.md). kvsim runs the file's *text*, not its path: the text is
+what the config hash covers and what travels to a child process or a Ray host, so
+the code measured is the code that was planned, wherever it runs.
+
+Loading is scoped (:func:`plugins_loaded`): the registries and ``sys.modules`` are
+left as they were found when the block ends, so no plug-in outlives the run that
+named it. A file that cannot be used raises :class:`PluginError`, whose first line
+names the file and what is wrong; for an exception raised by the file itself, the
+lines after it are the traceback frames of the user's own file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import traceback
+import types
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+
+from .base import AddressVariant
+from .registry import ADDRESS_VARIANTS, INDEX_VARIANTS, Registry
+from .token_index import IndexVariant
+
+__all__ = ["PluginCode", "PluginError", "load_plugin", "plugins_loaded"]
+
+#: Where the contract is explained, for error messages.
+CONTRACT_DOC = "docs/your-connector.md"
+
+
+class PluginError(ValueError):
+    """A plug-in file that cannot be used; ``str()`` starts with the file's path."""
+
+
+@dataclass(frozen=True)
+class PluginCode:
+    """One plug-in file as read when the config was loaded: its path (for messages and
+    tracebacks) and its text (what runs)."""
+
+    path: str
+    source: str
+
+    @property
+    def sha256(self) -> str:
+        return "sha256:" + hashlib.sha256(self.source.encode("utf-8")).hexdigest()
+
+    @property
+    def module_name(self) -> str:
+        """A module name no two different texts share (and no real package uses)."""
+        return "kvsim_plugin_" + self.sha256[7:23]
+
+
+def _user_frames(exc: BaseException, path: str, source: str) -> list[str]:
+    """Traceback lines of the frames in the user's file (kvsim's own frames left out)."""
+    lines = source.splitlines()
+    out = []
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if frame.filename != path:
+            continue
+        out.append(f'  File "{path}", line {frame.lineno}, in {frame.name}')
+        if frame.lineno and 0 < frame.lineno <= len(lines):
+            out.append(f"    {lines[frame.lineno - 1].strip()}")
+    if isinstance(exc, SyntaxError) and exc.filename == path and exc.lineno:
+        out.append(f'  File "{path}", line {exc.lineno}')
+        if exc.text:
+            out.append(f"    {exc.text.strip()}")
+    return out
+
+
+def _new_entries(reg: Registry, before: dict[str, type]) -> list[type]:
+    return [cls for name, cls in reg.entries().items() if before.get(name) is not cls]
+
+
+def load_plugin(code: PluginCode) -> list[type]:
+    """Run ``code`` as a module and return the variant classes it registered.
+
+    Call inside :func:`plugins_loaded` (or a registry scope): the registrations and
+    the module entry are otherwise left behind.
+    """
+    path = code.path
+    before_a, before_i = ADDRESS_VARIANTS.entries(), INDEX_VARIANTS.entries()
+    module = types.ModuleType(code.module_name)
+    module.__file__ = path
+    # In sys.modules while it runs (dataclasses and pydantic look their module up there).
+    sys.modules[code.module_name] = module
+    try:
+        exec(compile(code.source, path, "exec"), module.__dict__)  # the user's file, as a module
+    except Exception as exc:
+        problem = str(exc).splitlines()[0] if str(exc) else ""
+        if isinstance(exc, ValueError) and " is taken by " in problem:
+            raise PluginError(
+                f"{path}: {problem}: a plug-in cannot reuse a built-in's or another "
+                "plug-in's name; choose another `name`"
+            ) from None
+        if isinstance(exc, ValueError) and problem.endswith(" has no name"):
+            raise PluginError(
+                f'{path}: {problem}: give the class a `name = "..."` (what configs call it)'
+            ) from None
+        frames = _user_frames(exc, path, code.source)
+        head = f"{path}: the file raised {type(exc).__name__}" + (f": {problem}" if problem else "")
+        raise PluginError("\n".join([head, *frames])) from None
+    added_a = _new_entries(ADDRESS_VARIANTS, before_a)
+    added_i = _new_entries(INDEX_VARIANTS, before_i)
+    for cls in added_a:
+        if not (isinstance(cls, type) and issubclass(cls, AddressVariant)):
+            raise PluginError(
+                f"{path}: {getattr(cls, '__qualname__', cls)!r} is registered with @register "
+                "but is not a subclass of connectors.base.AddressVariant"
+            )
+    for cls in added_i:
+        if not (isinstance(cls, type) and issubclass(cls, IndexVariant)):
+            raise PluginError(
+                f"{path}: {getattr(cls, '__qualname__', cls)!r} is registered with "
+                "@register_index but is not a subclass of connectors.token_index.IndexVariant"
+            )
+    if not added_a and not added_i:
+        raise PluginError(
+            f"{path}: registers no variant; decorate an AddressVariant subclass with "
+            f"@register (from connectors.registry), see {CONTRACT_DOC}"
+        )
+    return [*added_a, *added_i]
+
+
+@contextmanager
+def plugins_loaded(codes: Sequence[PluginCode]) -> Iterator[list[type]]:
+    """``codes`` loaded and their variants registered inside the block, then removed.
+
+    Yields the classes registered. With no codes this is a no-op, so callers can
+    always use it.
+    """
+    if not codes:
+        yield []
+        return
+    names = [c.module_name for c in codes]
+    saved = {n: sys.modules[n] for n in names if n in sys.modules}
+    with ExitStack() as stack:
+        stack.enter_context(ADDRESS_VARIANTS.scoped())
+        stack.enter_context(INDEX_VARIANTS.scoped())
+        try:
+            loaded: list[type] = []
+            for code in codes:
+                loaded.extend(load_plugin(code))
+            yield loaded
+        finally:
+            for n in names:
+                sys.modules.pop(n, None)
+            sys.modules.update(saved)

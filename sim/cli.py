@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from sim.errors import KvsimError
+from sim.process.signals import Terminated, sigterm_unwinds
 
 __all__ = ["COMMANDS", "main"]
 
@@ -98,18 +99,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     mod = importlib.import_module(f"sim.commands.{COMMANDS[args.command]}")
     try:
-        return int(mod.main(args) or 0)
+        with sigterm_unwinds():  # SIGTERM ends a command as Ctrl-C does, with the same words
+            return int(mod.main(args) or 0)
     except KvsimError as exc:  # foreseen and explained in one line: no traceback
         print(f"kvsim: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        # The run is already over; a further Ctrl-C must not turn exit 130 into a
-        # death by SIGINT while the message is printed and the interpreter exits.
+    except (KeyboardInterrupt, Terminated) as exc:
+        # The run is already over; a further Ctrl-C or SIGTERM must not turn the exit
+        # code into a death by signal while the message is printed and Python exits.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         hint_fn = getattr(mod, "interrupt_hint", None)
         hint = hint_fn(args) if hint_fn is not None else ""
-        print("kvsim: interrupted" + (f"; {hint}" if hint else ""), file=sys.stderr)
-        return 130
+        how = " by SIGTERM" if isinstance(exc, Terminated) else ""
+        print(f"kvsim: interrupted{how}" + (f"; {hint}" if hint else ""), file=sys.stderr)
+        return int(exc.code) if isinstance(exc, Terminated) else 130
     except BrokenPipeError:
         return _broken_pipe()
     except OSError as exc:  # the disk filled up, a file vanished: say which, no traceback

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from sim.cli import main
+from sim.process.signals import deferred_signals
 from sim.rundir.layout import LOG_FILE, MANIFEST_FILE, REQUESTS_FILE, verify_rep
-from sim.sweep.signals import deferred_signals
 
 pytestmark = pytest.mark.realthreads
 

@@ -110,9 +110,29 @@ def report(cfg: Any, args: argparse.Namespace, out_dir: Path, outcome: Any) -> i
             f"{out_dir / REQUESTS_FILE}",
             file=sys.stderr,
         )
-    for rep, state, error in outcome.unfinished:
+    for rep, state, error in outcome.unfinished[:_LISTED]:
         log = outcome.log_of(rep)
         print(f"error: {rep.label}: {state}: {error} (log: {log})", file=sys.stderr)
     if result.empty_points:
         print(f"error: {len(result.empty_points)} point(s) completed no request", file=sys.stderr)
+    if outcome.unfinished:
+        print(_unfinished_line(args, outcome.unfinished), file=sys.stderr)
     return 0 if outcome.ok else 1
+
+
+#: Point runs that did not finish listed one per line; the rest are counted.
+_LISTED = 10
+
+
+def _unfinished_line(args: argparse.Namespace, unfinished: list[Any]) -> str:
+    """One line however many did not finish: how many of each state, and how to rerun."""
+    import shlex
+    from collections import Counter
+
+    kinds = Counter(state for _, state, _ in unfinished)
+    said = ", ".join(f"{n} {state}" for state, n in sorted(kinds.items()))
+    again = shlex.join([*rerun_command(args), "--resume"])
+    return (
+        f"kvsim: error: {len(unfinished)} point run(s) did not finish ({said}); "
+        f"`{again}` runs them again"
+    )

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.config import ExperimentConfig, Point
+from sim.process.signals import deferred_signals, sigterm_unwinds
 from sim.rundir.guard import record_owned
 from sim.rundir.layout import MANIFEST_FILE, clear_rep_dir
 from sim.rundir.lock import RunLock
@@ -35,7 +36,6 @@ from sim.sweep.hostinfo import host_base
 from sim.sweep.plan import PlannedRun, SweepPlan, axis_columns, check_resumable, plan_sweep
 from sim.sweep.result import ExperimentResult
 from sim.sweep.run_manifest import RunManifest
-from sim.sweep.signals import deferred_signals, sigterm_unwinds
 from sim.sweep.spec import write_spec
 
 #: Least seconds between two rewrites of the top-level tables while model-mode points run.
@@ -270,4 +270,12 @@ def _run_locked(
             if unwritten:
                 files = combiner.write()
             record(status)
-    return ExperimentResult(out_dir, combiner.summary_rows(), combiner.repeat_rows(), axes, skipped)
+    c = counts()
+    return ExperimentResult(
+        out_dir,
+        combiner.summary_rows(),
+        combiner.repeat_rows(),
+        axes,
+        skipped,
+        incomplete=c["total"] - c["done"] - c["failed"],
+    )

@@ -16,6 +16,7 @@ class ExperimentResult:
         repeat_rows: list[dict[str, Any]],
         axes: list[str],
         skipped: int = 0,
+        incomplete: int = 0,
     ) -> None:
         self.out_dir = out_dir
         #: One row per point, aggregated over repeats (the rows of summary.csv).
@@ -25,6 +26,9 @@ class ExperimentResult:
         self.axes = axes
         #: Point runs found finished and not run again (resume).
         self.skipped = skipped
+        #: Point runs that neither finished nor failed (interrupted, never started or
+        #: damaged): they have no row in ``summary_rows``, yet the sweep is not whole.
+        self.incomplete = incomplete
 
     @property
     def crashed_points(self) -> list[dict[str, Any]]:

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from sim.process.signals import deferred_signals
 from sim.rundir.layout import LOG_FILE, RepRun, clear_rep_dir, read_status, write_status
-from sim.sweep.signals import deferred_signals
 from sim.sweep.spec import PARENT_PID_ENV, write_spec
 
 __all__ = [

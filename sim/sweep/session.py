@@ -176,8 +176,9 @@ class SweepOutcome:
 
     @property
     def ok(self) -> bool:
-        """Every point finished and completed requests."""
-        return not self.result.failed_points
+        """Every point run finished and completed requests (a point run interrupted by a
+        signal to its child leaves no failed row, yet the sweep is not whole)."""
+        return not self.result.failed_points and not self.result.incomplete
 
     @staticmethod
     def log_of(rep: RepRun) -> Path:
@@ -237,7 +238,7 @@ def run_planned(
 def sweep_outcome(plan: RunPlan, result: ExperimentResult) -> SweepOutcome:
     """What a caller wants to know of a finished sweep beyond its tables."""
     unfinished = []
-    if result.crashed_points:
+    if result.crashed_points or result.incomplete:
         for run in plan_sweep(plan.config, plan.points, plan.out_dir).pending:
             unfinished.append((run.rep, run.state, run.error))
     rows = result.summary_rows

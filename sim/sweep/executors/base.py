@@ -88,7 +88,7 @@ class LocalExecutor:
             try:
                 outcome = self._run_one(rep, progress)
             except BaseException:
-                from sim.sweep.signals import deferred_signals
+                from sim.process.signals import deferred_signals
 
                 with deferred_signals():  # record the run's end even on a second Ctrl-C
                     events.finished(rep, None)

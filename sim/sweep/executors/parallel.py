@@ -107,7 +107,7 @@ class ParallelModelExecutor:
                 events.finished(rep, outcome)
                 reported += 1
         except BaseException:
-            from sim.sweep.signals import deferred_signals
+            from sim.process.signals import deferred_signals
 
             with deferred_signals():  # a second Ctrl-C must not leave runs unmarked
                 _stop(pool)

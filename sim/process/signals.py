@@ -1,5 +1,5 @@
-"""Signals during a sweep: cleanup that a second Ctrl-C cannot cut short, and SIGTERM
-unwinding like Ctrl-C.
+"""Signals: cleanup that a second Ctrl-C cannot cut short, and SIGTERM unwinding like
+Ctrl-C (in a sweep, and in every command: ``sim.cli`` says the same words for both).
 
 When a sweep is interrupted, the parent stops the running child and marks its
 point ``interrupted``, then rewrites the top-level tables and the manifest. An

@@ -1,0 +1,113 @@
+"""The exit code always tells: a sweep with a point run not ``ok`` exits 1, whatever
+stopped that run (SIGTERM or SIGINT to its child), with ``-q`` too, and says so in one
+line on stderr; SIGTERM to kvsim itself exits 143 with the same words as Ctrl-C.
+
+Every wait here is bounded; a test that fails kills what it started (by its tag).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from procscan import TAG_ENV, catches, children, kill_tagged, new_tag, tagged, wait_for
+
+from sim.rundir.layout import MANIFEST_FILE
+
+pytestmark = pytest.mark.realthreads
+
+
+def _slow_config(write_config) -> Path:
+    """Two point runs of about a second and a half each."""
+    return write_config(
+        {
+            "workload": {"requests": 12, "arrival": {"kind": "poisson", "rate_rps": 8}},
+            "sweep": {"seed": [1, 2]},
+        }
+    )
+
+
+def _start(cmd: list[str], tag: str, **kw) -> subprocess.Popen[str]:
+    env = {**os.environ, TAG_ENV: tag, "PYTHONPATH": str(Path(__file__).parents[1])}
+    return subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, **kw
+    )
+
+
+def _first_child(proc: subprocess.Popen[str]) -> int:
+    """The first point's child, once it handles SIGTERM (then it marks a stop interrupted)."""
+    found: list[int] = []
+    assert wait_for(lambda: found.extend(children(proc.pid, "sim.sweep.child")) or found, 60)
+    assert wait_for(lambda: catches(found[0], signal.SIGTERM), 60)
+    return found[0]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_to_a_points_child_makes_the_run_exit_1(write_config, tmp_path, sig) -> None:
+    path = _slow_config(write_config)
+    tag = new_tag()
+    proc = _start([sys.executable, "-m", "sim", "run", "-q", str(path)], tag)
+    try:
+        os.kill(_first_child(proc), sig)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        kill_tagged(tag)
+    manifest = json.loads((tmp_path / "out" / MANIFEST_FILE).read_text())
+    assert manifest["status"] == "failed"
+    assert proc.returncode == 1, err
+    assert out == ""  # -q: nothing on stdout, the word is on stderr
+    last = err.strip().splitlines()[-1]
+    assert "1 point run(s) did not finish (1 interrupted)" in last, err
+    assert "--resume" in last
+    assert "Traceback" not in err
+
+
+def test_ctrl_c_to_the_group_while_kvsim_ignores_it_exit_code_matches_the_manifest(
+    write_config, tmp_path
+) -> None:
+    """As in a script's background job: SIGINT ignored by kvsim (and so by its children,
+    which inherit that), Ctrl-C to the whole group. Whatever ended, the code says it."""
+    path = _slow_config(write_config)
+    tag = new_tag()
+
+    def ignore_sigint() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    cmd = [sys.executable, "-m", "sim", "run", "-q", str(path)]
+    proc = _start(cmd, tag, start_new_session=True, preexec_fn=ignore_sigint)
+    try:
+        _first_child(proc)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        kill_tagged(tag)
+    status = json.loads((tmp_path / "out" / MANIFEST_FILE).read_text())["status"]
+    assert (status, proc.returncode) in (("complete", 0), ("failed", 1)), (status, err)
+
+
+def test_sigterm_to_kvsim_exits_143_with_the_words_of_ctrl_c(write_config, tmp_path) -> None:
+    path = _slow_config(write_config)
+    tag = new_tag()
+    proc = _start([sys.executable, "-m", "sim", "run", "-q", str(path)], tag)
+    try:
+        _first_child(proc)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        kill_tagged(tag)
+    assert proc.returncode == 143, err
+    assert "kvsim: interrupted by SIGTERM; finished point runs are kept in" in err, err
+    assert "--resume" in err and "Traceback" not in err
+    assert json.loads((tmp_path / "out" / MANIFEST_FILE).read_text())["status"] == "interrupted"
+    assert wait_for(lambda: not tagged(tag), 30), "a process the run started survived"

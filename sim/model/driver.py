@@ -11,8 +11,10 @@ simulation thread, the probe and the engine loop are simulated threads whose
 costs come from the calibration (sim.model.costs), and the GIL and the cores
 are simulated resources (sim.model.gil, sim.model.cores).
 
-Timestamps of record mirror real mode's: a request's arrival is its planned time,
-its injection when the simulation thread handled it, its start when a worker began its CPU stages
+Timestamps of record mirror real mode's, in run time (seconds since the load
+started, after an engine-alone baseline: real mode's ``HybridEnvironment.set_origin``):
+a request's arrival is its planned time, its injection when the simulation thread
+handled it, its start when a worker began its CPU stages
 (holding the GIL), its end when the transfer ended (the store model's time, which
 real mode records too, however late its loop notes it); GIL hold is CPU time
 holding the GIL, GIL wait the rest of the job's wall time outside GIL-free
@@ -61,13 +63,13 @@ class _Request(ModelJob):
         self,
         p: _Point,
         req: PlannedRequest,
-        arrival: float,
+        arrival_s: float,
         injected: float,
         then: Callable[[float], None] | None,
     ) -> None:
         self.p = p
         self.req = req
-        self.arrival = arrival
+        self.arrival = arrival = p.origin + arrival_s  # loop time; the record has run time
         self.then = then
         tokens = req.tokens
         size = p.sizes.get(tokens) or p.size(req)
@@ -76,8 +78,8 @@ class _Request(ModelJob):
             tokens=tokens,
             chunks=size[0],
             bytes=size[1],
-            arrival_s=arrival,
-            injected_s=injected,
+            arrival_s=arrival_s,
+            injected_s=injected - p.origin,
             inject_lag_ms=(injected - arrival) * 1e3 if injected > arrival else 0.0,
             trace_line=req.trace_line,
         )
@@ -94,8 +96,8 @@ class _Request(ModelJob):
         p, rec, req = self.p, self.rec, self.req
         wall = job.end - job.start
         rec.thread = job.thread
-        rec.start_s = job.start
-        rec.cpu_done_s = job.end
+        rec.start_s = job.start - p.origin
+        rec.cpu_done_s = job.end - p.origin
         rec.queue_ms = (job.start - self.arrival) * 1e3
         rec.stage_wall_ms = wall * 1e3
         rec.gil_hold_ms = job.hold_s * 1e3
@@ -132,11 +134,12 @@ class _Request(ModelJob):
             p.harness.post(c.done_s, c.timer_late.draw, self.then, done)
 
     def _finish(self, done: float) -> None:
-        """The request ended at ``done``, not when the simulation thread noted it."""
+        """The request ended at ``done`` (loop time), not when the simulation thread noted it."""
         p, rec = self.p, self.rec
+        done_s = done - p.origin
         if rec.status != "failed" or rec.attempts:
-            rec.transfer_ms = (done - rec.cpu_done_s) * 1e3
-        rec.done_s = done
+            rec.transfer_ms = (done_s - rec.cpu_done_s) * 1e3
+        rec.done_s = done_s
         rec.latency_ms = (done - self.arrival) * 1e3
         p.records.append(rec)
         if p.on_done is not None:
@@ -179,6 +182,9 @@ class _Point:
         )
         self.store = StoreModel(loop, cfg.store)
         self.records: list[RequestRecord] = []
+        #: Loop time at which the load starts (run time zero): after the engine-alone
+        #: baseline, which runs on the same loop first. Set by :meth:`drive`.
+        self.origin = 0.0
         self.on_done: Callable[[int], None] | None = None
         #: tokens -> (chunks, bytes, GIL-free CPU s): a point has few distinct sizes.
         self.sizes: dict[int, tuple[int, int, float]] = {}
@@ -200,8 +206,12 @@ class _Point:
         return got
 
     def drive(self, workload: Workload) -> None:
-        """Start the arrivals: planned times (open loop) or clients (closed loop)."""
+        """Start the arrivals now (run time zero): planned times (open loop) or clients
+        (closed loop). Whatever ran on the loop before (the engine's baseline) shifts the
+        schedule, never compresses it: real mode's ``_drive`` (sim.runtime.point) does the
+        same from ``set_origin``."""
         loop, c, harness = self.loop, self.costs, self.harness
+        origin = self.origin = loop.now
         if workload.closed_clients is None:
             planned = iter(workload)
 
@@ -217,7 +227,7 @@ class _Point:
                 req = next(planned, None)
                 if req is None:
                     return
-                at = req.at_s or 0.0
+                at = origin + (req.at_s or 0.0)
                 if at > loop.now:
                     loop.at(at, arrive, req)
                 else:
@@ -233,7 +243,7 @@ class _Point:
             ready = [loop.now]
 
             def injected(req: PlannedRequest) -> None:
-                _Request(self, req, ready[0], loop.now, completed)
+                _Request(self, req, ready[0] - origin, loop.now, completed)
 
             def post(req: PlannedRequest) -> None:
                 harness.post(c.arrival_s, None, injected, req)

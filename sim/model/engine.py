@@ -41,6 +41,9 @@ class ModelEngine:
         self._forward_s = cfg.forward_ms / 1e3
         self._meta = sum(cfg.query_lens())
         self._t: dict[str, float] = {}
+        #: Run time zero of the rows' ``start_s``: the loop's start for the baseline, the
+        #: load's start after it (real mode's rows count from ``set_origin`` alike).
+        self._origin = 0.0
 
     def attach(self, loop: Loop) -> None:
         """Run the baseline steps (nothing else is going on yet), then start the load phase."""
@@ -50,6 +53,7 @@ class ModelEngine:
             self._begin()
             loop.run()
         self._phase, self._count, self._done = "load", None, 0
+        self._origin = loop.now  # the load (and its schedule) starts here: sim.model.driver
         loop.after(0.0, self._begin)
 
     def detach(self) -> None:
@@ -102,7 +106,7 @@ class ModelEngine:
             {
                 "step": len(self._rows),
                 "phase": self._phase,
-                "start_s": t["posted"],
+                "start_s": t["posted"] - self._origin,
                 "batch_size": cfg.batch_size,
                 "tokens": self._meta,
                 "padded_tokens": cfg.max_tokens(),

@@ -207,3 +207,60 @@ def test_cpu_scale_scales_measured_costs_and_not_what_the_config_asks_for(model_
 def test_real_mode_refuses_a_cpu_scale(write_config) -> None:
     with pytest.raises(ConfigError, match=r"machine\.cpu_scale needs mode: model"):
         parse_config(write_config({"machine": {"cpu_scale": 0.5}}))
+
+
+def _trace_model_config(model_config, tmp_path: Path, cal_chunks: list[int]) -> Path:
+    """A trace whose replayed requests load 4 and 8 chunks (128-token chunks, 512-token
+    blocks; the first finds nothing stored and is skipped)."""
+    from sim.workload.trace import write_trace
+
+    rows = [
+        {"timestamp": 0, "input_length": 600, "output_length": 1, "hash_ids": [0, 1]},
+        {"timestamp": 10, "input_length": 600, "output_length": 1, "hash_ids": [0, 1]},
+        {"timestamp": 20, "input_length": 1100, "output_length": 1, "hash_ids": [0, 1, 2]},
+        {"timestamp": 30, "input_length": 1100, "output_length": 1, "hash_ids": [0, 1, 2]},
+    ]
+    write_trace(tmp_path / "t.jsonl", rows)
+    linear = {"intercept": 0.05, "per_chunk_region": 5e-4, "per_chunk": 1e-3, "per_group": 0.01}
+    cal = write_calibration(
+        tmp_path / "narrow.json",
+        **{
+            "numpy/per_group": {
+                "hold": linear,
+                "free": dict.fromkeys(linear, 0.0),
+                "range": {"chunks": cal_chunks, "regions": [1, 8], "groups": [1, 2]},
+            }
+        },
+    )
+    return model_config(
+        {
+            "machine": {"calibration": str(cal)},
+            "model": {"block_size": 128, "block_len": [1024]},
+            "workload": {
+                "requests": 40,
+                "tokens": 131072,
+                "arrival": {"kind": "trace", "path": str(tmp_path / "t.jsonl")},
+            },
+            "sweep": {"connector.workers": [1, 2]},
+        }
+    )
+
+
+def test_a_trace_outside_the_calibration_is_refused_by_validate_naming_the_point(
+    model_config, tmp_path, capsys
+) -> None:
+    path = _trace_model_config(model_config, tmp_path, [8, 64])
+    for command in (["validate", str(path)], ["run", str(path), "-q"]):
+        assert cli_main(command) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1
+        assert "point 0 (variant=numpy,workers=1,mode=model): " in err
+        assert "chunks per group 4–8 is outside the calibrated range 8–64" in err
+
+
+def test_a_calibration_covering_one_chunk_runs_a_traces_short_loads(model_config, tmp_path) -> None:
+    path = _trace_model_config(model_config, tmp_path, [1, 64])
+    _cfg, points = parse_config(path)
+    res = run_model_point(points[0])
+    assert [r.chunks for r in res.records] == [4, 8, 8]
+    assert all(r.status == "ok" for r in res.records)

@@ -29,8 +29,13 @@ def point_calibration(
 
 def chunk_range(cfg: ExperimentConfig, tokens: Sequence[int] | None = None) -> range | None:
     """Chunks per group the point's requests have: from the planned ``tokens`` when given,
-    else from a fixed or uniform token spec; None when only the plan can tell."""
-    from sim.config.workload import FixedTokens, TraceArrival, UniformTokens
+    else from the config: a trace's replay plan (its smallest and largest load), a fixed
+    or uniform spec, an empirical one's lengths; a lognormal one from one chunk to its
+    ``max`` (the draws can reach both). None only when the replay cannot be planned."""
+    from sim.config.workload import EmpiricalTokens, FixedTokens, TraceArrival, UniformTokens
+    from sim.errors import ConfigError
+    from sim.workload.plan import preview_workload
+    from sim.workload.trace import read_trace
 
     bs = cfg.model.block_size
     gran = cfg.model.chunk_granularity
@@ -40,13 +45,21 @@ def chunk_range(cfg: ExperimentConfig, tokens: Sequence[int] | None = None) -> r
             return None
         lo, hi = min(tokens), max(tokens)
     elif isinstance(cfg.workload.arrival, TraceArrival):
-        return None
+        try:
+            preview = preview_workload(cfg)
+        except ConfigError:  # a replay that cannot be planned: the run reports it
+            return None
+        assert preview.min_tokens is not None and preview.max_tokens is not None
+        lo, hi = preview.min_tokens, preview.max_tokens
     elif isinstance(spec, FixedTokens):
         lo = hi = spec.value
     elif isinstance(spec, UniformTokens):
         lo, hi = spec.low, spec.high
-    else:  # lognormal, empirical: known once drawn
-        return None
+    elif isinstance(spec, EmpiricalTokens):
+        lengths = read_trace(spec.path).input_length
+        lo, hi = min(int(lengths.min()), spec.max), min(int(lengths.max()), spec.max)
+    else:  # lognormal: anything from one chunk to its max
+        lo, hi = gran, spec.max
     lo = max(gran, lo // gran * gran)
     hi = max(gran, hi // gran * gran)
     return range(-(-lo // bs), -(-hi // bs) + 1)
@@ -72,9 +85,13 @@ def check_point(
 
 
 def check_points(points: Sequence[Point]) -> dict[str, Calibration]:
-    """Check every model-mode point; returns the calibrations used, by path."""
+    """Check every model-mode point; returns the calibrations used, by path. The error
+    names the first point the calibration does not cover (one line)."""
     memo: dict[str, Calibration] = {}
     for p in points:
         if p.config.mode == "model":
-            check_point(p.config, point_calibration(p.config, memo))
+            try:
+                check_point(p.config, point_calibration(p.config, memo))
+            except CalibrationError as exc:
+                raise CalibrationError(f"point {p.index} ({p.label}): {exc}") from None
     return memo

@@ -296,9 +296,10 @@ def _simulate(
 ) -> PointResult:
     cfg = point.config
     cal = calibration if calibration is not None else point_calibration(cfg)
-    check_point(cfg, cal)
     rng = np.random.default_rng([cfg.seed, repeat])
     workload = plan_workload(cfg, rng)
+    # The guard: `run` and `validate` checked every point before (sim.model.coverage);
+    # here the drawn plan itself, whatever called this.
     check_point(cfg, cal, [r.tokens for r in workload])
     draw = Uniforms(rng)
     costs = point_costs(cfg, cal, draw.next)

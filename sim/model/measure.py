@@ -38,7 +38,7 @@ __all__ = [
     "measure_variant",
 ]
 
-DEFAULT_CHUNKS = (8, 64, 256, 1024, 2048)
+DEFAULT_CHUNKS = (1, 2, 4, 8, 64, 256, 1024, 2048)
 DEFAULT_REGIONS = (4, 61)
 DEFAULT_GROUPS = (1, 2)
 BLOCK_SIZE = 128

@@ -190,11 +190,12 @@ class WorkloadPreview:
     stats: Mapping[str, float]
     #: Last planned arrival, run time (s); None unless a trace fixes it.
     span_s: float | None = None
-    #: Tokens loaded per request: mean, p50, p99, max; None unless a trace fixes them.
+    #: Tokens loaded per request: mean, p50, p99, max, min; None unless a trace fixes them.
     mean_tokens: float | None = None
     tokens_p50: float | None = None
     tokens_p99: float | None = None
     max_tokens: int | None = None
+    min_tokens: int | None = None
 
 
 def preview_workload(
@@ -226,6 +227,7 @@ def preview_workload(
         float(p50),
         float(p99),
         int(tokens.max()),
+        int(tokens.min()),
     )
     if memo is not None:
         memo[key] = out

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from sim.config import Point, parse_config
-from sim.rundir.layout import REQUESTS_FILE, RepRun, read_status, rep_runs
+from sim.rundir.layout import REQUESTS_FILE, RepRun, in_run_order, read_status, rep_runs
 from sim.rundir.state import verify_tables
 from sim.sweep.executors import parallel
 from sim.sweep.experiment import run_experiment
@@ -48,7 +48,8 @@ def test_parallel_points_give_the_serial_run_directory(
     assert "in 2 worker processes" in " ".join(manifest["sessions"][-1]["notes"])
     _serial(monkeypatch)
     run_experiment(cfg, points, path, tmp_path / "ser")
-    assert order == sorted(order)  # reported in planned order
+    planned = in_run_order(rep_runs(tmp_path / "par", points, 2), cfg.sweep_order, cfg.seed)
+    assert order == [(r.point.index, r.repeat) for r in planned]  # reported in planned order
     assert _tables(tmp_path / "par") == _tables(tmp_path / "ser")
     for par, ser in zip(
         rep_runs(tmp_path / "par", points, 2), rep_runs(tmp_path / "ser", points, 2), strict=True

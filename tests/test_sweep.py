@@ -171,9 +171,10 @@ def test_ctrl_c_mid_sweep_then_resume_completes_without_redoing(write_config, tm
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     first = out / "points"
     try:
+        # Interleaved rounds run the points in a seeded order: wait for any of them.
         assert _wait_for(
-            lambda: any(read_status(d) for d in first.glob("000_*/rep-0")), timeout_s=60
-        ), "first point never finished"
+            lambda: any(read_status(d) for d in first.glob("*/rep-0")), timeout_s=60
+        ), "no point ever finished"
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
     finally:
@@ -184,12 +185,13 @@ def test_ctrl_c_mid_sweep_then_resume_completes_without_redoing(write_config, tm
     assert manifest["status"] == "interrupted"
     cfg, points = parse_config(path)
     states = [r.state for r in plan_sweep(cfg, points, out).runs]
-    assert states[0] == "done" and "done" not in states[2:]
-    first_status = read_status(rep_runs(out, points, 1)[0].dir)
+    assert 1 <= states.count("done") < 3, states
+    reps = rep_runs(out, points, 1)
+    kept = {i: read_status(reps[i].dir) for i, s in enumerate(states) if s == "done"}
 
     done = subprocess.run([*cmd, "--resume"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert read_status(rep_runs(out, points, 1)[0].dir) == first_status
+    assert {i: read_status(reps[i].dir) for i in kept} == kept
     assert [r.state for r in plan_sweep(cfg, points, out).runs] == ["done"] * 3
     assert len(read_csv(out / "requests.csv")) == 18
 

@@ -16,7 +16,11 @@ from sim.config.sections import ConnectorConfig, GilConfig, LimitsConfig, Output
 from sim.config.types import FrozenModel, NonNegInt, PosInt
 from sim.config.workload import WorkloadConfig
 
-__all__ = ["ExperimentConfig", "Point", "expand_points"]
+__all__ = ["ORDER_KEY", "ExperimentConfig", "Point", "SweepOrder", "expand_points"]
+
+#: The key under ``sweep`` that says in what order point runs are made (not an axis).
+ORDER_KEY = "order"
+SweepOrder = Literal["interleaved", "grid"]
 
 
 class ExperimentConfig(FrozenModel):
@@ -63,6 +67,30 @@ class ExperimentConfig(FrozenModel):
         "like built-ins. Each file's text is read when the config is loaded, is part of the "
         "config hash and travels with every point (docs/your-connector.md).",
     )
+    sweep_order: SweepOrder = Field(
+        "interleaved",
+        description="Written `sweep: {order: ...}`. interleaved: the sweep runs in rounds, "
+        "round k making repeat k of every point in an order shuffled per round from the "
+        "seed, so a machine that changes speed during the sweep slows every point alike "
+        "(docs/statistics.md); grid: every repeat of one point, then the next point's.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _order_under_sweep(cls, data: Any) -> Any:
+        """``sweep.order`` is written beside the axes; it is a setting, not an axis."""
+        if not isinstance(data, dict):
+            return data
+        sweep = data.get("sweep")
+        if not isinstance(sweep, dict) or ORDER_KEY not in sweep:
+            return data
+        order = sweep[ORDER_KEY]
+        if isinstance(order, (list, tuple)) and len(order) == 1:  # --set sweep.order=grid
+            order = order[0]
+        if "sweep_order" in data and data["sweep_order"] != order:
+            raise ValueError("sweep.order and sweep_order disagree; give one of them")
+        rest = {k: v for k, v in sweep.items() if k != ORDER_KEY}
+        return {**data, "sweep": rest, "sweep_order": order}
 
     @field_validator("sweep")
     @classmethod
@@ -146,9 +174,9 @@ def expand_points(raw: dict[str, Any], build) -> list[Point]:
     mode as an axis (a real and a modelled point are never pooled).
     """
     sweep = raw.get("sweep") or {}
-    paths = list(sweep)
+    paths = [p for p in sweep if p != ORDER_KEY]
     labels = {p: axis_label(p, paths) for p in paths}
-    base = {k: v for k, v in raw.items() if k != "sweep"}
+    base = {k: v for k, v in raw.items() if k not in ("sweep", "sweep_order")}
     points = []
     for i, combo in enumerate(itertools.product(*(sweep[p] for p in paths))):
         point_raw = base

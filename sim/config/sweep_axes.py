@@ -52,7 +52,11 @@ def axis_problem(root: type[BaseModel], axis: str) -> str | None:
     for i, part in enumerate(parts):
         fields = {n: f for m in models for n, f in m.model_fields.items()}
         if i == 0:
-            fields = {n: f for n, f in fields.items() if n not in ("sweep", "repeats", "name")}
+            fields = {
+                n: f
+                for n, f in fields.items()
+                if n not in ("sweep", "sweep_order", "repeats", "name")
+            }
         if part not in fields:
             return _did_you_mean(root, axis, sorted(fields), part)
         annotation = fields[part].annotation

@@ -3,7 +3,10 @@
 * ``requests.csv`` (and every add-on table, e.g. ``steps.csv``): the rows of every
   finished point run, concatenated in point order;
 * ``summary_repeats.csv``: one row per point × repeat, as the child measured it,
-  with ``status`` and ``error`` (a failed run has only its axes and its error);
+  with ``status`` and ``error`` (a failed run has only its axes and its error), and
+  when it ran: its ``round`` (round k makes repeat k of every point; ``sweep.order``
+  says in what order, docs/statistics.md) and ``started_s`` (seconds from the
+  earliest start of any run in the directory);
 * ``summary.csv``: one row per point. Every numeric metric is the **mean** over the
   point's finished repeats (counts — ``requests``, ``ok``, ``failed`` — are
   **summed**); ``repeats`` says how many repeats it aggregates, and when the
@@ -38,11 +41,13 @@ from sim.rundir.outputs import write_csv
 from sim.rundir.parts import Part, write_joined
 from sim.rundir.verify import read_verified, record_files
 
-__all__ = ["SUM_COLUMNS", "Combiner", "aggregate_repeats", "aggregate_with_numpy"]
+__all__ = ["ORDER_COLUMNS", "SUM_COLUMNS", "Combiner", "aggregate_repeats", "aggregate_with_numpy"]
 
 #: Columns that add up over repeats instead of being averaged.
 SUM_COLUMNS = frozenset({"requests", "ok", "failed"})
-_NOT_METRICS = frozenset({"repeat", "status", "error"})
+#: When a point run was made: recorded per run, never averaged into summary.csv.
+ORDER_COLUMNS = ("round", "started_s")
+_NOT_METRICS = frozenset({"repeat", "status", "error", *ORDER_COLUMNS})
 
 
 _number = parse_number
@@ -174,10 +179,22 @@ class Combiner:
         return "done"
 
     def repeat_rows(self) -> list[dict[str, Any]]:
+        starts = [
+            float(st["started_unix"])
+            for _, st, _, _ in self._runs.values()
+            if isinstance(st.get("started_unix"), (int, float))
+        ]
+        first = min(starts, default=0.0)
         rows = []
         for key in sorted(self._runs):
             rep, status, summary, _ = self._runs[key]
-            base = {**{a: rep.point.axes.get(a, "") for a in self._axes}, "repeat": rep.repeat}
+            began = status.get("started_unix")
+            base = {
+                **{a: rep.point.axes.get(a, "") for a in self._axes},
+                "repeat": rep.repeat,
+                "round": rep.repeat,
+                "started_s": round(began - first, 3) if isinstance(began, (int, float)) else "",
+            }
             rows.append(
                 {
                     **base,

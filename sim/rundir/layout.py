@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from sim.config import Point
 from sim.errors import RunDirError
 from sim.rundir.outputs import write_json
@@ -53,6 +55,7 @@ __all__ = [
     "SUMMARY_REPEATS_FILE",
     "RepRun",
     "clear_rep_dir",
+    "in_run_order",
     "read_status",
     "rep_runs",
     "table_file",
@@ -109,13 +112,40 @@ class RepRun:
         return verify_rep(self.dir)[0] == "done"
 
 
+#: Mixed into the run's seed for the order of each round, so the order draws never
+#: share a stream with the points' own draws.
+_ORDER_STREAM = 0x0DE5
+
+
 def rep_runs(run_dir: Path, points: list[Point], repeats: int) -> list[RepRun]:
-    """Every point × repeat of a sweep, in the order they run."""
+    """Every point × repeat of a sweep, point by point (the grid's order; see
+    :func:`in_run_order` for the order they run in)."""
     return [
         RepRun(p, k, run_dir / POINTS_DIR / p.slug / f"rep-{k}")
         for p in points
         for k in range(repeats)
     ]
+
+
+def in_run_order(reps: list[RepRun], order: str, seed: int) -> list[RepRun]:
+    """``reps`` in the order a sweep makes them (docs/statistics.md).
+
+    ``grid``: as given (every repeat of a point, then the next point). ``interleaved``:
+    in rounds — round k makes repeat k of every point — each round in an order
+    shuffled from ``seed`` and the round. A round's order is a permutation of every
+    point index, so a resume that runs only some of them keeps their relative order.
+    """
+    if order == "grid":
+        return list(reps)
+    if order != "interleaved":
+        raise ValueError(f"sweep order must be interleaved or grid, got {order!r}")
+    top = max((r.point.index for r in reps), default=-1) + 1
+    rank: dict[tuple[int, int], int] = {}
+    for k in sorted({r.repeat for r in reps}):
+        rng = np.random.default_rng([seed, _ORDER_STREAM, k])
+        for pos, index in enumerate(rng.permutation(top)):
+            rank[(k, int(index))] = pos
+    return sorted(reps, key=lambda r: (r.repeat, rank[(r.repeat, r.point.index)]))
 
 
 def read_status(rep_dir: Path) -> dict[str, Any] | None:

@@ -18,7 +18,7 @@ from typing import Any
 from sim.config import ExperimentConfig, Point
 from sim.process.signals import deferred_signals, sigterm_unwinds
 from sim.rundir.guard import record_owned
-from sim.rundir.layout import MANIFEST_FILE, clear_rep_dir
+from sim.rundir.layout import MANIFEST_FILE, clear_rep_dir, in_run_order
 from sim.rundir.lock import RunLock
 from sim.rundir.manifest import read_manifest
 from sim.rundir.results_json import RESULTS_FILE, write_results_json
@@ -166,7 +166,9 @@ def _run_locked(
         if (rep.point.index, rep.repeat) in finished and combiner.add(rep) != "done":
             finished.discard((rep.point.index, rep.repeat))
     skipped = len(finished)
-    todo = [r for r in reps if (r.point.index, r.repeat) not in finished]
+    todo = in_run_order(
+        [r for r in reps if (r.point.index, r.repeat) not in finished], cfg.sweep_order, cfg.seed
+    )
 
     def counts() -> dict[str, int]:
         rows = combiner.repeat_rows()

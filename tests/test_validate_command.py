@@ -59,3 +59,17 @@ def test_requests_phrase() -> None:
     nan = {"trace_requests": math.nan}
     assert requests_phrase([40, 40], [nan, nan]) == "40 requests each"
     assert requests_phrase([10, 40], [nan, nan]) == "10–40 requests per point"
+
+
+def test_validate_prints_the_planned_workload_of_a_warm_trace(
+    write_config, tmp_path, capsys
+) -> None:
+    """Rows 0-1 warm the store; rows 2 and 4 load 1024 tokens each, row 3 nothing."""
+    path = trace_config(write_config, tmp_path, cache={"warm": {"requests": 2}})
+    assert main(["validate", str(path)]) == 0
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if ln.startswith("trace: "))
+    assert "2 requests load something (of 3 measured, after 2 lines warming" in line
+    assert "span 0.02 s at speed-up 1" in line
+    assert f"hit ratio {2048 / 3400:.3f} of prompt tokens" in line
+    assert "tokens loaded (load: hit) mean 1,024, p50 1,024, p99 1,024" in line

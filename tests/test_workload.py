@@ -254,3 +254,46 @@ def test_shipped_replay_config_runs_a_slice(tmp_path: Path) -> None:
     assert res.summary["trace_requests"] == 40 and 0 < res.summary["hit_ratio"] < 1
     assert res.summary["ok"] == res.summary["requests"] == len(res.records) > 0
     assert all(r.tokens % 128 == 0 for r in res.records)
+
+
+def test_warm_lines_fill_the_store_untimed_and_the_window_follows(
+    write_config, tmp_path: Path
+) -> None:
+    """Rows 0 and 1 warm the store (blocks 0-3); row 2 finds 3 blocks (1099 -> 1024 tokens),
+    row 3 nothing, row 4 blocks 0 and 1; the clock starts at row 2's timestamp."""
+    _, plan = _plan(
+        _trace_config(write_config, tmp_path, speedup=2.0, cache={"warm": {"requests": 2}})
+    )
+    assert [r.tokens for r in plan] == [1024, 1024]
+    assert [r.trace_line for r in plan] == [3, 5]
+    assert [r.at_s for r in plan] == [0.0, 1.0]
+    assert plan.stats == {
+        "trace_requests": 3.0,
+        "skipped_requests": 1.0,
+        "hit_ratio": 2048 / (1100 + 300 + 2000),
+        "block_hit_ratio": (3 + 0 + 2) / 8,
+    }
+
+
+def test_limit_counts_measured_lines_after_the_warm_ones(write_config, tmp_path: Path) -> None:
+    path = _trace_config(write_config, tmp_path, limit=2, cache={"warm": {"requests": 2}})
+    _, plan = _plan(path)
+    assert [r.trace_line for r in plan] == [3]  # lines 3 and 4 measured; 4 loads nothing
+    assert plan.stats["trace_requests"] == 2.0
+
+
+def test_warming_every_line_leaves_nothing_to_measure(write_config, tmp_path: Path) -> None:
+    path = _trace_config(write_config, tmp_path, cache={"warm": {"requests": 5}})
+    with pytest.raises(ConfigError, match=r"all 5 lines read warm the store"):
+        _plan(path)
+
+
+def test_load_prompt_loads_the_whole_prompt_whatever_is_stored(
+    write_config, tmp_path: Path
+) -> None:
+    _, plan = _plan(_trace_config(write_config, tmp_path, load="prompt"))
+    # every prompt but its last token, in whole 128-token chunks
+    assert [r.tokens for r in plan] == [1152, 640, 1024, 256, 1920]
+    # the hit ratio is still the store's: what load: hit would load
+    assert plan.stats["hit_ratio"] == (512 + 1024 + 1024) / (1200 + 700 + 1100 + 300 + 2000)
+    assert plan.stats["skipped_requests"] == 0.0

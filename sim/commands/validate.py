@@ -117,12 +117,14 @@ def trace_lines(points: Sequence[Any], previews: Sequence[Any]) -> list[str]:
         if w.span_s is None:
             continue
         arr = p.config.workload.arrival
+        warm = arr.cache.warm.requests
         out[
             f"trace: {w.requests} requests load something (of "
-            f"{w.stats['trace_requests']:.0f} replayed), span {human_seconds(w.span_s)} at "
-            f"speed-up {arr.speedup:g}; hit ratio {w.stats['hit_ratio']:.3f} of prompt tokens; "
-            f"tokens loaded mean {w.mean_tokens:,.0f}, p50 {w.tokens_p50:,.0f}, "
-            f"p99 {w.tokens_p99:,.0f}"
+            f"{w.stats['trace_requests']:.0f} measured"
+            + (f", after {warm} lines warming the store untimed" if warm else ", cold store")
+            + f"), span {human_seconds(w.span_s)} at speed-up {arr.speedup:g}; hit ratio "
+            f"{w.stats['hit_ratio']:.3f} of prompt tokens; tokens loaded (load: {arr.load}) "
+            f"mean {w.mean_tokens:,.0f}, p50 {w.tokens_p50:,.0f}, p99 {w.tokens_p99:,.0f}"
         ] = None
     return list(out)
 

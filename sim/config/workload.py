@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from sim.config.paths import resolve_path
-from sim.config.types import FrozenModel, NonNegFloat, PosFloat, PosInt
+from sim.config.types import FrozenModel, NonNegFloat, NonNegInt, PosFloat, PosInt
 
 __all__ = [
     "ArrivalConfig",
@@ -22,6 +22,7 @@ __all__ = [
     "TokensConfig",
     "TraceArrival",
     "UniformTokens",
+    "WarmConfig",
     "WorkloadConfig",
 ]
 
@@ -75,20 +76,42 @@ class OnOffArrival(FrozenModel):
     )
 
 
+class WarmConfig(FrozenModel):
+    """Trace lines replayed into the store before the measured window, untimed."""
+
+    requests: NonNegInt = Field(
+        0,
+        le=10**7,
+        description="The first this many trace lines only fill the store (no load, no row, "
+        "no time); the measured window starts at the next line, at run time zero.",
+    )
+
+
 class PrefixCacheConfig(FrozenModel):
     """What the store remembers of earlier requests' blocks during trace replay.
 
-    Without a capacity the store keeps every block (the trace's ideal reuse).
+    ``capacity_blocks`` or ``capacity_gib`` bound what it holds (the KV bytes of
+    one rank of the model, all regions and groups); with neither (``null``, the
+    default) the store keeps every block: the trace's ideal reuse, what a pooled
+    production store of terabytes (Mooncake pools many nodes' DRAM) comes close to.
     """
 
     capacity_blocks: PosInt | None = Field(
-        None, le=1 << 40, description="Trace blocks (block_tokens each) the store holds at most."
+        None,
+        le=1 << 40,
+        description="Trace blocks (block_tokens each) the store holds at most; null: unbounded.",
     )
     capacity_gib: PosFloat | None = Field(
         None,
         le=1 << 20,
         description="Store capacity in GiB (2^30 bytes), counted in whole trace blocks of the "
-        "model's bytes per token.",
+        "model's bytes per token (all regions and groups of one rank); null: unbounded.",
+    )
+    warm: WarmConfig = Field(
+        default_factory=WarmConfig,
+        description="Fill the store before measuring: {requests: N} replays the first N trace "
+        "lines into it untimed, so the measured window starts from a warm store as "
+        "production's does (a cold store's first minutes find little).",
     )
     policy: Literal["lru", "fifo"] = Field(
         "lru",
@@ -107,9 +130,10 @@ class TraceArrival(FrozenModel):
     """Replay a Mooncake-format trace (JSON lines: timestamp ms, input_length, output_length,
     hash_ids): arrival times from the trace, tokens from the prefix the store already holds.
 
-    A request's tokens to load are its leading blocks found in the store, at most
-    input_length - 1 (the last prompt token is always computed), rounded down to the
-    chunk granularity. Requests left with nothing to load are counted, not run.
+    A request's tokens to load are its leading blocks found in the store (``load:
+    hit``) or its whole prompt (``load: prompt``), at most input_length - 1 (the last
+    prompt token is always computed), rounded down to the chunk granularity. Requests
+    left with nothing to load are counted, not run.
     """
 
     kind: Literal["trace"] = "trace"
@@ -120,7 +144,16 @@ class TraceArrival(FrozenModel):
         1.0, le=1e6, description="Time compression: trace gaps are divided by this factor."
     )
     limit: PosInt | None = Field(
-        None, le=10**7, description="Replay only the first this many trace requests."
+        None,
+        le=10**7,
+        description="Measure only this many trace requests (after cache.warm's lines).",
+    )
+    load: Literal["hit", "prompt"] = Field(
+        "hit",
+        description="What a request loads: hit, the prefix the store holds (what a "
+        "prefix-caching connector loads; the hit ratio follows the trace and the cache); "
+        "prompt, its whole prompt but the last token, whatever is stored (an upper bound: "
+        "a connector that loads every block it is given).",
     )
     block_tokens: PosInt = Field(
         512, le=1 << 20, description="Tokens per trace hash id (Mooncake traces use 512)."

@@ -28,7 +28,7 @@ from sim.config.workload import (
 )
 from sim.runtime.metrics import PLANNED_METRICS
 from sim.workload.arrivals import open_loop_times
-from sim.workload.replay import plan_replay
+from sim.workload.replay import replay_trace
 from sim.workload.trace import read_trace
 
 __all__ = [
@@ -158,7 +158,7 @@ def plan_workload(cfg: ExperimentConfig, rng: np.random.Generator) -> Workload:
     times: list[float | None]
     lines: list[int | None]
     if isinstance(arrival, TraceArrival):
-        replay = plan_replay(read_trace(arrival.path, arrival.limit), arrival, cfg.model)
+        replay = replay_trace(arrival, cfg.model)
         tokens = replay.tokens
         times = list(np.asarray(replay.arrival_s, dtype=np.float64).tolist())
         stats = replay.stats
@@ -204,11 +204,11 @@ def preview_workload(
     """The point's :class:`WorkloadPreview`, without running or drawing anything.
 
     With a trace the count is what the replay keeps (``arrival.limit`` requests
-    read, those with no stored prefix skipped), not ``workload.requests``; planning
-    the replay is cheap (one pass over the trace), so callers that show a count or an
-    estimate (``kvsim validate``, the budget, the progress bar) ask here instead of
-    reading the config. Pass the same ``memo`` for the points of one sweep so that
-    points sharing a trace and geometry replay it once.
+    measured after ``cache.warm``'s lines, those with nothing to load skipped), not
+    ``workload.requests``; planning the replay is cheap (one pass over the trace), so
+    callers that show a count or an estimate (``kvsim validate``, the budget, the
+    progress bar) ask here instead of reading the config. Pass the same ``memo`` for
+    the points of one sweep so that points sharing a trace and geometry replay it once.
     """
     arrival = cfg.workload.arrival
     if not isinstance(arrival, TraceArrival):
@@ -216,7 +216,7 @@ def preview_workload(
     key = arrival.model_dump_json() + cfg.model.model_dump_json()
     if memo is not None and key in memo:
         return memo[key]
-    replay = plan_replay(read_trace(arrival.path, arrival.limit), arrival, cfg.model)
+    replay = replay_trace(arrival, cfg.model)
     tokens = replay.tokens
     p50, p99 = np.percentile(tokens, [50, 99]).tolist()
     out = WorkloadPreview(

@@ -6,10 +6,19 @@ it arrives. A request's tokens to load are its stored leading blocks, at most
 ``input_length - 1`` (the engine always computes the last prompt token, as vLLM
 caps an external hit), rounded down to the geometry's chunk granularity.
 
+With ``load: prompt`` a request loads its whole prompt but the last token instead,
+whatever the store holds (an upper bound); ``hit_ratio`` is still the store's (what
+``load: hit`` would load over the prompt tokens).
+
+``cache.warm: {requests: N}`` replays the first N lines into the store first,
+untimed: they load nothing and leave no row, and the measured window (``limit``
+lines) starts at line N + 1 from a warm store, as a production store is.
+
 Requests left with nothing to load issue no load in a real connector, so they
 are not run; they are counted (``skipped_requests``) and their prompt tokens
 stay in the denominator of ``hit_ratio``. Arrival times keep the trace's clock:
-request i arrives at ``(timestamp_i - timestamp_0) / speedup`` seconds.
+request i arrives at ``(timestamp_i - timestamp_w) / speedup`` seconds, ``w`` the first
+measured line.
 """
 
 from __future__ import annotations
@@ -23,9 +32,15 @@ from sim.config.geometry import GeometryConfig
 from sim.config.workload import PrefixCacheConfig, TraceArrival
 from sim.runtime.metrics import PLANNED_METRICS
 from sim.workload.prefix_cache import PrefixCache
-from sim.workload.trace import Trace, TraceError
+from sim.workload.trace import Trace, TraceError, read_trace
 
-__all__ = ["ReplayPlan", "cache_capacity_blocks", "plan_replay", "trace_block_bytes"]
+__all__ = [
+    "ReplayPlan",
+    "cache_capacity_blocks",
+    "plan_replay",
+    "replay_trace",
+    "trace_block_bytes",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -71,29 +86,53 @@ def plan_replay(trace: Trace, arrival: TraceArrival, geometry: GeometryConfig) -
         arrival.cache.policy,
     )
     gran = geometry.chunk_granularity
-    n = len(trace)
-    loads = np.zeros(n, dtype=np.int64)
-    hit_blocks = 0
     offsets, ids = trace.offsets.tolist(), trace.hash_ids.tolist()
-    inputs = trace.input_length.tolist()
-    for i in range(n):
+    warm = min(arrival.cache.warm.requests, len(trace))
+    for i in range(warm):  # untimed: only what the store holds afterwards matters
+        cache.store(ids[offsets[i] : offsets[i + 1]])
+    if warm == len(trace):
+        raise TraceError(
+            f"{trace.path}: all {warm} lines read warm the store (cache.warm.requests) and "
+            "none is left to measure; the trace has no more lines"
+        )
+    n = len(trace) - warm
+    inputs = trace.input_length[warm:]
+    loads = np.zeros(n, dtype=np.int64)
+    hit_blocks = hit_tokens = 0
+    prompt = arrival.load == "prompt"
+    inputs_list = inputs.tolist()
+    for k in range(n):
+        i = warm + k
         hit = cache.access(ids[offsets[i] : offsets[i + 1]])
         hit_blocks += hit
-        tokens = min(hit * arrival.block_tokens, inputs[i] - 1)
-        loads[i] = tokens // gran * gran
+        cap = inputs_list[k] - 1
+        stored = min(hit * arrival.block_tokens, cap) // gran * gran
+        hit_tokens += stored
+        loads[k] = cap // gran * gran if prompt else stored
     chosen = np.flatnonzero(loads)
     if chosen.size == 0:
         raise TraceError(
             f"{trace.path}: none of the {n} replayed requests finds a stored prefix of at "
-            f"least one chunk ({gran} tokens); replay more requests or enlarge the cache"
+            f"least one chunk ({gran} tokens); replay more requests, warm the store "
+            "(cache.warm) or enlarge it"
         )
-    t = (trace.timestamps_ms - trace.timestamps_ms[0]) / 1e3 / arrival.speedup
+    stamps = trace.timestamps_ms[warm:]
+    t = (stamps - stamps[0]) / 1e3 / arrival.speedup
+    measured_blocks = offsets[-1] - offsets[warm]
     values = (
         float(n),
         float(n - chosen.size),
-        float(loads.sum() / trace.input_length.sum()),
-        float(hit_blocks / max(len(ids), 1)),
+        float(hit_tokens / inputs.sum()),
+        float(hit_blocks / max(measured_blocks, 1)),
     )
     stats = dict(zip(PLANNED_METRICS, values, strict=True))
-    lines = trace.lines if trace.lines is not None else np.arange(1, n + 1, dtype=np.int64)
-    return ReplayPlan(chosen, lines[chosen], loads[chosen], t[chosen], stats)
+    lines = trace.lines if trace.lines is not None else np.arange(1, len(trace) + 1, dtype=np.int64)
+    lines = lines[warm:]
+    return ReplayPlan(chosen + warm, lines[chosen], loads[chosen], t[chosen], stats)
+
+
+def replay_trace(arrival: TraceArrival, geometry: GeometryConfig) -> ReplayPlan:
+    """Read the lines the replay needs (``cache.warm.requests`` + ``limit``) and plan it."""
+    limit = arrival.limit
+    lines = None if limit is None else limit + arrival.cache.warm.requests
+    return plan_replay(read_trace(arrival.path, lines), arrival, geometry)

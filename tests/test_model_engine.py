@@ -198,3 +198,68 @@ def test_the_model_step_has_the_real_steps_structure(write_config, tmp_path, mon
         assert step[1][2] >= 1e-3  # the forward, plus a sleep's lateness
     rows = res.tables["steps"]
     assert all(r["build_us"] >= 30.0 - 1e-6 for r in rows)
+
+
+# -- the build hold's calibration --------------------------------------------------------
+
+
+def test_the_build_hold_follows_the_steps_tokens_and_a_step_outside_is_refused(
+    write_config, tmp_path, capsys
+) -> None:
+    import json
+
+    from sim.cli import main as cli_main
+    from sim.model.calibration import load_calibration
+
+    cal = write_calibration(tmp_path / "cal.json")
+    data = json.loads(cal.read_text())
+    data["engine"]["cached"] = {"build_ms": 0.2, "by_tokens": {"8": 0.1, "32": 0.2, "256": 1.1}}
+    cal.write_text(json.dumps(data))
+    got = load_calibration(cal)
+    assert got.engine_build_ms("cached") == 0.2
+    assert got.engine_build_ms("cached", 32) == pytest.approx(0.2)
+    assert got.engine_build_ms("cached", 144) == pytest.approx(0.65)
+    assert got.engine_tokens("cached") == (8, 256)
+    base = {"mode": "model", "machine": {"calibration": str(cal)}, "workload": {"requests": 4}}
+    ok = write_config({**base, "engine": {"enabled": True, "batch_size": 200, "baseline_steps": 2}})
+    assert cli_main(["run", str(ok), "-q"]) == 0  # 200 tokens: between 32 and 256
+    far = write_config(
+        {
+            **base,
+            "engine": {"enabled": True, "batch_size": 1024},
+            "output": {"dir": str(tmp_path / "o2")},
+        },
+        name="far.yaml",
+    )
+    assert cli_main(["run", str(far), "-q"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].endswith(
+        "an engine step of 1024 padded tokens (engine.batch_size 1024) is outside the "
+        "calibrated range 8–256 of index variant 'cached'"
+    )
+
+
+def test_calibration_times_the_real_engines_build_after_a_forward(monkeypatch) -> None:
+    from sim.instruments import engine as real_engine
+    from sim.model import measure
+
+    calls: list[int] = []
+    real_build = real_engine.build_step
+
+    def build(factory, variant, lens):
+        calls.append(len(lens))
+        return real_build(factory, variant, lens)
+
+    monkeypatch.setattr(real_engine, "build_step", build)
+    slept: list[float] = []
+    monkeypatch.setattr(measure.time, "sleep", slept.append)
+    got = measure.measure_engine(reps=2, batch_sizes=(8,))
+    assert "cached" in got and "per_component" in got
+    for entry in got.values():
+        assert set(entry["by_tokens"]) == {"8", "32"}  # the sizes asked for and the default
+        assert entry["build_ms"] == entry["by_tokens"]["32"] > 0
+    # per variant and size: one warm-up and two timed builds, each timed one after a sleep
+    # of the default forward (5 ms)
+    assert calls and set(calls) == {8, 32}
+    assert slept and set(slept) == {0.005}
+    assert len(slept) * 3 == len(calls) * 2

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from sim.config.experiment import ExperimentConfig
     from sim.runtime.env import HybridEnvironment
 
-__all__ = ["STEP_COLUMNS", "EngineLoop", "engine_addon", "summarize_steps"]
+__all__ = ["STEP_COLUMNS", "EngineLoop", "build_step", "engine_addon", "summarize_steps"]
 
 #: Columns of steps.csv (after the axis columns), in order.
 STEP_COLUMNS = [
@@ -62,6 +62,15 @@ class _Command:
     phase: str
     posted_ns: int
     event: simpy.Event
+
+
+def build_step(factory: Any, variant: Any, query_lens: list[int]) -> Any:
+    """The GIL-held part of a step: its metadata, then every component's index. Model
+    mode's calibration times this very call (sim.model.measure.measure_engine), so the
+    build the model holds the GIL for is the build the real engine thread runs."""
+    meta = factory.make(query_lens)
+    variant.step(meta)
+    return meta
 
 
 def engine_addon(cfg: ExperimentConfig) -> EngineLoop | None:
@@ -172,8 +181,7 @@ class EngineLoop:
     def _step(self, cmd: _Command) -> dict[str, Any]:
         cfg = self._cfg
         started = time.perf_counter_ns()
-        meta = self._factory.make(cfg.query_lens())
-        self._variant.step(meta)
+        meta = build_step(self._factory, self._variant, cfg.query_lens())
         built = time.perf_counter_ns()
         forward_ns = int(cfg.forward_ms * 1e6)
         with gil_free():

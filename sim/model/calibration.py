@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -113,9 +114,30 @@ class Calibration:
         key = name if name in PARAMETRIC else f"{name}/{handler}"
         return self.data.get("variants", {}).get(key)
 
-    def engine_build_ms(self, index_variant: str) -> float | None:
+    def engine_build_ms(self, index_variant: str, tokens: int | None = None) -> float | None:
+        """The step build's hold (ms) of ``index_variant`` at a step of ``tokens`` padded
+        tokens: linear between the two measured sizes around it (sim.model.coverage
+        refuses a step outside them; a calibration from before sizes were measured has
+        one figure, for every size)."""
         v = self.data.get("engine", {}).get(index_variant)
-        return None if v is None else float(v["build_ms"])
+        if v is None:
+            return None
+        sizes = sorted((int(k), float(ms)) for k, ms in v.get("by_tokens", {}).items())
+        if tokens is None or not sizes:
+            return float(v["build_ms"])
+        if tokens <= sizes[0][0]:
+            return sizes[0][1]
+        for (t0, m0), (t1, m1) in pairwise(sizes):
+            if tokens <= t1:
+                return m0 + (m1 - m0) * (tokens - t0) / (t1 - t0)
+        return sizes[-1][1]
+
+    def engine_tokens(self, index_variant: str) -> tuple[int, int] | None:
+        """The smallest and largest step (padded tokens) the build was measured at."""
+        sizes = [
+            int(k) for k in self.data.get("engine", {}).get(index_variant, {}).get("by_tokens", {})
+        ]
+        return (min(sizes), max(sizes)) if sizes else None
 
     def check_covers(
         self, variant: str, handler: str, chunks: range | None, regions: int, groups: int

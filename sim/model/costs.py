@@ -171,7 +171,7 @@ def point_costs(
         free_fit = LinearFit.from_dict(entry["free"])
     engine_build = None
     if cfg.engine.enabled:
-        ms = cal.engine_build_ms(cfg.engine.index_variant)
+        ms = cal.engine_build_ms(cfg.engine.index_variant, cfg.engine.max_tokens())
         engine_build = None if ms is None else ms / 1e3
     scale = cfg.machine.cpu_scale
     if engine_build is not None:

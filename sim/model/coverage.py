@@ -77,10 +77,20 @@ def check_point(
         cfg.model.regions,
         cfg.model.kv_groups,
     )
-    if cfg.engine.enabled and cal.engine_build_ms(cfg.engine.index_variant) is None:
+    if not cfg.engine.enabled:
+        return
+    eng = cfg.engine
+    if cal.engine_build_ms(eng.index_variant) is None:
         raise CalibrationError(
-            f"{cal.path}: engine.index_variant {cfg.engine.index_variant!r} is not calibrated; "
+            f"{cal.path}: engine.index_variant {eng.index_variant!r} is not calibrated; "
             "run `kvsim calibrate` with the engine"
+        )
+    measured = cal.engine_tokens(eng.index_variant)
+    if measured is not None and not measured[0] <= eng.max_tokens() <= measured[1]:
+        raise CalibrationError(
+            f"{cal.path}: an engine step of {eng.max_tokens()} padded tokens (engine.batch_size "
+            f"{eng.batch_size}) is outside the calibrated range {measured[0]}–{measured[1]} "
+            f"of index variant {eng.index_variant!r}"
         )
 
 

@@ -37,6 +37,7 @@ from sim.benches.connector_args import (
     parse_variant_spec,
 )
 from sim.benches.connector_report import BASELINE, CSV_COLUMNS
+from sim.console import output_console
 
 __all__ = [
     "CSV_COLUMNS",
@@ -245,15 +246,11 @@ def default_specs() -> list[VariantSpec]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from sim.benches.connector_report import LEGEND, table
     from sim.rundir.manifest import machine_info, package_versions
     from sim.rundir.outputs import write_csv
 
-    console = Console()
-    if not console.is_terminal:  # piped or captured: room for the whole table
-        console = Console(width=max(console.width, 120))
+    console = output_console()
     try:
         bg = bench_geometry(args)
         specs = (

@@ -19,6 +19,8 @@ import argparse
 import math
 from typing import Any
 
+from sim.console import output_console
+
 __all__ = ["HELP", "add_arguments", "harness_point", "main", "measure_rate", "sustained_rate"]
 
 HELP = "the harness's own cost with the noop variant: µs per request, lag, sustained rate"
@@ -116,10 +118,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from rich.console import Console
+    from rich import box
     from rich.table import Table
 
-    console = Console()
+    console = output_console()
     try:
         rates = [float(r) for r in args.rates.split(",") if r.strip()]
     except ValueError:
@@ -128,15 +130,20 @@ def main(args: argparse.Namespace) -> int:
     if not rates or any(r <= 0 for r in rates) or args.seconds <= 0:
         console.print("kvsim bench harness: --rates and --seconds must be positive")
         return 2
-    table = Table(title="kvsim bench harness · noop variant, 1 load thread, constant arrivals")
+    table = Table(
+        title="kvsim bench harness · noop variant, 1 load thread, constant arrivals",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
     heads = (
-        "offered req/s",
-        "achieved req/s",
-        "sim GIL µs/req",
-        "sim CPU µs/req",
-        "wake-ups /req",
-        "lag p50 ms",
-        "lag p99 ms",
+        "offered\nreq/s",
+        "achieved\nreq/s",
+        "sim GIL\nµs/req",
+        "sim CPU\nµs/req",
+        "wake-ups\n/req",
+        "lag p50\nms",
+        "lag p99\nms",
     )
     for head in heads:
         table.add_column(head, justify="right")

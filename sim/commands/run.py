@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.commands.plugin_args import add_plugin_argument
+from sim.console import output_console
 
 HELP = "run an experiment and print a comparison of its points"
 
@@ -130,7 +131,6 @@ def check_baseline(baseline: str | None, points: list[Any]) -> None:
 
 def _dry_run(plan: Any) -> int:
     from rich import box
-    from rich.console import Console
     from rich.table import Table
 
     cfg, points, out_dir, counts = plan.config, plan.points, plan.out_dir, plan.requests
@@ -163,7 +163,7 @@ def _dry_run(plan: Any) -> int:
             str(counts[run.rep.point.index]),
             state,
         )
-    out = Console()
+    out = output_console()
     out.print(table)
     from sim.rundir.state import run_state_note
 

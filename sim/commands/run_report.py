@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sim.console import output_console
+
 __all__ = ["report", "rerun_command"]
 
 
@@ -84,8 +86,7 @@ def report(cfg: Any, args: argparse.Namespace, out_dir: Path, outcome: Any) -> i
     if not args.quiet:
         from rich.console import Console
 
-        # Piped into a file or a log, keep the whole table rather than 80 columns of it.
-        out = Console() if sys.stdout.isatty() else Console(width=120)
+        out = output_console()
         err = Console(stderr=True)
         baseline = pick_baseline(rows, args.baseline)
         if args.baseline and baseline is None:

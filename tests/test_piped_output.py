@@ -1,0 +1,158 @@
+"""Every command that prints a table prints it whole into a pipe; its tables fit 100 columns.
+
+rich cut piped output at 80 columns with ``…`` (``kvsim bench index | cat`` showed
+``per_compo…``). Each command here runs as a child whose stdout is a pipe, as under
+``| cat`` or in CI, on the smallest inputs that still print its table. The width limit is
+for the tables drawn for a terminal; the markdown of ``compare`` and ``validate-model``
+(also their .md files, read in a viewer that lays tables out) is checked for cut cells only.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sim.console import TABLE_WIDTH
+from tests.test_model_mode import write_calibration
+
+ROOT = Path(__file__).resolve().parent.parent
+#: Characters of the lines rich draws across a table's whole width (borders and the rule
+#: under the header); such a line is as wide as its table.
+_RULE = set("─━═┏┓┗┛┃┡┩┢┪╇╈┼┬┴├┤┌┐└┘│╋┳┻ ")
+
+
+def _kvsim(*args: str, cwd: Path) -> str:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "KVSIM_NATIVE": "0"}
+    env.pop("COLUMNS", None)
+    out = subprocess.run(
+        [sys.executable, "-m", "sim", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert out.returncode == 0, f"kvsim {' '.join(args)}: {out.stderr[-2000:]}"
+    return out.stdout
+
+
+def _table_widths(text: str) -> list[int]:
+    widths = []
+    for line in text.splitlines():
+        body = line.rstrip()
+        if body and set(body) <= _RULE and set(body) - {" "}:
+            widths.append(len(body))
+    return widths
+
+
+def _whole_and_narrow(args: tuple[str, ...], text: str) -> None:
+    assert text.strip(), f"kvsim {' '.join(args)} printed nothing"
+    cut = [line for line in text.splitlines() if "…" in line]
+    assert not cut, f"kvsim {' '.join(args)}: cut cells in piped output: {cut[:3]}"
+    widths = _table_widths(text)
+    assert all(w <= TABLE_WIDTH for w in widths), (
+        f"kvsim {' '.join(args)}: a table {max(widths)} columns wide:\n{text}"
+    )
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("piped")
+
+
+@pytest.fixture(scope="module")
+def config(workdir: Path) -> Path:
+    import yaml
+
+    from tests.conftest import TINY, deep_merge
+
+    data = deep_merge(
+        TINY,
+        {
+            "name": "piped-with-a-long-name-to-fill-the-title",
+            "output": {"dir": str(workdir / "out")},
+            "sweep": {"connector.variant": ["scalar", "numpy"], "connector.workers": [1, 2]},
+        },
+    )
+    path = workdir / "exp.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def test_run_and_what_reads_its_results(config: Path, workdir: Path) -> None:
+    out = str(workdir / "out")
+    for args in (
+        ("validate", str(config)),
+        ("run", str(config), "--dry-run"),
+        ("run", str(config), "--force"),
+        ("run", str(config), "--resume", "--all-rows"),
+        ("run", str(config), "--dry-run"),
+        ("compare", out),
+    ):
+        _whole_and_narrow(args, _kvsim(*args, cwd=workdir))
+
+
+def test_search(config: Path, workdir: Path) -> None:
+    args = (
+        "search",
+        str(config),
+        "--slo",
+        "latency_p99_ms<=1000",
+        "--over",
+        "workload.arrival.rate_rps",
+        "--max-runs",
+        "2",
+        "--in-process",
+        "--out",
+        str(workdir / "search"),
+        "--set",
+        "sweep={connector.variant: [scalar, numpy]}",
+    )
+    _whole_and_narrow(args, _kvsim(*args, cwd=workdir))
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("variants",),
+        ("variants", "rows"),
+        ("geometry", "deepseek-v3"),
+        ("bench", "index", "--decode", "8", "--prefill", "512", "--repeats", "3", "--iters", "3"),
+        ("bench", "harness", "--rates", "100", "--seconds", "0.2", "--no-search"),
+    ],
+    ids=lambda a: " ".join(a[:2]),
+)
+def test_listing_and_benches(args: tuple[str, ...], workdir: Path) -> None:
+    _whole_and_narrow(args, _kvsim(*args, cwd=workdir))
+
+
+def test_bench_connectors(workdir: Path) -> None:
+    args = ("bench", "connectors", "--chunks", "8", "--repeats", "3", "--csv", "c.csv")
+    _whole_and_narrow(args, _kvsim(*args, cwd=workdir))
+
+
+def test_bench_model(workdir: Path) -> None:
+    cal = write_calibration(workdir / "cal.json")
+    args = ("bench", "model", "--requests", "50", "--repeat", "1", "--sweep-points", "0")
+    _whole_and_narrow(args, _kvsim(*args, "--calibration", str(cal), cwd=workdir))
+
+
+def test_validate_model(config: Path, workdir: Path) -> None:
+    cal = write_calibration(workdir / "cal-vm.json")
+    args = (
+        "validate-model",
+        str(config),
+        "--out",
+        str(workdir / "vm"),
+        "--boot",
+        "50",
+        "--set",
+        f"machine.calibration={cal}",
+        "--set",
+        "sweep={connector.variant: [numpy]}",
+    )
+    _whole_and_narrow(args, _kvsim(*args, cwd=workdir))

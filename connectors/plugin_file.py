@@ -28,7 +28,10 @@ from .base import AddressVariant
 from .registry import ADDRESS_VARIANTS, INDEX_VARIANTS, Registry
 from .token_index import IndexVariant
 
-__all__ = ["PluginCode", "PluginError", "load_plugin", "plugins_loaded"]
+__all__ = ["PluginCode", "PluginError", "is_plugin", "load_plugin", "plugins_loaded"]
+
+#: The module name every plug-in file runs under starts with this.
+MODULE_PREFIX = "kvsim_plugin_"
 
 #: Where the contract is explained, for error messages.
 CONTRACT_DOC = "docs/your-connector.md"
@@ -53,7 +56,12 @@ class PluginCode:
     @property
     def module_name(self) -> str:
         """A module name no two different texts share (and no real package uses)."""
-        return "kvsim_plugin_" + self.sha256[7:23]
+        return MODULE_PREFIX + self.sha256[7:23]
+
+
+def is_plugin(cls: type) -> bool:
+    """Whether ``cls`` comes from a plug-in file (not a built-in or an installed package)."""
+    return cls.__module__.startswith(MODULE_PREFIX)
 
 
 def _user_frames(exc: BaseException, path: str, source: str) -> list[str]:

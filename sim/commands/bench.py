@@ -34,4 +34,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     mod = importlib.import_module(f"sim.benches.{TARGETS[args.target]}")
     with command_plugins(getattr(args, "plugin", [])):
+        if getattr(args, "plugin", []):
+            _refuse_wrong_plugins(args.target)
         return int(mod.main(args) or 0)
+
+
+def _refuse_wrong_plugins(target: str) -> None:
+    """Check every plug-in variant the bench could time before it times anything."""
+    from connectors import registry
+    from sim.conformance import refuse_wrong_plugins
+
+    if target == "connectors":
+        refuse_wrong_plugins([(n, {}) for n in registry.address_variant_names()])
+    else:
+        refuse_wrong_plugins(index=registry.index_variant_names())

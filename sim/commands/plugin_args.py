@@ -26,8 +26,9 @@ def add_plugin_argument(p: argparse.ArgumentParser) -> None:
 
 
 @contextmanager
-def command_plugins(paths: Sequence[str]) -> Iterator[list[type]]:
-    """The ``--plugin`` files' variants registered for the block (commands with no config)."""
+def command_plugins(paths: Sequence[str]) -> Iterator[list[dict[str, str]]]:
+    """The ``--plugin`` files' variants registered for the block (commands with no config);
+    yields the files as read (``{path, source}``, what a config's ``plugins:`` holds)."""
     from pathlib import Path
 
     from sim.config.plugins import plugin_scope, read_plugin
@@ -39,5 +40,5 @@ def command_plugins(paths: Sequence[str]) -> Iterator[list[type]]:
             read.append(read_plugin(path, Path.cwd()))
         except ValueError as exc:
             raise ConfigError(f"--plugin {path}: {exc}") from None
-    with plugin_scope(read) as loaded:
-        yield loaded
+    with plugin_scope(read):
+        yield read

@@ -300,6 +300,7 @@ def main(args: argparse.Namespace) -> int:
 def _main(args: argparse.Namespace, plugins: Any) -> int:
     from sim.config import parse_config
     from sim.config.plugins import plugin_scope
+    from sim.conformance import refuse_wrong_plugin_points
     from sim.rundir.guard import normalize_dir
     from sim.sweep.session import plan_run, prepared_run, run_planned, sweep_outcome
 
@@ -309,6 +310,7 @@ def _main(args: argparse.Namespace, plugins: Any) -> int:
         args.set = [*args.set, "gil.audit=pyspy"]
     cfg, points = parse_config(args.config, args.set, args.plugin)
     plugins.enter_context(plugin_scope(cfg.plugins))  # their variants, until the command ends
+    refuse_wrong_plugin_points(points)  # a plug-in computing wrong addresses is not measured
     check_baseline(args.baseline, points)
     # ``~`` expanded, ``..`` folded (no stray directories), absolute: never ambiguous.
     out_dir = normalize_dir(args.out or cfg.output_dir).absolute()

@@ -112,6 +112,7 @@ def main(args: argparse.Namespace) -> int:
 def _main(args: argparse.Namespace, plugins: Any) -> int:
     from sim.config import parse_config
     from sim.config.plugins import plugin_scope
+    from sim.conformance import refuse_wrong_plugin_points
     from sim.errors import UsageError
     from sim.rundir.guard import normalize_dir, open_run_dir
     from sim.runtime.metrics import SUMMARY_METRICS, extra_latency_columns
@@ -121,6 +122,7 @@ def _main(args: argparse.Namespace, plugins: Any) -> int:
     _check_numbers(args)
     cfg, points = parse_config(args.config, args.set, args.plugin)
     plugins.enter_context(plugin_scope(cfg.plugins))  # their variants, until the command ends
+    refuse_wrong_plugin_points(points)  # a plug-in computing wrong addresses is not measured
     known = [*SUMMARY_METRICS, *extra_latency_columns(cfg.output.percentiles)]
     try:
         slos = [parse_slo(s, known) for s in args.slo]

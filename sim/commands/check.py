@@ -1,0 +1,94 @@
+"""``kvsim check NAME``: a variant's results against the reference, before you measure it."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from sim.commands.plugin_args import add_plugin_argument, command_plugins
+
+HELP = "check a variant's addresses (or index) against the reference on a fixed corpus"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", metavar="NAME", help="an address or index variant (`kvsim variants`)")
+    add_plugin_argument(p)
+    p.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a connector.options value for the variant (repeatable; YAML value)",
+    )
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=4,
+        help="threads that run the corpus at once after the single-thread pass (default 4)",
+    )
+    p.add_argument(
+        "--audit",
+        action="store_true",
+        help="also run a short point under a py-spy GIL audit: do the variant's declared "
+        "GIL-free sections (gil_free) hold up?",
+    )
+
+
+def _options(pairs: list[str]) -> dict[str, Any]:
+    import yaml
+
+    from sim.errors import UsageError
+
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--option {pair!r}: expected KEY=VALUE")
+        out[key] = yaml.safe_load(value)
+    return out
+
+
+def main(args: argparse.Namespace) -> int:
+    from sim.errors import UsageError
+
+    if not 1 <= args.threads <= 64:
+        raise UsageError(f"--threads {args.threads}: between 1 and 64")
+    with command_plugins(args.plugin) as plugins:
+        return _check(args, plugins)
+
+
+def _check(args: argparse.Namespace, plugins: list[dict[str, str]]) -> int:
+    import difflib
+
+    from connectors import registry
+    from sim.conformance import check_index_variant, check_variant
+    from sim.errors import UsageError
+
+    address, index = registry.address_variant_names(), registry.index_variant_names()
+    if args.name in index and args.name not in address:
+        result = check_index_variant(args.name)
+    elif args.name in address:
+        cls = registry.get_address_variant(args.name)
+        if not cls.computes_addresses:
+            raise UsageError(
+                f"{args.name}: computes no addresses (a synthetic load); nothing to check"
+            )
+        try:
+            result = check_variant(args.name, _options(args.option), args.threads)
+        except ValueError as exc:
+            raise UsageError(f"--option: {exc}") from None
+    else:
+        close = difflib.get_close_matches(args.name, [*address, *index], n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise UsageError(
+            f"no variant {args.name!r}; {hint}known: {', '.join([*address, *index])} "
+            "(a variant of your own: --plugin FILE)"
+        )
+    print(result.summary())
+    if not result.ok:
+        return 1
+    if args.audit and args.name in address:
+        from sim.commands.check_audit import audit_variant
+
+        return audit_variant(args.name, _options(args.option), plugins)
+    return 0

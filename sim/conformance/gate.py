@@ -1,0 +1,72 @@
+"""The quick check ``kvsim run`` and ``kvsim bench`` make before measuring a plug-in.
+
+A variant from a user's file (connectors.plugin_file) is run through the corpus of
+``kvsim check`` before anything is measured: timing a variant that computes wrong
+addresses would report a speed-up of nothing. Built-in variants are checked by
+the test suite and are not re-checked here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from connectors import registry
+from connectors.plugin_file import is_plugin
+from sim.conformance.check import check_variant
+from sim.conformance.index_check import check_index_variant
+from sim.errors import ConfigError
+
+__all__ = ["QUICK_THREADS", "refuse_wrong_plugin_points", "refuse_wrong_plugins"]
+
+#: Threads of the quick check (the whole corpus, then again from this many at once).
+QUICK_THREADS = 2
+
+
+def _where(cls: type) -> str:
+    import sys
+
+    module = sys.modules.get(cls.__module__)
+    return str(getattr(module, "__file__", "") or cls.__module__)
+
+
+def refuse_wrong_plugins(
+    address: Iterable[tuple[str, dict[str, Any]]] = (), index: Iterable[str] = ()
+) -> int:
+    """Check each plug-in among ``address`` ((name, options) pairs) and ``index`` (names);
+    ConfigError naming the first that computes a wrong result. Returns how many were checked."""
+    checked = 0
+    seen: set[str] = set()
+    for name, options in address:
+        cls = registry.get_address_variant(name)
+        key = f"{name}:{sorted(options.items())!r}"
+        if not is_plugin(cls) or not cls.computes_addresses or key in seen:
+            continue
+        seen.add(key)
+        result = check_variant(name, options, QUICK_THREADS)
+        checked += 1
+        if not result.ok:
+            raise ConfigError(
+                f"{_where(cls)}: variant {name!r} is not measured: {result.failure} "
+                f"(`kvsim check {name} --plugin {_where(cls)}` runs the whole check)"
+            )
+    for name in dict.fromkeys(index):
+        cls = registry.get_index_variant(name)
+        if not is_plugin(cls):
+            continue
+        result = check_index_variant(name)
+        checked += 1
+        if not result.ok:
+            raise ConfigError(
+                f"{_where(cls)}: index variant {name!r} is not measured: {result.failure}"
+            )
+    return checked
+
+
+def refuse_wrong_plugin_points(points: Iterable[Any]) -> int:
+    """:func:`refuse_wrong_plugins` for the variants a sweep's points name."""
+    points = list(points)
+    return refuse_wrong_plugins(
+        [(p.config.connector.variant, dict(p.config.connector.options)) for p in points],
+        [p.config.engine.index_variant for p in points if p.config.engine.enabled],
+    )

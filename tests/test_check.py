@@ -1,0 +1,170 @@
+"""``kvsim check``: a variant against the reference; run and bench refuse wrong plug-ins."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from connectors.plugin_file import PluginCode, plugins_loaded
+from sim.cli import main
+from sim.conformance import check_index_variant, check_variant
+from sim.conformance.corpus import corpus
+
+#: Region 2 of chunk 1 one block too far: the bug the check must name.
+OFF_BY_ONE = """
+from connectors.base import AddressVariant
+from connectors.registry import register
+
+
+@register
+class OffByOne(AddressVariant):
+    name = "offbyone"
+
+    def prepare_values(self, chunks, block_ids):
+        addrs, sizes, bids = [], [], []
+        for c, (s, e) in enumerate(chunks):
+            a, z, b = self.db.prepare_value(s, e, block_ids)
+            if c == 1 and len(a) > 2:
+                a[2] += self.db.region_block_len()[2]
+            addrs.append(a)
+            sizes.append(z)
+            bids.append(b)
+        return addrs, sizes, bids
+"""
+
+#: Right values, wrong type: NumPy scalars where the bindings need Python ints.
+NUMPY_INTS = """
+import numpy as np
+from connectors.base import AddressVariant
+from connectors.registry import register
+
+
+@register
+class NpInts(AddressVariant):
+    name = "npints"
+
+    def prepare_values(self, chunks, block_ids):
+        n = len(chunks)
+        out = [self.db.prepare_value(s, e, block_ids) for s, e in chunks]
+        return [list(np.array(a, dtype=np.int64)) for a, _, _ in out], [
+            z for _, z, _ in out
+        ], [b for _, _, b in out][:n]
+"""
+
+#: Right from one thread, wrong from others: only the threaded pass can see it.
+THREAD_BUG = """
+import threading
+from connectors.base import AddressVariant
+from connectors.registry import register
+
+
+@register
+class MainOnly(AddressVariant):
+    name = "mainonly"
+
+    def prepare_values(self, chunks, block_ids):
+        out = [self.db.prepare_value(s, e, block_ids) for s, e in chunks]
+        bump = 0 if threading.current_thread() is threading.main_thread() else 1
+        return [a for a, _, _ in out], [z for _, z, _ in out], [b + bump for _, _, b in out]
+"""
+
+#: An index variant that maps every token one request too far.
+WRONG_INDEX = """
+from connectors.registry import register_index
+from connectors.index_cached import CachedIndex
+
+
+@register_index
+class Shifted(CachedIndex):
+    name = "shifted"
+
+    def component_index(self, meta, component):
+        return super().component_index(meta, component) + 1
+"""
+
+
+def _plugin(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_the_corpus_covers_what_the_issue_lists() -> None:
+    cases = corpus()
+    names = {c.geometry.name for c in cases}
+    assert any("mla" in n for n in names) and any("mha" in n for n in names)
+    assert any("group 1" in n for n in names)
+    assert {c.handler for c in cases} == {"per_chunk", "per_group"}
+    assert any(not c.chunks for c in cases) and any(len(c.chunks) == 1 for c in cases)
+    partial = [
+        c
+        for c in cases
+        if c.chunks and c.chunks[-1][1] - c.chunks[-1][0] < c.geometry.db.block_size
+    ]
+    assert partial
+    assert any(len(set(c.geometry.db.block_len)) > 1 for c in cases)
+    edge = max(
+        a
+        for c in cases
+        for (s, _e) in c.chunks
+        for a in c.geometry.db.prepare_value(s, s + c.geometry.db.hash_block_size, c.block_ids)[0]
+    )
+    assert edge > 2**63 - 2**41  # an address just below INT64_MAX
+
+
+@pytest.mark.parametrize("name", ["scalar", "numpy", "rows"])
+def test_built_in_variants_pass(name: str) -> None:
+    result = check_variant(name, threads=2)
+    assert result.ok, result.failure
+    assert result.passed == result.cases == len(corpus())
+
+
+def test_off_by_one_is_named_by_check_and_refused_by_run(
+    tmp_path: Path, write_config, capsys
+) -> None:
+    path = _plugin(tmp_path, "off.py", OFF_BY_ONE)
+    assert main(["check", "offbyone", "--plugin", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert (
+        "first mismatch: mla 5 regions, 5 chunks, per_group: chunk 1, region 2: address expected 0x"
+        in out
+    )
+    assert "(+1 block)" in out
+    cfg = write_config({"connector": {"variant": "offbyone"}})
+    assert main(["run", "-q", str(cfg), "--plugin", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: variant 'offbyone' is not measured: " in err
+    assert "chunk 1, region 2: address expected" in err
+    assert not (tmp_path / "out").exists()  # refused before the run directory was made
+
+
+def test_numpy_ints_are_refused_with_the_reason(tmp_path: Path, capsys) -> None:
+    path = _plugin(tmp_path, "np.py", NUMPY_INTS)
+    assert main(["check", "npints", "--plugin", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "address is numpy.int64, not a Python int" in out
+    assert "native bindings reject NumPy scalars" in out
+    assert main(["bench", "connectors", "--plugin", str(path)]) == 2
+    assert "variant 'npints' is not measured" in capsys.readouterr().err
+
+
+def test_the_threaded_pass_finds_what_one_thread_does_not(tmp_path: Path) -> None:
+    code = PluginCode(str(tmp_path / "t.py"), textwrap.dedent(THREAD_BUG))
+    with plugins_loaded([code]):
+        assert check_variant("mainonly", threads=1).ok
+        result = check_variant("mainonly", threads=3)
+    assert not result.ok
+    assert result.failure.startswith("from 3 threads: ")
+    assert "block id expected" in result.failure
+
+
+def test_index_variants_against_the_reference(tmp_path: Path) -> None:
+    pytest.importorskip("torch", reason="index variants need torch")
+    assert check_index_variant("cached").ok
+    code = PluginCode(str(tmp_path / "idx.py"), textwrap.dedent(WRONG_INDEX))
+    with plugins_loaded([code]):
+        result = check_index_variant("shifted")
+    assert not result.ok
+    assert "component 0, token 0: expected 0, got 1" in result.failure

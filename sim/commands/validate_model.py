@@ -50,7 +50,13 @@ def render(rows: list[Any], title: str) -> tuple[str, list[dict[str, Any]]]:
         return f"# {title}\n\nNo point has both a real and a model run.\n", []
     axes = list(rows[0].key)
     heads = [*axes]
-    for name, *_ in METRICS:
+    # a metric no point has on either side (the engine's, with the engine off) is left out
+    shown = [
+        name
+        for name, *_ in METRICS
+        if any(not (math.isnan(r.real[name].value) and math.isnan(r.model[name])) for r in rows)
+    ]
+    for name in shown:
         short = name.removesuffix("_ms")
         heads += [f"{short} real [95% CI]", f"{short} model", "err"]
     lines = [f"# {title}", "", "| " + " | ".join(heads) + " |", "|" + "--|" * len(heads)]
@@ -58,7 +64,7 @@ def render(rows: list[Any], title: str) -> tuple[str, list[dict[str, Any]]]:
     for r in rows:
         cells = [r.key[a] for a in axes]
         row: dict[str, Any] = dict(r.key)
-        for name, *_ in METRICS:
+        for name in shown:
             iv, m, err = r.real[name], r.model[name], r.error(name)
             ci = "" if math.isnan(iv.low) else f" [{_fmt(iv.low)}, {_fmt(iv.high)}]"
             mark = ""
@@ -81,11 +87,13 @@ def render(rows: list[Any], title: str) -> tuple[str, list[dict[str, Any]]]:
     s = summary_counts(rows)
     lines += [""]
     for name, target in TARGETS.items():
-        lines.append(
-            f"- {name}: {s[f'{name}_met']}/{s['points']} points within ±{target:.0%} "
-            f"(median |error| {_pct(s[f'{name}_median'])}, worst {_pct(s[f'{name}_worst'])})"
-        )
-    for name, *_ in METRICS:
+        if name in shown:
+            lines.append(
+                f"- {name}: {s[f'{name}_met']}/{s[f'{name}_points']} points within {target} "
+                f"(median |error| {_pct(s[f'{name}_median'])}, worst "
+                f"{_pct(s[f'{name}_worst'])})"
+            )
+    for name in shown:
         if name not in TARGETS:
             lines.append(
                 f"- {name}: median |error| {_pct(s[f'{name}_median'])}, "

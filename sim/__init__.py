@@ -12,7 +12,7 @@ serving engine turns into load latency and engine stalls. From Python::
     )
     exp.plan("results/demo")                          # what would run; writes nothing
     run = exp.run("results/demo", force=True)         # each point in its own process
-    print(run.compare())                              # ratios with bootstrap intervals
+    print(run.compare())                              # ratios with intervals over repeats
     run.plot()                                        # PNGs into results/demo/figures
 
     sim.open_run("results/demo").points               # summary.csv rows of a finished run
@@ -22,6 +22,7 @@ Errors kvsim foresaw are :class:`KvsimError` (``ConfigError``, ``RunDirError``,
 command line; see docs/design.md for how the pieces fit together.
 """
 
+from sim.analysis.verdict import Verdict, ratio_verdict
 from sim.api import (
     Experiment,
     Report,
@@ -44,10 +45,12 @@ __all__ = [
     "Run",
     "RunDirError",
     "UsageError",
+    "Verdict",
     "__version__",
     "build",
     "compare",
     "load",
     "open_run",
     "plot",
+    "ratio_verdict",
 ]

@@ -119,7 +119,8 @@ def test_empty_or_nan_data_gives_nan_not_an_error() -> None:
 
 
 def test_compare_values_ratios_and_levels(tmp_path) -> None:
-    res = load_results(write_run(tmp_path))
+    # Three repeats: a ratio's interval comes from the spread between them.
+    res = load_results(write_run(tmp_path, repeats=3))
     comp = compare(res, n_boot=500, seed=0)
     assert comp.baseline == "scalar" and comp.level_axes == ["workers"]
     assert comp.levels == [("1",), ("4",)]
@@ -132,7 +133,7 @@ def test_compare_values_ratios_and_levels(tmp_path) -> None:
     rows = read_csv(tmp_path / "requests.csv")
     lat = [float(r["latency_ms"]) for r in rows if r["variant"] == "numpy" and r["workers"] == "4"]
     cell = comp.cells[(("4",), "numpy", "latency_p99_ms")]
-    assert cell.value == pytest.approx(np.percentile(lat, 99), rel=1e-5) and cell.n == 200
+    assert cell.value == pytest.approx(np.percentile(lat, 99), rel=1e-5) and cell.n == 600
     p50 = comp.cells[(("1",), "numpy", "latency_p50_ms")].ratio
     assert p50.low < p50.value < p50.high and 0.4 < p50.value < 0.6 and p50.excludes_one
     hold = comp.cells[(("1",), "numpy", "gil_hold_mean_ms")].ratio
@@ -156,7 +157,7 @@ def test_compare_picks_up_engine_steps_and_stall_when_present(tmp_path) -> None:
 
 
 def test_compare_command_writes_markdown_and_csv(tmp_path, capsys) -> None:
-    run = write_run(tmp_path / "run")
+    run = write_run(tmp_path / "run", repeats=3)
     args = ["--bootstrap", "300", "--metric", "latency_p99_ms", "--metric", "gil_hold_mean_ms"]
     assert main(["compare", str(run), *args]) == 0
     out = capsys.readouterr().out
@@ -189,7 +190,7 @@ def test_compare_errors_are_one_line(tmp_path, capsys) -> None:
 
 
 def test_compare_by_another_axis(tmp_path) -> None:
-    res = load_results(write_run(tmp_path, n=150))
+    res = load_results(write_run(tmp_path, n=150, repeats=3))
     comp = compare(res, baseline="1", metrics=["latency_p50_ms"], n_boot=300, by="workers")
     assert comp.level_axes == ["variant"] and comp.levels == [("scalar",), ("numpy",)]
     ratio = comp.cells[(("numpy",), "4", "latency_p50_ms")].ratio

@@ -21,8 +21,9 @@ def _machine(commit: str, numpy: str = "2.0") -> dict:
 
 
 def _two(tmp_path: Path) -> tuple[Path, Path]:
-    a = write_run(tmp_path / "before")
-    b = write_run(tmp_path / "after")
+    # Three repeats each: a ratio's interval comes from the runs' repeats.
+    a = write_run(tmp_path / "before", repeats=3)
+    b = write_run(tmp_path / "after", repeats=3)
     for path, commit in ((a, "aaa111"), (b, "bbb222")):
         m = json.loads((path / "manifest.json").read_text())
         m.update(machine=_machine(commit), status="complete")
@@ -91,6 +92,23 @@ def test_manifest_differences_list_commit_machine_versions_and_config() -> None:
     assert diffs["config connector.workers"] == ("1", "2")
     assert diffs["--set"] == ("(none)", "connector.workers=2")
     assert manifest_differences(a, a) == []
+
+
+def test_a_local_and_a_ray_run_say_their_executor_and_hosts_differ(tmp_path, capsys) -> None:
+    a, b = _two(tmp_path)
+    for path, executor, host in ((a, "local", "devbox"), (b, "ray", "node-7")):
+        m = json.loads((path / "manifest.json").read_text())
+        m.update(machine=_machine("same"), sessions=[{"executor": executor}])
+        write_json(path / "manifest.json", m)
+        rows = [{**r, "host": host} for r in read_csv(path / "summary_repeats.csv")]
+        write_csv(path / "summary_repeats.csv", list(rows[0]), rows)
+    assert main(["compare", str(a), str(b), "--bootstrap", "200"]) == 0
+    out = capsys.readouterr().out
+    assert "- executor: local → ray" in out and "- hosts: devbox → node-7" in out
+    assert "commit" not in out.split("```")[1]  # the same commit is not listed
+    assert "agree" not in out
+    # Two runs share no rounds: their repeats are set side by side unpaired.
+    assert "the two runs' repeats, unpaired" in out
 
 
 def test_compare_warns_about_an_interrupted_or_partial_run(tmp_path, capsys) -> None:

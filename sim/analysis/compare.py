@@ -4,11 +4,13 @@ A *level* is one combination of every sweep axis except the compared one
 (``variant`` by default; ``--by index_variant`` compares another axis): workers,
 and whatever else was swept. At each level every variant's metrics are set
 beside the baseline variant's, with the ratio variant / baseline and its 95%
-bootstrap interval computed from the per-row data (requests, engine steps).
+interval drawn from the spread between repeats, paired by round, with each run's
+own request bootstrap only as a floor (``sim.analysis.verdict``, docs/statistics.md).
+With one repeat a ratio has no interval.
 
 A metric is a named statistic of a column. The known ones read per-row tables
-so that they get intervals; any other ``summary.csv`` column can be named too
-(its interval then comes from the repeats, when there are two or more), and
+per run; any other ``summary.csv`` column can be named too (one value per repeat),
+and
 ``TABLE.COLUMN:STAT[@COL=VALUE,...]`` (e.g. ``steps.build_us:p50@phase=alone``)
 names any column of any table, optionally only the rows that match.
 Metrics whose data a run does not have (no engine, no probe) are left out of
@@ -23,7 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.analysis.bootstrap import Interval, ratio_interval, stat_interval
+from sim.analysis.bootstrap import Interval, stat_interval
+from sim.analysis.verdict import ratio_verdict
 from sim.rundir.reader import RunResults, as_float
 
 __all__ = [
@@ -51,11 +54,11 @@ class Metric:
     @property
     def source(self) -> str:
         if self.table is None:
-            return f"summary.csv {self.column} (interval over repeats)"
+            return f"summary_repeats.csv {self.column}, one value per repeat"
         cond = "".join(f" where {c}={v}" for c, v in self.where)
         return (
-            f"{self.table}.csv {self.column}{cond}, {self.stat} over the rows of all "
-            "repeats pooled (the run table's figure is the mean of per-repeat values)"
+            f"{self.table}.csv {self.column}{cond}: value = {self.stat} over the rows of all "
+            f"repeats pooled; ratio from each repeat's own {self.stat}"
         )
 
 
@@ -135,7 +138,8 @@ class Cell:
     value: float
     #: Samples behind the value: rows, or repeats for a summary metric.
     n: int
-    #: variant / baseline with its interval; None for the baseline itself.
+    #: variant / baseline with its interval (NaN ends when there is none); None for the
+    #: baseline itself.
     ratio: Interval | None
 
 
@@ -153,6 +157,16 @@ class Comparison:
     n_boot: int
     seed: int
     repeats: int
+    #: Ratios paired by round (points of one sweep) or not (points of two runs).
+    paired: bool = True
+    level: float = 0.95
+
+    @property
+    def interval_cells(self) -> int:
+        """Ratio cells that have an interval (each can be marked ``*`` by chance)."""
+        return sum(
+            1 for c in self.cells.values() if c.ratio is not None and not math.isnan(c.ratio.low)
+        )
 
 
 class _Samples:
@@ -179,12 +193,20 @@ class _Samples:
             self._index[key] = idx
         return self._index[key]
 
-    def groups(self, m: Metric, point: tuple[str, ...]) -> list[np.ndarray]:
+    def by_round(self, m: Metric, point: tuple[str, ...]) -> dict[str, np.ndarray]:
+        """round (the repeat index, as text) -> that run's values of the metric's column."""
         reps = self._rows(m).get(point, {})
-        return [
-            np.array([as_float(r.get(m.column)) for r in rows], dtype=float)
-            for _, rows in sorted(reps.items())
-        ]
+        return {
+            k: np.array([as_float(r.get(m.column)) for r in rows], dtype=float)
+            for k, rows in sorted(reps.items(), key=lambda kv: _as_round(kv[0]))
+        }
+
+    def groups(self, m: Metric, point: tuple[str, ...]) -> list[np.ndarray]:
+        return list(self.by_round(m, point).values())
+
+
+def _as_round(key: str) -> tuple[int, str]:
+    return (int(key), "") if key.isdigit() else (1 << 30, key)
 
 
 def compare(
@@ -194,8 +216,16 @@ def compare(
     n_boot: int = 2000,
     seed: int = 0,
     by: str = "variant",
+    *,
+    paired: bool = True,
+    level: float = 0.95,
 ) -> Comparison:
-    """Every value of axis ``by`` against ``baseline`` (default: scalar, else the first)."""
+    """Every value of axis ``by`` against ``baseline`` (default: scalar, else the first).
+
+    Each ratio is :func:`sim.analysis.verdict.ratio_verdict` of the two points' repeats:
+    ``paired`` by round for points of one sweep, unpaired for points of two runs.
+    ``n_boot`` resamples each run's rows for the within-run floor of its interval.
+    """
     if by not in res.axes:
         raise ValueError(f"--by {by!r} is not an axis of {res.dir}: {', '.join(res.axes)}")
     if metrics:
@@ -235,18 +265,32 @@ def compare(
                 n = sum(int(np.isfinite(g).sum()) for g in groups)
                 ratio = None
                 if variant != baseline and baseline in variants[lv]:
-                    if m.table is None and len(groups) < 2:
-                        base = stat_interval(samples.groups(m, base_point), m.stat, n_boot=1)
-                        r = value / base.value if base.value else math.nan
-                        ratio = Interval(r, math.nan, math.nan)
-                    else:
-                        ratio = ratio_interval(
-                            groups, samples.groups(m, base_point), m.stat, n_boot, cell_seed
-                        )
+                    v = ratio_verdict(
+                        samples.by_round(m, point),
+                        samples.by_round(m, base_point),
+                        m.stat,
+                        paired=paired,
+                        level=level,
+                        n_boot=n_boot,
+                        seed=cell_seed,
+                    )
+                    ratio = Interval(v.ratio, v.low, v.high)
                 cells[(lv, variant, m.name)] = Cell(value, n, ratio)
     repeats = int(res.manifest.get("repeats", 1) or 1)
     return Comparison(
-        res.name, by, baseline, level_axes, levels, variants, chosen, cells, n_boot, seed, repeats
+        res.name,
+        by,
+        baseline,
+        level_axes,
+        levels,
+        variants,
+        chosen,
+        cells,
+        n_boot,
+        seed,
+        repeats,
+        paired,
+        level,
     )
 
 

@@ -5,7 +5,8 @@ same value in both — and only paired points are compared; a point of one run
 with no twin in the other is listed and left out, never set beside a point that
 merely looks similar. The pairs become one combined result with a ``run`` axis,
 so the comparison is the ordinary one (``sim.analysis.compare``): the same
-metrics and the same bootstrap intervals, with run B's values as ratios to A's.
+metrics, with run B's values as ratios to A's and their intervals from the two
+runs' repeats, unpaired (the runs were not made in the same rounds).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from sim.rundir.reader import RunResults
 
-__all__ = ["RUN_AXIS", "Pairing", "pair_runs", "run_labels", "unpaired_lines"]
+__all__ = ["RUN_AXIS", "Pairing", "host_difference", "pair_runs", "run_labels", "unpaired_lines"]
 
 #: The axis that tells the two runs apart in the combined result.
 RUN_AXIS = "run"
@@ -122,3 +123,15 @@ def unpaired_lines(p: Pairing) -> list[str]:
         for k in keys:
             out.append(f"only in {label}: {_label(p.axes, k)}")
     return out
+
+
+def _hosts(res: RunResults) -> str:
+    rows = res.table("summary_repeats") or res.summary
+    names = sorted({str(r.get("host")) for r in rows if r.get("host")})
+    return ", ".join(names) or "(not recorded)"
+
+
+def host_difference(a: RunResults, b: RunResults) -> tuple[str, str, str] | None:
+    """``("hosts", A's, B's)`` when the two runs' points ran on different hosts."""
+    ha, hb = _hosts(a), _hosts(b)
+    return None if ha == hb else ("hosts", ha, hb)

@@ -1,4 +1,5 @@
-"""What differs between two runs' manifests: commit, machine, package versions, config.
+"""What differs between two runs' manifests: commit, machine, package versions, executor,
+config.
 
 A before/after comparison means something only when the reader knows what
 changed between the two runs: the commit (the change under test), the machine,
@@ -40,9 +41,20 @@ def _show(v: Any) -> str:
 _ABSENT = object()
 
 
+def _executors(manifest: dict[str, Any]) -> str:
+    """The executors the run's sessions used (``local``, ``ray``), as one text."""
+    sessions = manifest.get("sessions")
+    names = {
+        str(x.get("executor") or "local")
+        for x in (sessions if isinstance(sessions, list) else [])
+        if isinstance(x, dict)
+    }
+    return ", ".join(sorted(names)) or "local"
+
+
 def manifest_differences(a: dict[str, Any], b: dict[str, Any]) -> list[tuple[str, str, str]]:
     """``(what, value in A, value in B)`` for each difference, in the order: commit,
-    machine, versions, config (every differing field, sweep axes included)."""
+    machine, versions, executor, config (every differing field, sweep axes included)."""
     out: list[tuple[str, str, str]] = []
     ma, mb = a.get("machine") or {}, b.get("machine") or {}
     ca, cb = ma.get("git_commit"), mb.get("git_commit")
@@ -55,6 +67,9 @@ def manifest_differences(a: dict[str, Any], b: dict[str, Any]) -> list[tuple[str
     for name in sorted(set(pa) | set(pb)):
         if pa.get(name) != pb.get(name):
             out.append((f"version of {name}", str(pa.get(name)), str(pb.get(name))))
+    xa, xb = _executors(a), _executors(b)
+    if xa != xb:
+        out.append(("executor", xa, xb))
     oa, ob = a.get("overrides") or [], b.get("overrides") or []
     if oa != ob:
         out.append(("--set", " ".join(oa) or "(none)", " ".join(ob) or "(none)"))

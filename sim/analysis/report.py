@@ -204,16 +204,47 @@ def _ratio_text(ratio: Any) -> str:
     return text
 
 
+def _method_lines(comp: Any) -> list[str]:
+    """How the ratios' intervals were drawn, and what a ``*`` is worth in this table."""
+    from sim.analysis.verdict import MIN_REPEATS
+
+    pct = f"{comp.level:.0%}"
+    how = "paired by round" if comp.paired else "the two runs' repeats, unpaired"
+    cells = comp.interval_cells
+    at = f"{comp.by}={comp.baseline} at the same {', '.join(comp.level_axes) or 'settings'}"
+    if cells == 0:
+        return [
+            f"Each cell is the value, then its ratio to {at}.",
+            "",
+            f"No verdicts: one repeat per point cannot show the run-to-run spread, so the "
+            f"ratios have no interval and none is marked as a difference; a verdict needs at "
+            f"least {MIN_REPEATS} repeats per point (`repeats: 3` or more to see a 10 % "
+            "difference; docs/statistics.md).",
+        ]
+    lines = [
+        f"Each cell is the value, then its ratio to {at}, with its {pct} interval from the "
+        f"spread between repeats ({how}; each run's own {comp.n_boot}-resample request "
+        f"bootstrap as a floor, seed {comp.seed}; docs/statistics.md); `*` marks an interval "
+        "that excludes 1.00×, a difference beyond the run-to-run spread."
+    ]
+    if cells:
+        chance = cells * (1 - comp.level)
+        lines += [
+            "",
+            f"{cells} ratio(s) have an interval; between identical variants each is marked "
+            f"`*` by chance {1 - comp.level:.0%} of the time, about {chance:.1f} here — read a "
+            "lone `*` in a big table with that in mind.",
+        ]
+    return lines
+
+
 def comparison_markdown(comp: Any, run_dir: str) -> str:
     """``kvsim compare`` as Markdown: one table per level, then where each metric comes from."""
     lines = [
         f"# kvsim compare · {comp.name}",
         "",
         f"Run `{run_dir}` · baseline **{comp.baseline}** · {comp.repeats} repeat(s) per point.",
-        f"Each cell is the value, then its ratio to {comp.by}={comp.baseline} at the same "
-        f"{', '.join(comp.level_axes) or 'settings'} with the ratio's 95% bootstrap interval "
-        f"({comp.n_boot} resamples, seed {comp.seed}); `*` marks an interval that "
-        "excludes 1.00×, a difference beyond resampling noise.",
+        *_method_lines(comp),
     ]
     req_metric = next((m for m in comp.metrics if m.table == "requests"), None)
     for lv in comp.levels:

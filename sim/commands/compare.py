@@ -132,7 +132,7 @@ def _one(args: argparse.Namespace) -> int:
 
 def _two(args: argparse.Namespace) -> int:
     from sim.analysis.compare import compare
-    from sim.analysis.crossrun import RUN_AXIS, pair_runs, unpaired_lines
+    from sim.analysis.crossrun import RUN_AXIS, host_difference, pair_runs, unpaired_lines
     from sim.analysis.manifest_diff import manifest_differences
     from sim.analysis.report import comparison_markdown, comparison_rows
     from sim.rundir.reader import load_results
@@ -144,12 +144,14 @@ def _two(args: argparse.Namespace) -> int:
     pairing = pair_runs(a, b)
     la, lb = pairing.labels
     diffs = manifest_differences(a.manifest, b.manifest)
+    hosts = host_difference(a, b)
+    diffs += [hosts] if hosts else []
     lines = [f"A = {la}: {a.dir.absolute()}", f"B = {lb}: {b.dir.absolute()}", ""]
     if diffs:
         lines.append("What differs between the runs (A → B):")
         lines += [f"- {what}: {va} → {vb}" for what, va, vb in diffs]
     else:
-        lines.append("The manifests agree on commit, machine, versions and config.")
+        lines.append("The runs agree on commit, machine, versions, executor, hosts and config.")
     left_out = unpaired_lines(pairing)
     if left_out:
         lines += [
@@ -170,7 +172,15 @@ def _two(args: argparse.Namespace) -> int:
         raise _error(f"--by {by!r} is not an axis of these runs: {', '.join(pairing.axes)}")
     baseline = args.baseline or (la if by == RUN_AXIS else None)
     try:
-        comp = compare(pairing.combined, baseline, args.metric, args.bootstrap, args.seed, by)
+        comp = compare(
+            pairing.combined,
+            baseline,
+            args.metric,
+            args.bootstrap,
+            args.seed,
+            by,
+            paired=by != RUN_AXIS,  # two runs were not made in the same rounds
+        )
     except ValueError as exc:
         raise _error(str(exc)) from None
     text = comparison_markdown(comp, f"{la} vs {lb}")

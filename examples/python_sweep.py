@@ -48,7 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     run = exp.run(
         out,
         force=True,
-        on_point_done=lambda rep, o: print(f"  {rep.label}: {o.status} ({o.elapsed_s:.1f} s)"),
+        events=sim.SweepEvents(
+            finished=lambda rep, o: print(f"  {rep.label}: {o.status} ({o.elapsed_s:.1f} s)")
+        ),
     )
     assert run.outcome is not None
     print(run.compare(bootstrap=500))

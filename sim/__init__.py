@@ -34,6 +34,7 @@ from sim.api import (
     plot,
 )
 from sim.errors import ConfigError, KvsimError, RunDirError, UsageError
+from sim.events import SweepEvents
 
 __version__ = "0.1.0"
 
@@ -44,6 +45,7 @@ __all__ = [
     "Report",
     "Run",
     "RunDirError",
+    "SweepEvents",
     "UsageError",
     "Verdict",
     "__version__",

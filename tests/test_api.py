@@ -36,6 +36,7 @@ def test_the_public_names_are_pinned() -> None:
         "Report",
         "Run",
         "RunDirError",
+        "SweepEvents",
         "UsageError",
         "__version__",
         "build",
@@ -98,7 +99,9 @@ def test_plan_run_resume_open_compare_plot(tmp_path: Path, monkeypatch) -> None:
     assert not out.exists()  # planning writes nothing
 
     started: list[str] = []
-    run = exp.run(out, on_point_start=lambda p, k: started.append(p.label))
+    run = exp.run(
+        out, events=sim.SweepEvents(started=lambda rep, h: started.append(rep.point.label))
+    )
     # Each point heard once; in an order shuffled from the seed (sweep.order: interleaved).
     assert sorted(started) == [
         "variant=numpy,workers=2,mode=real",

@@ -166,7 +166,9 @@ def test_every_point_names_its_host(write_config, tmp_path, monkeypatch) -> None
     out = tmp_path / "out"
     prepare_run_dir(out, force=False)
     log: list = []
-    res = run_experiment(cfg, points, path, out, on_host=lambda rep, host: log.append(host))
+    res = run_experiment(
+        cfg, points, path, out, SweepEvents(started=lambda rep, host: log.append(host))
+    )
     assert res.failed_points == [] and log == ["local", "local"]
     for rep in rep_runs(out, points, cfg.repeats):
         host = read_status(rep.dir)["host"]

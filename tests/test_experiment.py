@@ -9,6 +9,7 @@ import statistics
 import pytest
 
 from sim.config import parse_config
+from sim.events import SweepEvents
 from sim.rundir.guard import prepare_run_dir
 from sim.rundir.outputs import read_csv
 from sim.sweep import aggregate_repeats, config_hash, first_difference
@@ -73,7 +74,7 @@ def test_top_level_files_are_current_after_each_point(write_config, tmp_path) ->
         manifest = json.loads((out / "manifest.json").read_text())
         seen.append((len(read_csv(out / "requests.csv")), manifest["status"]))
 
-    run_experiment(cfg, points, path, out, isolate=False, on_point_done=on_done)
+    run_experiment(cfg, points, path, out, SweepEvents(finished=on_done), isolate=False)
     assert seen == [(8, "running"), (16, "running")]
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "complete"

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from sim.config import Point, parse_config
+from sim.events import SweepEvents
 from sim.rundir.layout import REQUESTS_FILE, RepRun, in_run_order, read_status, rep_runs
 from sim.rundir.state import verify_tables
 from sim.sweep.executors import parallel
@@ -42,7 +43,7 @@ def test_parallel_points_give_the_serial_run_directory(
         points,
         path,
         tmp_path / "par",
-        on_point_done=lambda r, o: order.append((r.point.index, r.repeat)),
+        SweepEvents(finished=lambda r, o: order.append((r.point.index, r.repeat))),
     )
     manifest = json.loads((tmp_path / "par" / "manifest.json").read_text())
     assert "in 2 worker processes" in " ".join(manifest["sessions"][-1]["notes"])
@@ -77,7 +78,7 @@ def test_ctrl_c_stops_the_workers_and_resume_completes(
             raise _Stop()
 
     with pytest.raises(KeyboardInterrupt):
-        run_experiment(cfg, points, path, out, on_point_done=stop_after_two)
+        run_experiment(cfg, points, path, out, SweepEvents(finished=stop_after_two))
     assert not multiprocessing.active_children()
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "interrupted"

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from sim.config import parse_config
+from sim.events import SweepEvents
 from sim.rundir.layout import REQUESTS_FILE, SUMMARY_FILE, SUMMARY_REPEATS_FILE, rep_runs
 from sim.rundir.state import verify_tables
 from sim.runtime.point import run_point
@@ -137,7 +138,7 @@ def test_ctrl_c_leaves_whole_tables_of_the_finished_points_and_resume_completes(
             raise _Stop()
 
     with pytest.raises(KeyboardInterrupt):
-        run_experiment(cfg, points, path, out, on_point_done=stop_after_three)
+        run_experiment(cfg, points, path, out, SweepEvents(finished=stop_after_three))
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "interrupted"
     assert verify_tables(out, list(TABLES)) == ""  # the tables are the ones recorded
@@ -167,7 +168,12 @@ def test_resume_redoes_damaged_and_unfinished_points_to_the_same_tables(
     (out / REQUESTS_FILE).write_text("garbled\n")
     redone: list[int] = []
     res = run_experiment(
-        cfg, points, path, out, resume=True, on_point_start=lambda p, k: redone.append(p.index)
+        cfg,
+        points,
+        path,
+        out,
+        SweepEvents(started=lambda r, h: redone.append(r.point.index)),
+        resume=True,
     )
     assert sorted(redone) == [1, 4]
     assert res.skipped == len(points) - 2

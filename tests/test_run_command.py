@@ -44,11 +44,11 @@ def test_progress_total_is_the_replayed_count(write_config, tmp_path, capsys, mo
     """The bar's total is planned before any child reports: it must already say 3."""
     path = trace_config(write_config, tmp_path)
 
-    def fake_run(cfg, points, config_path, out_dir, on_point_start, progress, **kw) -> Any:
+    def fake_run(cfg, points, config_path, out_dir, events, **kw) -> Any:
         for p in points:
-            on_point_start(p, 0)  # no progress report: the total stays what was planned
-            rep = SimpleNamespace(label=p.label)
-            kw["on_point_done"](rep, SimpleNamespace(status="ok", elapsed_s=0.1, error=""))
+            rep = SimpleNamespace(label=p.label, point=p, repeat=0)
+            events.started(rep, "local")  # no progress report: the total stays what was planned
+            events.finished(rep, SimpleNamespace(status="ok", elapsed_s=0.1, error=""))
         return SimpleNamespace(
             summary_rows=[],
             axes=[],

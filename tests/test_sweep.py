@@ -14,6 +14,7 @@ import pytest
 
 from sim.cli import main
 from sim.config import parse_config
+from sim.events import SweepEvents
 from sim.rundir.guard import RunDirError, prepare_run_dir
 from sim.rundir.outputs import read_csv
 from sim.sweep import read_status, rep_runs
@@ -60,7 +61,8 @@ def test_resume_skips_finished_points_and_redoes_the_rest(write_config, tmp_path
     assert [r.state for r in plan_sweep(cfg, points, out).runs] == ["done", "pending"]
 
     started: list[str] = []
-    res = run_experiment(cfg, points, path, out, lambda p, k: started.append(p.label), resume=True)
+    events = SweepEvents(started=lambda rep, host: started.append(rep.point.label))
+    res = run_experiment(cfg, points, path, out, events, resume=True)
     assert started == [second.point.label]
     assert res.skipped == 1
     assert read_status(first.dir) == kept  # untouched: same pid, same timing

@@ -10,7 +10,7 @@ in memory needs no file on disk at any point.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # the heavy parts load only when used
     from sim.api.runs import Run
     from sim.config import ExperimentConfig, Point
+    from sim.events import SweepEvents
+    from sim.sweep.executors import ExecutorChoice
     from sim.sweep.session import RunPlan
 
 __all__ = ["Experiment", "Overrides", "build", "load"]
@@ -81,7 +83,13 @@ class Experiment:
         """
         from sim.sweep.session import plan_run
 
-        return plan_run(self.config, list(self.points), self.out_dir(out))
+        return plan_run(
+            self.config,
+            list(self.points),
+            self.out_dir(out),
+            source=self.source,
+            overrides=self.overrides,
+        )
 
     def run(
         self,
@@ -90,10 +98,8 @@ class Experiment:
         force: bool = False,
         resume: bool = False,
         isolate: bool = True,
-        on_point_start: Callable[[Point, int], None] | None = None,
-        progress: Callable[[int, int], None] | None = None,
-        on_point_done: Callable[[Any, Any], None] | None = None,
-        executor: Any = None,
+        events: SweepEvents | None = None,
+        executor: ExecutorChoice | None = None,
     ) -> Run:
         """Run every point × repeat, each in its own child process; return the :class:`Run`.
 
@@ -101,28 +107,19 @@ class Experiment:
         ``resume`` keeps its finished point runs and runs the rest — refused with a
         RunDirError when the config is not the same experiment. ``isolate=False``
         runs points in this process (debuggers; a crash then ends the sweep).
-        Callbacks: ``on_point_start(point, repeat)``, ``progress(done, total)``
-        requests of the current point, ``on_point_done(rep, outcome)``.
+        ``events`` (:class:`sim.SweepEvents`) hears what happens: a point run
+        ``started(rep, host)``, its ``progress(rep, done, total)`` in requests, it
+        ``finished(rep, outcome)``, and ``note(text)``.
         ``executor`` (``sim.sweep.executors.ExecutorChoice``) runs points elsewhere,
         e.g. on a Ray cluster; default: here, one after the other.
         A point that fails does not stop the sweep: see ``Run.outcome``.
         """
         from sim.api.runs import Run
-        from sim.sweep.session import prepared_run, run_planned
+        from sim.sweep.session import open_session
 
         plan = self.plan(out)
-        with prepared_run(plan, force=force, resume=resume, source=self.source) as ready:
-            outcome = run_planned(
-                ready,
-                source=self.source,
-                overrides=self.overrides,
-                resume=resume,
-                isolate=isolate,
-                on_point_start=on_point_start,
-                progress=progress,
-                on_point_done=on_point_done,
-                executor=executor,
-            )
+        with open_session(plan, force=force, resume=resume, isolate=isolate) as session:
+            outcome = session.run(plan, events, executor)
         return Run(plan.out_dir, outcome)
 
 

@@ -4,7 +4,7 @@
 its points, writes every point's tables and status (with checksums), combines the
 top-level tables, the manifest and ``results.json``. This runs an N-point sweep
 into a temporary run directory through the session API ``kvsim run`` uses
-(``plan_run``, ``prepared_run``, ``run_planned``) and splits its wall time into
+(``plan_run``, ``open_session``, ``Session.run``) and splits its wall time into
 the simulation (each point's ``run_point``, as its ``status.json`` records it)
 and everything else — the cost a sweep adds to its points. Python's start-up
 and imports are not in it (this process has them already).
@@ -105,16 +105,16 @@ def time_sweep(
     from sim.config import parse_config
     from sim.rundir.layout import POINTS_DIR, STATUS_FILE, RepRun
     from sim.sweep.executors.parallel import model_workers
-    from sim.sweep.session import plan_run, prepared_run, run_planned
+    from sim.sweep.session import open_session, plan_run
 
     path = work / "sweep.yaml"
     path.write_text(yaml.safe_dump(sweep_config(calibration, points, requests, rate)))
     out = work / "run"
     t0, t0_unix = time.perf_counter(), time.time()
     cfg, pts = parse_config(path)
-    plan = plan_run(cfg, pts, out)
-    with prepared_run(plan, force=True, source=path) as ready:
-        outcome = run_planned(ready, source=path)
+    plan = plan_run(cfg, pts, out, source=path)
+    with open_session(plan, force=True) as session:
+        outcome = session.run(plan)
     wall = time.perf_counter() - t0
     if not outcome.ok:
         raise RuntimeError(f"the timed sweep did not finish: {outcome.unfinished[:1]}")

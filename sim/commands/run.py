@@ -193,7 +193,56 @@ def _dry_run(plan: Any) -> int:
 _MANY = 100
 
 
-def _run_with_progress(prepared: Any, args: argparse.Namespace) -> Any:
+class _ProgressBar:
+    """``kvsim run``'s display: one bar of requests over the whole sweep, a line per
+    point run as it ends (the sweep's events)."""
+
+    def __init__(self, bar: Any, plan: Any, resume: bool) -> None:
+        self.bar = bar
+        self.plan = plan
+        self.runs = len(plan.to_run(resume))
+        self.planned = plan.planned_requests(resume)
+        # The bar's task appears with the first point: an error before it (an unusable
+        # output directory) then leaves no "starting 0/0 req" line behind.
+        self.task: Any = None
+        self.n = 0
+        self.base = 0
+        self.current = 0
+
+    def events(self) -> Any:
+        from sim.events import SweepEvents
+
+        return SweepEvents(started=self.started, progress=self.progress, finished=self.finished)
+
+    def started(self, rep: Any, _host: str) -> None:
+        bar, point = self.bar, rep.point
+        if self.task is None:
+            self.task = bar.add_task("starting", total=self.planned)
+        self.n += 1
+        self.current = self.plan.requests[point.index]
+        rep_txt = f" rep {rep.repeat}" if self.plan.config.repeats > 1 else ""
+        bar.update(self.task, description=f"[{self.n}/{self.runs}] {point.label}{rep_txt}")
+
+    def progress(self, _rep: Any, done: int, total: int) -> None:
+        bar = self.bar
+        if total != self.current:
+            bar.update(self.task, total=bar.tasks[0].total + total - self.current)
+            self.current = total
+        bar.update(self.task, completed=self.base + done)
+
+    def finished(self, rep: Any, outcome: Any) -> None:
+        bar = self.bar
+        self.base += self.current
+        bar.update(self.task, completed=self.base)
+        if self.runs > _MANY and outcome.status == "ok" and rep.point.config.mode == "model":
+            return  # hundreds of lines of milliseconds: the bar says it; failures print
+        if outcome.status == "ok":
+            bar.console.print(f"[green]✓[/] {rep.label}  ({outcome.elapsed_s:.1f} s)")
+        else:
+            bar.console.print(f"[red]✗[/] {rep.label}  {outcome.status}: {outcome.error}")
+
+
+def _run_with_progress(session: Any, plan: Any, resume: bool, choice: Any) -> Any:
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -203,12 +252,6 @@ def _run_with_progress(prepared: Any, args: argparse.Namespace) -> Any:
         TimeRemainingColumn,
     )
 
-    from sim.sweep.session import run_planned
-
-    plan = prepared.plan
-    cfg, counts = plan.config, plan.requests
-    runs = len(plan.to_run(args.resume))
-    planned = plan.planned_requests(args.resume)
     err = Console(stderr=True)
     with Progress(
         TextColumn("[bold]{task.description}"),
@@ -220,46 +263,7 @@ def _run_with_progress(prepared: Any, args: argparse.Namespace) -> Any:
         console=err,
         transient=False,
     ) as bar:
-        # The bar's task appears with the first point: an error before it (an unusable
-        # output directory) then leaves no "starting 0/0 req" line behind.
-        task: Any = None
-        state = {"n": 0, "base": 0, "current": 0}
-
-        def on_point_start(point: Any, rep: int) -> None:
-            nonlocal task
-            if task is None:
-                task = bar.add_task("starting", total=planned)
-            state["n"] += 1
-            state["current"] = counts[point.index]
-            rep_txt = f" rep {rep}" if cfg.repeats > 1 else ""
-            bar.update(task, description=f"[{state['n']}/{runs}] {point.label}{rep_txt}")
-
-        def progress(done: int, total: int) -> None:
-            if total != state["current"]:
-                bar.update(task, total=bar.tasks[0].total + total - state["current"])
-                state["current"] = total
-            bar.update(task, completed=state["base"] + done)
-
-        def on_point_done(rep: Any, outcome: Any) -> None:
-            state["base"] += state["current"]
-            bar.update(task, completed=state["base"])
-            if runs > _MANY and outcome.status == "ok" and rep.point.config.mode == "model":
-                return  # hundreds of lines of milliseconds: the bar says it; failures print
-            if outcome.status == "ok":
-                bar.console.print(f"[green]✓[/] {rep.label}  ({outcome.elapsed_s:.1f} s)")
-            else:
-                bar.console.print(f"[red]✗[/] {rep.label}  {outcome.status}: {outcome.error}")
-
-        return run_planned(
-            prepared,
-            source=Path(args.config),
-            overrides=args.set,
-            resume=args.resume,
-            isolate=not args.in_process,
-            on_point_start=on_point_start,
-            progress=progress,
-            on_point_done=on_point_done,
-        )
+        return session.run(plan, _ProgressBar(bar, plan, resume).events(), choice)
 
 
 def _say_removed(out_dir: Path, gone: list[Path]) -> None:
@@ -302,7 +306,7 @@ def _main(args: argparse.Namespace, plugins: Any) -> int:
     from sim.config.plugins import plugin_scope
     from sim.conformance import refuse_wrong_plugin_points
     from sim.rundir.guard import normalize_dir
-    from sim.sweep.session import plan_run, prepared_run, run_planned, sweep_outcome
+    from sim.sweep.session import open_session, plan_run
 
     if args.mode:  # --mode is --set mode=...; kept in args.set so a resume hint repeats it
         args.set = [*args.set, f"mode={args.mode}"]
@@ -314,31 +318,23 @@ def _main(args: argparse.Namespace, plugins: Any) -> int:
     check_baseline(args.baseline, points)
     # ``~`` expanded, ``..`` folded (no stray directories), absolute: never ambiguous.
     out_dir = normalize_dir(args.out or cfg.output_dir).absolute()
-    plan = plan_run(cfg, points, out_dir)  # refuses model points the calibration lacks
+    # refuses model points the calibration lacks
+    plan = plan_run(cfg, points, out_dir, source=Path(args.config), overrides=args.set)
     if args.dry_run:
         return _dry_run(plan)
     choice = _executor_choice(args)
-    with prepared_run(plan, force=args.force, resume=args.resume, source=args.config) as ready:
+    isolate = not args.in_process
+    with open_session(plan, force=args.force, resume=args.resume, isolate=isolate) as session:
         args.resolved_out = out_dir
-        _say_removed(out_dir, ready.removed)
-        if choice.name != "local" and not args.quiet:
+        if args.quiet:
+            outcome = session.run(plan, None, choice)
+        elif choice.name != "local":
             from sim.commands.run_hosts import run_on_hosts
 
-            result = run_on_hosts(
-                cfg, points, args, out_dir, choice, plan.requests, lock=ready.lock
-            )
-            outcome = sweep_outcome(ready.plan, result)
-        elif args.quiet:
-            outcome = run_planned(
-                ready,
-                source=Path(args.config),
-                overrides=args.set,
-                resume=args.resume,
-                isolate=not args.in_process,
-                executor=choice,
-            )
+            outcome = run_on_hosts(session, plan, args.resume, choice)
         else:
-            outcome = _run_with_progress(ready, args)
+            outcome = _run_with_progress(session, plan, args.resume, choice)
+    _say_removed(out_dir, outcome.removed)
     from sim.commands.run_report import report
 
     return report(cfg, args, out_dir, outcome)

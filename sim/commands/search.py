@@ -114,10 +114,11 @@ def _main(args: argparse.Namespace, plugins: Any) -> int:
     from sim.config.plugins import plugin_scope
     from sim.conformance import refuse_wrong_plugin_points
     from sim.errors import UsageError
-    from sim.rundir.guard import normalize_dir, open_run_dir
+    from sim.rundir.guard import normalize_dir
     from sim.runtime.metrics import SUMMARY_METRICS, extra_latency_columns
     from sim.search.driver import plan_search
     from sim.search.slo import parse_slo
+    from sim.sweep.session import open_session, plan_run
 
     _check_numbers(args)
     cfg, points = parse_config(args.config, args.set, args.plugin)
@@ -141,23 +142,22 @@ def _main(args: argparse.Namespace, plugins: Any) -> int:
         max_runs=args.max_runs,
     )
     out_dir = normalize_dir(args.out or f"results/{search.cfg.name}").absolute()
-    lock = open_run_dir(out_dir, args.force, args.resume)  # held until the search ends
-    try:
-        return _search(args, search, slos, out_dir, lock)
-    finally:
-        lock.release()
+    # The config's own points are what every series starts from: checked before the
+    # directory is touched; each round's points are checked again as they are made.
+    grid = plan_run(search.cfg, points, out_dir, source=Path(args.config), overrides=args.set)
+    isolate = not args.in_process
+    with open_session(grid, force=args.force, resume=args.resume, isolate=isolate) as session:
+        return _search(args, search, slos, session)
 
 
-def _search(
-    args: argparse.Namespace, search: Any, slos: list[Any], out_dir: Path, lock: Any
-) -> int:
-    """The search itself, with the run directory's lock held by the caller."""
+def _search(args: argparse.Namespace, search: Any, slos: list[Any], session: Any) -> int:
+    """The search itself, in a session that holds the run directory."""
+    from sim.events import SweepEvents
     from sim.search.driver import run_search
     from sim.search.report import outcome_line, verdict_line
-    from sim.sweep.experiment import check_resumable, run_experiment
+    from sim.sweep.session import plan_run
 
-    if args.resume:
-        check_resumable(search.cfg, out_dir)
+    out_dir = session.out_dir
     args.resolved_out = out_dir
     say = (lambda *a: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
     slo_text = " and ".join(s.text for s in slos)
@@ -165,22 +165,12 @@ def _search(
         f"kvsim search · {len(search.series)} series × up to {args.max_runs} points over "
         f"{args.over} ({search.series[0].strategy.goal}) · {slo_text} · {out_dir}"
     )
-
-    def on_start(point: Any, rep: int) -> None:
-        say(f"  … {point.label}")
+    events = SweepEvents(started=lambda rep, _host: say(f"  … {rep.point.label}"))
+    last: list[Any] = []
 
     def run_round(pts: list[Any]) -> None:
-        run_experiment(
-            search.cfg,
-            pts,
-            Path(args.config),
-            out_dir,
-            on_start,
-            resume=True,
-            isolate=not args.in_process,
-            overrides=args.set,
-            lock=lock,
-        )
+        plan = plan_run(search.cfg, pts, out_dir, source=Path(args.config), overrides=args.set)
+        last[:] = [session.run(plan, events)]
 
     def on_verdict(s: Any, v: float, verdict: Any) -> None:
         say(verdict_line(s, v, verdict, slos, search.label))
@@ -189,7 +179,8 @@ def _search(
     figure = _draw(out_dir)
     for s, outcome in results:
         print(outcome_line(s, outcome, slos, search.label))
-    _noise_note(out_dir, slos)
+    if last:
+        _noise_note(last[0].noise_floor_p99_ms, slos)
     print(
         f"points in {out_dir} (summary.csv, results.json, search.json"
         + (f", {figure.relative_to(out_dir)}" if figure else "")
@@ -208,23 +199,11 @@ def _draw(out_dir: Path) -> Path | None:
         return None
 
 
-def _noise_note(out_dir: Path, slos: list[Any]) -> None:
-    """The harness's own latency beside the limit it was judged against."""
-    from sim.rundir.layout import SUMMARY_FILE
-    from sim.rundir.outputs import read_csv
-
-    path = out_dir / SUMMARY_FILE
-    rows = read_csv(path) if path.is_file() else []
-    vals = []
-    for r in rows:
-        try:
-            vals.append(float(r.get("noise_floor_p99_ms") or "nan"))
-        except ValueError:
-            continue
-    vals = [v for v in vals if math.isfinite(v)]
-    if not vals:
+def _noise_note(floor: float, slos: list[Any]) -> None:
+    """The harness's own latency (the sweep's noise floor) beside the limit it was judged
+    against."""
+    if not math.isfinite(floor):
         return
-    floor = max(vals)
     note = f"harness noise floor: p99 ≤ {floor:.3g} ms over the points tried"
     lat = [s for s in slos if s.metric.endswith("_ms")]
     if lat and floor > 0.1 * min(s.limit for s in lat):

@@ -120,10 +120,9 @@ def _run(
     each point of a model grid is given the mean of what ``loads`` holds for it, and
     its ``machine.cpu_scale`` from ``scales`` (by its axis values) when given."""
     from sim.config import Point, parse_config
-    from sim.model.coverage import check_points
+    from sim.events import SweepEvents
     from sim.model.measure import measure_background_load
-    from sim.rundir.guard import prepare_run_dir
-    from sim.sweep.experiment import check_resumable, plan_sweep, run_experiment
+    from sim.sweep.session import open_session, plan_run
 
     cfg, points = parse_config(path, sets)
     if loads is not None and not measure:
@@ -135,32 +134,21 @@ def _run(
         ]
     if scales is not None:
         points = [Point(p.index, p.axes, _with_scale(p, scales)) for p in points]
-    check_points(points)
-    if args.resume:
-        check_resumable(cfg, out_dir)
-        if not plan_sweep(cfg, points, out_dir).pending:
-            return
-    prepare_run_dir(out_dir, args.force, args.resume)
+    plan = plan_run(cfg, points, out_dir, source=Path(path), overrides=sets)
+    if args.resume and plan.existing and not plan.difference and not plan.pending:
+        return
 
-    def started(point: Any, _rep: int) -> None:
+    def started(rep: Any, _host: str) -> None:
         if measure and loads is not None:
-            loads[point.index] = [measure_background_load()]
-        print(f"· {point.label}", file=sys.stderr, flush=True)
+            loads[rep.point.index] = [measure_background_load()]
+        print(f"· {rep.point.label}", file=sys.stderr, flush=True)
 
-    def done(rep: Any, _outcome: Any) -> None:
+    def finished(rep: Any, _outcome: Any) -> None:
         if measure and loads is not None:
             loads[rep.point.index].append(measure_background_load())
 
-    run_experiment(
-        cfg,
-        points,
-        Path(path),
-        out_dir,
-        started,
-        resume=args.resume,
-        overrides=sets,
-        on_point_done=done,
-    )
+    with open_session(plan, force=args.force, resume=args.resume) as session:
+        session.run(plan, SweepEvents(started=started, finished=finished))
 
 
 def _with_machine(cfg: Any, **update: Any) -> Any:

@@ -4,8 +4,8 @@ Each series (a combination of the config's other sweep axes: variant, workers,
 …) gets its own :class:`~sim.search.strategy.Strategy`. A round asks every
 unfinished series for its next value, makes each one a :class:`Point` (the
 series' config with the searched field set, and the field as an extra axis),
-and runs the round with ``run_experiment`` on the whole list of points so far,
-with ``resume``: points already done are kept, so ``summary.csv``,
+and runs the round (``Session.run``, ``sim.sweep.session``) on the whole list of
+points so far, as a resume: points already done are kept, so ``summary.csv``,
 ``results.json`` and the per-point directories are those of any other run, and
 ``compare``, ``plot`` and a resumed search read them as such.
 

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sim.config import ExperimentConfig, Point
+from sim.events import SweepEvents
 from sim.process.signals import deferred_signals, sigterm_unwinds
 from sim.rundir.guard import record_owned
 from sim.rundir.layout import MANIFEST_FILE, clear_rep_dir, in_run_order
@@ -30,7 +32,7 @@ from sim.sweep import (
     rep_runs,
     run_rep,
 )
-from sim.sweep.executors import ExecutorChoice, SweepEvents, build_executor
+from sim.sweep.executors import ExecutorChoice, build_executor
 from sim.sweep.executors.parallel import ParallelModelExecutor, model_workers
 from sim.sweep.hostinfo import host_base
 from sim.sweep.plan import PlannedRun, SweepPlan, axis_columns, check_resumable, plan_sweep
@@ -63,23 +65,20 @@ def run_experiment(
     points: Sequence[Point],
     config_path: str | Path | None,
     out_dir: Path,
-    on_point_start: Callable[[Point, int], None] | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    events: SweepEvents | None = None,
     *,
     resume: bool = False,
     isolate: bool = True,
     child_command: Sequence[str] | None = None,
-    on_point_done: Callable[[RepRun, RepOutcome], None] | None = None,
     overrides: Sequence[str] = (),
     executor: ExecutorChoice | None = None,
-    on_host: Callable[[RepRun, str], None] | None = None,
-    on_note: Callable[[str], None] | None = None,
-    on_rep_progress: Callable[[RepRun, int, int], None] | None = None,
     lock: RunLock | None = None,
     plan: SweepPlan | None = None,
 ) -> ExperimentResult:
     """Run every unfinished point × repeat; the caller has prepared ``out_dir`` (see rundir).
 
+    ``sim.sweep.session`` is the one caller in kvsim (it locks, pre-checks and
+    sums up); tests drive the sweep here directly.
     With ``resume``, runs that finished before are kept and skipped (after checking
     that the config is the same experiment); without it every run is done afresh.
     ``isolate=False`` runs points in this process (debugging; no crash isolation).
@@ -88,10 +87,9 @@ def run_experiment(
     for a config built in Python): children get the resolved config, not the file.
     ``overrides`` are the ``--set KEY=VALUE`` strings the config was parsed with (recorded
     in the manifest and results.json, so a resume hint can repeat them).
+    ``events`` hears what happens (:class:`~sim.events.SweepEvents`);
     ``executor`` chooses where runs execute (default: here, one after the other; see
-    ``sim.sweep.executors``); ``on_host`` hears which host each run started on, and
-    ``on_note`` what the executor reports besides results (a lost host, a retry);
-    ``on_rep_progress`` gets progress with the run it belongs to (runs may overlap).
+    ``sim.sweep.executors``).
     ``lock``: the run directory's lock, held by the caller; without it the run takes
     the lock itself (and refuses when another process holds it).
     ``plan`` is the caller's ``plan_sweep`` of this resume, read and checked under
@@ -100,184 +98,203 @@ def run_experiment(
     own = lock is None or not lock.held
     held = RunLock(out_dir).acquire() if own else lock
     try:
-        return _run_locked(
+        if resume and plan is None:
+            check_resumable(cfg, out_dir)
+            plan = plan_sweep(cfg, points, out_dir)
+        source = str(config_path) if config_path is not None else ""
+        sweep = _Sweep(
             cfg,
-            points,
-            config_path,
+            list(points),
             out_dir,
-            on_point_start,
-            progress,
-            resume=resume,
-            isolate=isolate,
-            child_command=child_command,
-            on_point_done=on_point_done,
-            overrides=overrides,
-            executor=executor,
-            on_host=on_host,
-            on_note=on_note,
-            on_rep_progress=on_rep_progress,
-            plan=plan,
+            source,
+            events or SweepEvents(),
+            isolate,
+            tuple(child_command) if child_command is not None else None,
         )
+        choice = executor or ExecutorChoice()
+        previous = read_manifest(out_dir) if resume else None
+        return sweep.run(plan if resume else None, choice, previous, overrides)
     finally:
         if own and held is not None:
             held.release()
 
 
-def _run_locked(
-    cfg: ExperimentConfig,
-    points: Sequence[Point],
-    config_path: str | Path | None,
-    out_dir: Path,
-    on_point_start: Callable[[Point, int], None] | None,
-    progress: Callable[[int, int], None] | None,
-    *,
-    resume: bool,
-    isolate: bool,
-    child_command: Sequence[str] | None,
-    on_point_done: Callable[[RepRun, RepOutcome], None] | None,
-    overrides: Sequence[str],
-    executor: ExecutorChoice | None,
-    on_host: Callable[[RepRun, str], None] | None,
-    on_note: Callable[[str], None] | None,
-    on_rep_progress: Callable[[RepRun, int, int], None] | None,
-    plan: SweepPlan | None,
-) -> ExperimentResult:
-    from sim.sweep import runner
+@dataclass
+class _Rewrites:
+    """When the top-level tables were last rewritten, and what that cost.
 
-    command = tuple(child_command) if child_command is not None else runner.CHILD_COMMAND
-    previous = read_manifest(out_dir) if resume else None
-    if resume and plan is None:
-        check_resumable(cfg, out_dir)
-        plan = plan_sweep(cfg, points, out_dir)
-    elif not resume:
-        plan = None
-    reps = rep_runs(out_dir, list(points), cfg.repeats)
-    axes = axis_columns(points)
-    source = str(config_path) if config_path is not None else ""
-    choice = executor or ExecutorChoice()
-    manifest = RunManifest(cfg, source, points, out_dir, previous, overrides, choice.name)
-    combiner = Combiner(out_dir, axes, cfg.repeats)
-    finished = {
-        (run.rep.point.index, run.rep.repeat)
-        for run in (plan.runs if plan is not None else [])
-        if run.state == "done"
-    }
-    for rep in reps:
-        if (rep.point.index, rep.repeat) in finished and combiner.add(rep) != "done":
-            finished.discard((rep.point.index, rep.repeat))
-    skipped = len(finished)
-    todo = in_run_order(
-        [r for r in reps if (r.point.index, r.repeat) not in finished], cfg.sweep_order, cfg.seed
-    )
+    Model-mode points take milliseconds: rewriting every top-level table after each
+    would cost more than running them, so they are rewritten every COMBINE_EVERY_S,
+    or COMBINE_COST_FACTOR times what the last rewrite took, whichever is longer.
+    """
 
-    def counts() -> dict[str, int]:
-        rows = combiner.repeat_rows()
-        return {
-            "total": len(reps),
-            "done": sum(r["status"] == "ok" for r in rows),
-            "failed": sum(r["status"] == "failed" for r in rows),
-            "skipped": skipped,
+    last: float
+    cost: float = 0.0
+    #: A point run ended since the last rewrite.
+    pending: bool = False
+
+    def due(self, fast: bool) -> bool:
+        since = time.monotonic() - self.last
+        return not fast or since >= max(COMBINE_EVERY_S, COMBINE_COST_FACTOR * self.cost)
+
+
+class _Sweep:
+    """One sweep into a locked run directory: runs its points, keeps its tables current."""
+
+    def __init__(
+        self,
+        cfg: ExperimentConfig,
+        points: list[Point],
+        out_dir: Path,
+        source: str,
+        events: SweepEvents,
+        isolate: bool,
+        child_command: tuple[str, ...] | None,
+    ) -> None:
+        self.cfg = cfg
+        self.points = points
+        self.out_dir = out_dir
+        self.source = source
+        self.events = events
+        self.isolate = isolate
+        self.child_command = child_command
+        self.axes = axis_columns(points)
+        self.reps = rep_runs(out_dir, points, cfg.repeats)
+        self.combiner = Combiner(out_dir, self.axes, cfg.repeats)
+        self.files: dict[str, Any] = {}
+        self.skipped = 0
+        #: What this process's host is, read once for the points run here.
+        self.host: dict[str, Any] | None = None
+        self.rewrites = _Rewrites(time.monotonic())
+        self.manifest: RunManifest | None = None
+
+    def run(
+        self,
+        plan: SweepPlan | None,
+        choice: ExecutorChoice,
+        previous: dict[str, Any] | None,
+        overrides: Sequence[str],
+    ) -> ExperimentResult:
+        from sim.sweep import runner
+
+        if self.child_command is None:
+            self.child_command = runner.CHILD_COMMAND
+        out_dir, combiner = self.out_dir, self.combiner
+        manifest = RunManifest(
+            self.cfg, self.source, self.points, out_dir, previous, overrides, choice.name
+        )
+        self.manifest = manifest
+        finished = {
+            (run.rep.point.index, run.rep.repeat)
+            for run in (plan.runs if plan is not None else [])
+            if run.state == "done"
         }
-
-    def record(status: str) -> None:
-        record_owned(out_dir, RESULTS_FILE)
-        manifest.update(status, counts(), files)
-        write_results_json(out_dir, manifest.data, combiner.summary_rows(), axes)
-        manifest.write(status, counts(), {**files, **record_files(out_dir, [RESULTS_FILE])})
-
-    record_owned(out_dir, MANIFEST_FILE)
-    manifest.write("running", counts(), {})
-    files = combiner.write()
-    record("running")
-    status = "interrupted"
-    # Model-mode points take milliseconds: rewriting every top-level table after each
-    # would cost more than running them, so they are rewritten every COMBINE_EVERY_S,
-    # or COMBINE_COST_FACTOR times what the last rewrite took, whichever is longer.
-    last_write = time.monotonic()
-    write_cost = 0.0
-    unwritten = False
-    host: dict[str, Any] | None = None  # read once, for the points run in this process
-
-    def run_one(rep: RepRun, progress_fn: Callable[[int, int], None] | None) -> RepOutcome:
-        nonlocal host
-        if host is None and (not isolate or rep.point.config.mode == "model"):
-            host = host_base()
-        return run_rep(
-            rep,
+        for rep in self.reps:
+            if (rep.point.index, rep.repeat) in finished and combiner.add(rep) != "done":
+                finished.discard((rep.point.index, rep.repeat))
+        self.skipped = len(finished)
+        todo = in_run_order(
+            [r for r in self.reps if (r.point.index, r.repeat) not in finished],
+            self.cfg.sweep_order,
+            self.cfg.seed,
+        )
+        record_owned(out_dir, MANIFEST_FILE)
+        manifest.write("running", self.counts(), {})
+        self.files = combiner.write()
+        self.record("running")
+        status = "interrupted"
+        events = SweepEvents(self.started, self.progress, self.finished, self.note)
+        try:
+            with sigterm_unwinds():
+                self._executor(choice, todo).run(todo, events)
+            c = self.counts()
+            status = "complete" if c["done"] == c["total"] else "failed"
+        finally:
+            with deferred_signals():  # a second Ctrl-C must not leave the tables half-updated
+                if self.rewrites.pending:
+                    self.files = combiner.write()
+                self.record(status)
+        c = self.counts()
+        return ExperimentResult(
             out_dir,
-            axes,
-            progress_fn,
-            source=source,
-            isolate=isolate,
-            child_command=command,
-            host=host,
+            combiner.summary_rows(),
+            combiner.repeat_rows(),
+            self.axes,
+            self.skipped,
+            incomplete=c["total"] - c["done"] - c["failed"],
         )
 
-    def prepare(rep: RepRun) -> Path:
-        clear_rep_dir(out_dir, rep.dir)
-        return write_spec(rep, axes, source)
+    def _executor(self, choice: ExecutorChoice, todo: list[RepRun]) -> Any:
+        workers = model_workers(todo) if choice.name == "local" and self.isolate else 1
+        if workers > 1:
+            self.host = host_base()
+            self.note(f"{len(todo)} model-mode point runs in {workers} worker processes")
+            return ParallelModelExecutor(
+                workers, self.out_dir, self.axes, self.source, self.host, self.run_one
+            )
+        return build_executor(choice, self.run_one, self.prepare)
 
-    def started(rep: RepRun, host: str) -> None:
-        if on_point_start is not None:
-            on_point_start(rep.point, rep.repeat)
-        if on_host is not None:
-            on_host(rep, host)
+    def counts(self) -> dict[str, int]:
+        rows = self.combiner.repeat_rows()
+        return {
+            "total": len(self.reps),
+            "done": sum(r["status"] == "ok" for r in rows),
+            "failed": sum(r["status"] == "failed" for r in rows),
+            "skipped": self.skipped,
+        }
 
-    def rep_progress(rep: RepRun, done: int, total: int) -> None:
-        if progress is not None:
-            progress(done, total)
-        if on_rep_progress is not None:
-            on_rep_progress(rep, done, total)
+    def record(self, status: str) -> None:
+        out_dir, manifest = self.out_dir, self.manifest
+        assert manifest is not None  # made when the sweep starts
+        record_owned(out_dir, RESULTS_FILE)
+        manifest.update(status, self.counts(), self.files)
+        write_results_json(out_dir, manifest.data, self.combiner.summary_rows(), self.axes)
+        files = {**self.files, **record_files(out_dir, [RESULTS_FILE])}
+        manifest.write(status, self.counts(), files)
 
-    def ended(rep: RepRun, outcome: RepOutcome | None) -> None:
-        nonlocal files, last_write, write_cost, unwritten
-        combiner.add(rep)
-        unwritten = True
-        fast = rep.point.config.mode == "model"
-        since = time.monotonic() - last_write
+    def run_one(self, rep: RepRun, progress_fn: Callable[[int, int], None] | None) -> RepOutcome:
+        if self.host is None and (not self.isolate or rep.point.config.mode == "model"):
+            self.host = host_base()
+        assert self.child_command is not None
+        return run_rep(
+            rep,
+            self.out_dir,
+            self.axes,
+            progress_fn,
+            source=self.source,
+            isolate=self.isolate,
+            child_command=self.child_command,
+            host=self.host,
+        )
+
+    def prepare(self, rep: RepRun) -> Path:
+        clear_rep_dir(self.out_dir, rep.dir)
+        return write_spec(rep, self.axes, self.source)
+
+    def started(self, rep: RepRun, host: str) -> None:
+        self.events.started(rep, host)
+
+    def progress(self, rep: RepRun, done: int, total: int) -> None:
+        self.events.progress(rep, done, total)
+
+    def finished(self, rep: RepRun, outcome: RepOutcome | None) -> None:
+        self.combiner.add(rep)
+        self.rewrites.pending = True
         cost = 0.0
-        if not fast or since >= max(COMBINE_EVERY_S, COMBINE_COST_FACTOR * write_cost):
+        if self.rewrites.due(rep.point.config.mode == "model"):
             began = time.monotonic()
-            files = combiner.write()
-            unwritten = False
+            self.files = self.combiner.write()
+            self.rewrites.pending = False
             cost = time.monotonic() - began
-        if outcome is not None and on_point_done is not None:
-            on_point_done(rep, outcome)
-        if not unwritten:
+        if outcome is not None:
+            self.events.finished(rep, outcome)
+        if not self.rewrites.pending:
             began = time.monotonic()
-            record("running")
-            last_write = time.monotonic()
-            write_cost = cost + (last_write - began)
+            self.record("running")
+            self.rewrites.last = time.monotonic()
+            self.rewrites.cost = cost + (self.rewrites.last - began)
 
-    def note(text: str) -> None:
-        manifest.note(text)
-        if on_note is not None:
-            on_note(text)
-
-    events = SweepEvents(started, rep_progress, ended, note)
-    try:
-        with sigterm_unwinds():
-            workers = model_workers(todo) if choice.name == "local" and isolate else 1
-            if workers > 1:
-                host = host_base()
-                note(f"{len(todo)} model-mode point runs in {workers} worker processes")
-                runner_: Any = ParallelModelExecutor(workers, out_dir, axes, source, host, run_one)
-            else:
-                runner_ = build_executor(choice, run_one, prepare)
-            runner_.run(todo, events)
-        c = counts()
-        status = "complete" if c["done"] == c["total"] else "failed"
-    finally:
-        with deferred_signals():  # a second Ctrl-C must not leave the tables half-updated
-            if unwritten:
-                files = combiner.write()
-            record(status)
-    c = counts()
-    return ExperimentResult(
-        out_dir,
-        combiner.summary_rows(),
-        combiner.repeat_rows(),
-        axes,
-        skipped,
-        incomplete=c["total"] - c["done"] - c["failed"],
-    )
+    def note(self, text: str) -> None:
+        if self.manifest is not None:
+            self.manifest.note(text)
+        self.events.note(text)

@@ -1,38 +1,48 @@
 """One sweep from start to end: plan it, prepare its directory, run it, sum up how it ended.
 
-Both ways in use this module: ``kvsim run`` (which only adds a progress bar and
-prints) and the Python API (``Experiment.run``). It plans once — the same
-:class:`RunPlan` answers a dry run and sizes the progress bar; under the run
-directory's lock the states of its point runs are read again (another process
-may have changed them), a resume of a different experiment is refused, and the
-sweep is told which point runs are already done — and it turns the combined rows
-into what a caller wants to know at the end: how many requests failed, the
-harness's noise floor, which point runs did not finish and where their logs are.
+The one path every sweep takes (docs/design.md §5): ``kvsim run`` (which adds a
+progress bar and prints), the Python API (``Experiment.run``), ``kvsim search``
+(one sweep per round into one directory) and ``kvsim validate-model`` (one
+directory per mode). It plans once — the same :class:`RunPlan` answers a dry run
+and sizes the progress bar; :func:`open_session` makes the run directory ready
+and holds its lock; :meth:`Session.run` reads the states of its point runs again
+under the lock (another process may have changed them), refuses a resume of a
+different experiment, runs the sweep with the caller's :class:`SweepEvents`, and
+turns the combined rows into what a caller wants to know at the end: how many
+requests failed, the harness's noise floor, which point runs did not finish and
+where their logs are.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from sim.config import ExperimentConfig, Point
 from sim.errors import RunDirError
+from sim.events import SweepEvents
+from sim.rundir.derived import remove_stale_derived
+from sim.rundir.guard import open_run_dir
 from sim.rundir.layout import LOG_FILE, RepRun
+from sim.rundir.lock import RunLock
+from sim.rundir.reader import as_float
+from sim.sweep import experiment
+from sim.sweep.executors import ExecutorChoice
 from sim.sweep.experiment import ExperimentResult, PlannedRun, SweepPlan, plan_sweep
 
 __all__ = [
-    "PreparedRun",
     "RunPlan",
+    "Session",
     "SweepOutcome",
+    "check_points",
     "failed_requests",
     "noise_floor_ms",
+    "open_session",
     "plan_run",
-    "prepared_run",
-    "run_planned",
     "sweep_outcome",
 ]
 
@@ -47,6 +57,10 @@ class RunPlan:
     sweep: SweepPlan
     #: Requests each point plans, by point index (a trace replay decides its own count).
     requests: dict[int, int]
+    #: The config file (None: built in Python), recorded in the manifest.
+    source: Path | None = None
+    #: The ``KEY=VALUE`` overrides the config was parsed with (a resume hint repeats them).
+    overrides: tuple[str, ...] = ()
 
     @property
     def runs(self) -> list[PlannedRun]:
@@ -85,8 +99,18 @@ class RunPlan:
             )
 
 
-def plan_run(cfg: ExperimentConfig, points: Sequence[Point], out_dir: Path) -> RunPlan:
+def plan_run(
+    cfg: ExperimentConfig,
+    points: Sequence[Point],
+    out_dir: Path,
+    *,
+    source: str | Path | None = None,
+    overrides: Sequence[str] = (),
+) -> RunPlan:
     """Plan ``points`` into ``out_dir``: states of earlier runs there, requests per point.
+
+    ``source`` is the config file (None for a config built in Python), ``overrides``
+    the ``KEY=VALUE`` strings applied to it; both are recorded in the manifest.
 
     Model-mode points the calibration does not cover are refused here (ConfigError),
     before anything is written.
@@ -99,56 +123,117 @@ def plan_run(cfg: ExperimentConfig, points: Sequence[Point], out_dir: Path) -> R
         check_points(points)  # refuse what the calibration does not cover, before anything
     memo: dict[str, Any] = {}  # points that share a trace replay read it once
     counts = {p.index: planned_requests(p.config, memo)[0] for p in points}
-    return RunPlan(cfg, list(points), out_dir, plan_sweep(cfg, points, out_dir), counts)
+    sweep = plan_sweep(cfg, points, out_dir)
+    path = Path(source) if source is not None else None
+    return RunPlan(cfg, list(points), out_dir, sweep, counts, path, tuple(overrides))
 
 
-@dataclass(frozen=True)
-class PreparedRun:
-    """A run directory made ready for a plan, its lock held by this process."""
+class Session:
+    """A run directory held by this process (its lock), and the sweeps run into it.
 
-    #: The plan, its point runs' states read again under the lock.
-    plan: RunPlan
-    #: The run directory's lock (``sim.rundir.lock``); released when the block ends.
-    lock: Any
-    #: Stale derived files (compare, figures) a resume removed.
-    removed: list[Path]
-
-
-@contextmanager
-def prepared_run(
-    plan: RunPlan, *, force: bool = False, resume: bool = False, source: str | Path | None = None
-) -> Iterator[PreparedRun]:
-    """Make ``plan.out_dir`` ready and hold its lock for the length of the block.
-
-    Refused before anything is touched: a real-store point that cannot fit in
-    memory (ConfigError naming ``source``, the config file), a directory another
-    kvsim holds, and — checked under the lock — a resume of a directory that holds
-    another experiment (RunDirError). A resume that will add points removes
-    ``compare*.md``/``figures/`` made from the partial run, so nothing on disk
-    contradicts the new ``summary.csv``.
+    Made by :func:`open_session`. :meth:`run` is the one way a sweep runs in kvsim:
+    ``kvsim run``, the API, ``kvsim search`` (a sweep per round, into one
+    directory) and ``kvsim validate-model`` all come through it.
     """
-    from sim.rundir.derived import remove_stale_derived
-    from sim.rundir.guard import open_run_dir
-    from sim.store.memory import check_points
 
-    check_points(str(source) if source is not None else "<python>", plan.points)
-    lock = open_run_dir(plan.out_dir, force, resume)
-    try:
+    def __init__(
+        self,
+        out_dir: Path,
+        lock: RunLock,
+        *,
+        resume: bool,
+        isolate: bool,
+        child_command: Sequence[str] | None,
+    ) -> None:
+        self.out_dir = out_dir
+        self.lock = lock
+        #: The next sweep keeps the point runs already done (a resume, or a later round).
+        self.resume = resume
+        self.isolate = isolate
+        self.child_command = child_command
+
+    def run(
+        self,
+        plan: RunPlan,
+        events: SweepEvents | None = None,
+        executor: ExecutorChoice | None = None,
+    ) -> SweepOutcome:
+        """Run ``plan`` into this directory; each point run in a child process.
+
+        A resume is checked under the lock (the states of its point runs read again;
+        a directory that holds another experiment refused with RunDirError), and one
+        that will add points removes ``compare*.md``/``figures/`` made from the
+        partial run, so nothing on disk contradicts the new ``summary.csv`` (the
+        outcome lists them). ``events`` hears what happens, ``executor`` (default:
+        here, one run after the other) chooses where point runs execute.
+        """
+        if plan.out_dir != self.out_dir:
+            raise ValueError(f"plan for {plan.out_dir} run in a session of {self.out_dir}")
+        check_points(plan)
         removed: list[Path] = []
+        resume = self.resume
         if resume:
             plan = replace(plan, sweep=plan_sweep(plan.config, plan.points, plan.out_dir))
             plan.check_resumable()
             if plan.pending:
                 removed = remove_stale_derived(plan.out_dir)
-        yield PreparedRun(plan, lock, removed)
+        result = experiment.run_experiment(
+            plan.config,
+            plan.points,
+            plan.source,
+            plan.out_dir,
+            events,
+            resume=resume,
+            isolate=self.isolate,
+            child_command=self.child_command,
+            overrides=plan.overrides,
+            executor=executor,
+            lock=self.lock,
+            plan=plan.sweep if resume else None,
+        )
+        self.resume = True  # a later sweep into this directory keeps what this one did
+        return sweep_outcome(plan, result, removed)
+
+
+def check_points(plan: RunPlan) -> None:
+    """Refuse a real-store point that cannot fit in memory (ConfigError naming the
+    config file), before the run directory is touched."""
+    from sim.store.memory import check_points as check_store_memory
+
+    source = str(plan.source) if plan.source is not None else "<python>"
+    check_store_memory(source, plan.points)
+
+
+@contextmanager
+def open_session(
+    plan: RunPlan,
+    *,
+    force: bool = False,
+    resume: bool = False,
+    isolate: bool = True,
+    child_command: Sequence[str] | None = None,
+) -> Iterator[Session]:
+    """Make ``plan.out_dir`` ready and hold its lock for the length of the block.
+
+    Refused before anything is touched: a point of ``plan`` that cannot run here
+    (:func:`check_points`), a directory another kvsim holds or one that is not
+    kvsim's (RunDirError). ``force`` replaces a previous run (only the files kvsim
+    wrote), ``resume`` keeps its finished point runs. ``isolate=False`` runs points
+    in this process (debuggers; a crash then ends the sweep); ``child_command``
+    replaces how a child is started (tests).
+    """
+    check_points(plan)
+    lock = open_run_dir(plan.out_dir, force, resume)
+    try:
+        yield Session(
+            plan.out_dir, lock, resume=resume, isolate=isolate, child_command=child_command
+        )
     finally:
         lock.release()
 
 
 def noise_floor_ms(rows: Sequence[dict[str, Any]]) -> float:
     """The harness's noise floor (worst p99 over points, ms); NaN when no point measured it."""
-    from sim.rundir.reader import as_float
-
     vals = [as_float(r.get("noise_floor_p99_ms")) for r in rows]
     vals = [v for v in vals if not math.isnan(v)]
     return max(vals) if vals else math.nan
@@ -156,8 +241,6 @@ def noise_floor_ms(rows: Sequence[dict[str, Any]]) -> float:
 
 def failed_requests(rows: Sequence[dict[str, Any]]) -> int:
     """Requests that failed, summed over the summary rows."""
-    from sim.rundir.reader import as_float
-
     vals = (as_float(r.get("failed") or 0) for r in rows)
     return sum(int(v) for v in vals if not math.isnan(v))
 
@@ -173,6 +256,8 @@ class SweepOutcome:
     noise_floor_p99_ms: float
     #: Point runs that did not finish: (run, state, error); each has a ``stderr.log``.
     unfinished: list[tuple[RepRun, str, str]]
+    #: Files made from a partial run that a resume removed (compare.md, figures/…).
+    removed: list[Path] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -186,60 +271,15 @@ class SweepOutcome:
         return rep.dir / LOG_FILE
 
 
-def run_planned(
-    prepared: PreparedRun,
-    *,
-    source: str | Path | None = None,
-    overrides: Sequence[str] = (),
-    resume: bool = False,
-    isolate: bool = True,
-    child_command: Sequence[str] | None = None,
-    on_point_start: Callable[[Point, int], None] | None = None,
-    progress: Callable[[int, int], None] | None = None,
-    on_point_done: Callable[[RepRun, Any], None] | None = None,
-    executor: Any = None,
-    on_host: Callable[[RepRun, str], None] | None = None,
-    on_note: Callable[[str], None] | None = None,
-    on_rep_progress: Callable[[RepRun, int, int], None] | None = None,
+def sweep_outcome(
+    plan: RunPlan, result: ExperimentResult, removed: Sequence[Path] = ()
 ) -> SweepOutcome:
-    """Run a prepared plan (inside :func:`prepared_run`); each point run in a child process.
-
-    ``source`` is the config file (None for a config built in Python), recorded in
-    the manifest; ``overrides`` the ``KEY=VALUE`` strings applied to it.
-    ``executor`` (a ``sim.sweep.executors.ExecutorChoice``; default: here, one
-    run after the other) and the ``on_host`` / ``on_note`` / ``on_rep_progress``
-    callbacks are passed to :func:`sim.sweep.experiment.run_experiment`.
-    """
-    from sim.sweep.experiment import run_experiment
-
-    plan = prepared.plan
-    result = run_experiment(
-        plan.config,
-        plan.points,
-        source,
-        plan.out_dir,
-        on_point_start,
-        progress,
-        resume=resume,
-        isolate=isolate,
-        child_command=child_command,
-        on_point_done=on_point_done,
-        overrides=overrides,
-        executor=executor,
-        on_host=on_host,
-        on_note=on_note,
-        on_rep_progress=on_rep_progress,
-        lock=prepared.lock,
-        plan=plan.sweep if resume else None,
-    )
-    return sweep_outcome(plan, result)
-
-
-def sweep_outcome(plan: RunPlan, result: ExperimentResult) -> SweepOutcome:
     """What a caller wants to know of a finished sweep beyond its tables."""
     unfinished = []
     if result.crashed_points or result.incomplete:
         for run in plan_sweep(plan.config, plan.points, plan.out_dir).pending:
             unfinished.append((run.rep, run.state, run.error))
     rows = result.summary_rows
-    return SweepOutcome(result, failed_requests(rows), noise_floor_ms(rows), unfinished)
+    return SweepOutcome(
+        result, failed_requests(rows), noise_floor_ms(rows), unfinished, list(removed)
+    )

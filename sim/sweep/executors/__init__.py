@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from sim.events import SweepEvents
 from sim.rundir.layout import RepRun
 from sim.sweep.executors.base import (
     LOCAL_HOST,
@@ -19,7 +20,6 @@ from sim.sweep.executors.base import (
     ExecutorError,
     LocalExecutor,
     RunOne,
-    SweepEvents,
 )
 
 __all__ = [

@@ -15,10 +15,10 @@ marks every run it had not finished ``interrupted``, reports each, and re-raises
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
 from sim.errors import KvsimError
+from sim.events import SweepEvents
 from sim.rundir.layout import RepRun
 from sim.sweep.runner import RepOutcome
 
@@ -28,7 +28,6 @@ __all__ = [
     "ExecutorError",
     "LocalExecutor",
     "RunOne",
-    "SweepEvents",
 ]
 
 #: Host label of runs done by the local executor (the driver's own machine).
@@ -45,20 +44,6 @@ class ExecutorError(KvsimError):
     Exit code 2: like a config, it is fixed before anything is measured."""
 
     exit_code: ClassVar[int] = 2
-
-
-@dataclass(frozen=True)
-class SweepEvents:
-    """What an executor reports while it works (all called in the driver's main thread)."""
-
-    #: A run started on a host (its label; ``local`` for the local executor).
-    started: Callable[[RepRun, str], None]
-    #: Requests done / planned of a running run.
-    progress: Callable[[RepRun, int, int], None]
-    #: A run ended; ``None`` when it was interrupted (its directory says ``interrupted``).
-    finished: Callable[[RepRun, RepOutcome | None], None]
-    #: Something the user should know that is not a run's result (a retry, a lost host).
-    note: Callable[[str], None]
 
 
 class Executor(Protocol):

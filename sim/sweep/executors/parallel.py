@@ -29,8 +29,9 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
+from sim.events import SweepEvents
 from sim.rundir.layout import RepRun, read_status, write_status
-from sim.sweep.executors.base import LOCAL_HOST, RunOne, SweepEvents
+from sim.sweep.executors.base import LOCAL_HOST, RunOne
 from sim.sweep.runner import RepOutcome, run_rep
 
 __all__ = ["MIN_PARALLEL_REQUESTS", "MIN_PARALLEL_RUNS", "ParallelModelExecutor", "model_workers"]

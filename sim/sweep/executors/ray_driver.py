@@ -33,8 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sim.events import SweepEvents
 from sim.rundir.layout import LOG_FILE, RepRun, read_status, write_status
-from sim.sweep.executors.base import ExecutorError, SweepEvents
+from sim.sweep.executors.base import ExecutorError
 from sim.sweep.executors.transfer import TransferError, read_inputs, write_outputs
 from sim.sweep.hostinfo import code_hash
 from sim.sweep.runner import RepOutcome

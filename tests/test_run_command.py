@@ -56,6 +56,7 @@ def test_progress_total_is_the_replayed_count(write_config, tmp_path, capsys, mo
             crashed_points=[],
             empty_points=[],
             failed_points=[],
+            incomplete=0,
         )
 
     monkeypatch.setattr("sim.sweep.experiment.run_experiment", fake_run)

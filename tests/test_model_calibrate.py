@@ -53,6 +53,25 @@ def test_calibrate_writes_a_file_model_runs_use(small_calibration, write_config,
     assert manifest["calibration"][0]["digest"] == cal.digest
 
 
+def test_calibrate_prints_the_load_average_and_signed_terms(tmp_path, monkeypatch, capsys):
+    """What the command prints of a calibration (made up here: the measuring is tested above)."""
+    import sim.model.measure as measure
+
+    fit = {"intercept": 0.12, "per_chunk_region": 4e-6, "per_chunk": -2.5e-4, "per_group": -1e-9}
+    doc = {
+        "elapsed_s": 3.0,
+        "machine": {"cores": 2, "loadavg": [2.02978515625, 1.5, 0.875]},
+        "harness": {"sim_cpu_per_request_ms": 0.1, "wake_ms": 0.05, "timer_late_ms": 0.06},
+        "variants": {"numpy/per_group": {"hold": fit, "fit_worst_rel_error": 0.04}},
+    }
+    monkeypatch.setattr(measure, "calibrate", lambda *a, **k: doc)
+    assert cli_main(["calibrate", "--out", str(tmp_path / "cal.json"), "--variants", "numpy"]) == 0
+    out = capsys.readouterr().out
+    assert "load average 2.03, 1.50, 0.88 (1, 5, 15 min)" in out
+    assert "hold ≈ 0.120 ms + 0.004 µs·chunks·regions − 0.25 µs·chunks (" in out
+    assert "+ -" not in out and "groups" not in out  # a term that rounds to 0 is left out
+
+
 def test_calibrate_refuses_to_overwrite(small_calibration, capsys) -> None:
     assert cli_main(["calibrate", "--out", str(small_calibration), "--variants", "noop"]) == 2
     assert "exists; pass --force" in capsys.readouterr().err

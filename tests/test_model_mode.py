@@ -88,6 +88,33 @@ def test_mode_flag_overrides_the_config(write_config, tmp_path, capsys) -> None:
     assert {r["mode"] for r in rows} == {"model"}
 
 
+def test_model_mode_after_a_real_run_writes_its_own_directory(
+    write_config, tmp_path, monkeypatch, capsys
+) -> None:
+    """The README's order: `kvsim run CONFIG`, then `kvsim run CONFIG --mode model`."""
+    cal = write_calibration(tmp_path / "cal.json")
+    path = write_config({"machine": {"calibration": str(cal)}, "output": {"percentiles": [50]}})
+    monkeypatch.chdir(tmp_path)
+    assert cli_main(["run", str(path), "-q"]) == 0
+    assert cli_main(["run", str(path), "--mode", "model", "-q"]) == 0, capsys.readouterr().err
+    real = read_csv(tmp_path / "results" / "tiny" / "requests.csv")
+    model = read_csv(tmp_path / "results" / "tiny-model" / "requests.csv")
+    assert {r["mode"] for r in real} == {"real"} and {r["mode"] for r in model} == {"model"}
+
+
+def test_validate_takes_mode_as_run_does(write_config, tmp_path, capsys) -> None:
+    cal = write_calibration(tmp_path / "cal.json")
+    path = write_config({"machine": {"calibration": str(cal)}, "output": {"percentiles": [50]}})
+    assert cli_main(["validate", str(path), "--mode", "model"]) == 0
+    assert "tiny-model" in capsys.readouterr().out  # the model run's own directory
+    scalar = write_config(
+        {"connector": {"variant": "scalar"}, "machine": {"calibration": str(cal)}}
+    )
+    assert cli_main(["validate", str(scalar)]) == 0  # real mode needs no calibration
+    assert cli_main(["validate", str(scalar), "--mode", "model"]) == 2
+    assert "not calibrated" in capsys.readouterr().err
+
+
 def test_model_run_is_deterministic(model_config) -> None:
     _cfg, points = parse_config(model_config({"connector": {"workers": 3}}))
     a = run_model_point(points[0])

@@ -49,6 +49,21 @@ def test_set_overrides_a_field_a_swept_field_and_an_axis(write_config) -> None:
         parse_config(path, ["connector.workers"])
 
 
+@pytest.mark.parametrize("swept", [False, True], ids=["fixed", "swept"])
+def test_a_bad_variant_from_set_blames_the_set_not_the_file_line(write_config, swept) -> None:
+    over = {"sweep": {"connector.variant": ["scalar", "numpy"]}} if swept else {}
+    path = write_config(over)
+    for given in ("connector.variant=bogus", "sweep.connector.variant=[numpy, bogus]"):
+        key = given.partition("=")[0]
+        with pytest.raises(ConfigError) as err:
+            parse_config(path, [given])
+        message = str(err.value)
+        assert message.startswith(f"{path} (--set {key}): connector.variant: unknown variant")
+        assert f"{path}:" not in message  # no line of the file, which says numpy or scalar
+    with pytest.raises(ConfigError, match=r"\(--set connector.options\): connector\.options"):
+        parse_config(path, ["connector.options={hold_ms: 2.0}"])
+
+
 def test_set_on_a_swept_variant_checks_its_options_against_that_variant(write_config) -> None:
     path = write_config({"sweep": {"connector.variant": ["scalar", "numpy"]}})
     sets = ["connector.variant=synthetic", "connector.options={hold_ms: 2.0, free_ms: 0.0}"]

@@ -70,7 +70,8 @@ class Experiment:
 
     def out_dir(self, out: str | Path | None = None) -> Path:
         """Where the run goes: ``out``, else ``output.dir``, else ``results/<name>``
-        (``~`` expanded, ``..`` folded, made absolute)."""
+        (``results/<name>-model`` in model mode; ``~`` expanded, ``..`` folded, made
+        absolute)."""
         from sim.rundir.guard import normalize_dir
 
         return normalize_dir(out or self.config.output_dir).absolute()

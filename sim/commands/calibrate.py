@@ -105,7 +105,7 @@ def _gil_main(args: argparse.Namespace) -> int:
     h = doc["harness"]
     print(
         f"wrote {out} ({doc['elapsed_s']:.0f} s; {doc['machine']['cores']} cores, "
-        f"load average {doc['machine']['loadavg']})"
+        f"{loadavg_text(doc['machine']['loadavg'])})"
     )
     print(
         f"harness: {h['sim_cpu_per_request_ms']:.3f} ms sim-thread CPU/request, wake "
@@ -115,15 +115,42 @@ def _gil_main(args: argparse.Namespace) -> int:
         if "hold" in e:
             fit = e["hold"]
             print(
-                f"{key:22s} hold ≈ {fit['intercept']:.3f} ms + "
-                f"{fit['per_chunk_region'] * 1e3:.3f} µs·chunks·regions + "
-                f"{fit['per_chunk'] * 1e3:.2f} µs·chunks "
+                f"{key:22s} hold ≈ {hold_fit_text(fit)} "
                 f"(worst fit error {e['fit_worst_rel_error']:.0%}; model mode interpolates "
                 "the measurements where it can)"
             )
         else:
             print(f"{key:22s} overhead {e['overhead_ms'] * 1e3:.0f} µs/request")
     return 0
+
+
+def loadavg_text(loadavg: list[float] | None) -> str:
+    """``load average 2.03, 1.50, 0.90 (1, 5, 15 min)``, as ``uptime`` prints it."""
+    if not loadavg:
+        return "load average unknown"
+    return f"load average {', '.join(f'{x:.2f}' for x in loadavg)} (1, 5, 15 min)"
+
+
+def hold_fit_text(fit: dict[str, float]) -> str:
+    """``0.120 ms + 0.004 µs·chunks·regions − 0.25 µs·chunks``: each term with its own sign.
+
+    A fit may give a term a negative coefficient (the intercept absorbs the rest); printed
+    as ``+ -0.000 µs`` that read as a glitch. A term that rounds to zero is left out.
+    """
+    terms = [
+        (fit["intercept"], "{:.3f} ms", 1.0),
+        (fit["per_chunk_region"], "{:.3f} µs·chunks·regions", 1e3),
+        (fit["per_chunk"], "{:.2f} µs·chunks", 1e3),
+        (fit.get("per_group", 0.0), "{:.2f} µs·groups", 1e3),
+    ]
+    text = ""
+    for value, form, scale in terms:
+        shown = form.format(abs(value) * scale)
+        if not text:
+            text = ("−" if value < 0 and float(shown.split()[0]) else "") + shown
+        elif float(shown.split()[0]):
+            text += f" {'−' if value < 0 else '+'} {shown}"
+    return text
 
 
 TARGETS["gil"] = (

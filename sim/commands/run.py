@@ -23,7 +23,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("config", help="experiment YAML file")
     p.add_argument(
         "--out",
-        help="run directory (default: output.dir of the config, else results/<name>; "
+        help="run directory (default: output.dir of the config, else results/<name>, "
+        "results/<name>-model in model mode; "
         "a relative path is taken from the working directory)",
     )
     mode = p.add_mutually_exclusive_group()
@@ -73,16 +74,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="--executor ray: times a run whose host is lost is submitted again (2)",
     )
     add_set_argument(p)
+    add_mode_argument(p)
     add_plugin_argument(p)
+
+
+def add_mode_argument(p: argparse.ArgumentParser) -> None:
+    """``--mode``: a ``--set`` item with a flag of its own (:func:`set_items`)."""
     p.add_argument(
         "--mode",
         choices=("real", "model"),
         help="override the config's mode: real threads on this machine, or the calibrated "
-        "discrete-event model (docs/model-mode.md)",
+        "discrete-event model (docs/model-mode.md); same as --set mode=...",
     )
 
 
 def add_set_argument(p: argparse.ArgumentParser) -> None:
+    """``--set``, and ``--audit``, a ``--set`` item with a flag of its own (:func:`set_items`)."""
     p.add_argument(
         "--audit",
         action="store_true",
@@ -96,6 +103,16 @@ def add_set_argument(p: argparse.ArgumentParser) -> None:
         help="override one config field (repeatable), e.g. --set connector.workers=8 or "
         "--set sweep.connector.variant=[scalar,numpy]; a swept field gets that value only",
     )
+
+
+def set_items(args: argparse.Namespace) -> list[str]:
+    """The ``--set`` items of a command line, ``--mode`` and ``--audit`` included."""
+    items = list(args.set)
+    if getattr(args, "mode", None):
+        items.append(f"mode={args.mode}")
+    if getattr(args, "audit", False):
+        items.append("gil.audit=pyspy")
+    return items
 
 
 def interrupt_hint(args: argparse.Namespace) -> str:
@@ -308,10 +325,7 @@ def _main(args: argparse.Namespace, plugins: Any) -> int:
     from sim.rundir.guard import normalize_dir
     from sim.sweep.session import open_session, plan_run
 
-    if args.mode:  # --mode is --set mode=...; kept in args.set so a resume hint repeats it
-        args.set = [*args.set, f"mode={args.mode}"]
-    if args.audit:  # likewise --audit is --set gil.audit=pyspy
-        args.set = [*args.set, "gil.audit=pyspy"]
+    args.set = set_items(args)  # kept in args.set so that a resume hint repeats them
     cfg, points = parse_config(args.config, args.set, args.plugin)
     plugins.enter_context(plugin_scope(cfg.plugins))  # their variants, until the command ends
     refuse_wrong_plugin_points(points)  # a plug-in computing wrong addresses is not measured

@@ -21,7 +21,7 @@ HELP = "find the highest rate (or best worker count) that meets a latency or sta
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from sim.commands.run import add_set_argument
+    from sim.commands.run import add_mode_argument, add_set_argument
 
     p.add_argument("config", help="experiment YAML file (its sweep axes become the series)")
     p.add_argument(
@@ -76,6 +76,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="run points in this process instead of one child process each (debugging)",
     )
     add_set_argument(p)
+    add_mode_argument(p)
     add_plugin_argument(p)
 
 
@@ -110,6 +111,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _main(args: argparse.Namespace, plugins: Any) -> int:
+    from sim.commands.run import set_items
     from sim.config import parse_config
     from sim.config.plugins import plugin_scope
     from sim.conformance import refuse_wrong_plugin_points
@@ -121,6 +123,7 @@ def _main(args: argparse.Namespace, plugins: Any) -> int:
     from sim.sweep.session import open_session, plan_run
 
     _check_numbers(args)
+    args.set = set_items(args)  # --audit and --mode as --set items, for every point
     cfg, points = parse_config(args.config, args.set, args.plugin)
     plugins.enter_context(plugin_scope(cfg.plugins))  # their variants, until the command ends
     refuse_wrong_plugin_points(points)  # a plug-in computing wrong addresses is not measured

@@ -14,9 +14,10 @@ HELP = "check a config file and list its points without running anything"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("config", help="experiment YAML file")
-    from sim.commands.run import add_set_argument
+    from sim.commands.run import add_mode_argument, add_set_argument
 
     add_set_argument(p)
+    add_mode_argument(p)
     add_plugin_argument(p)
 
 
@@ -49,13 +50,14 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _main(args: argparse.Namespace, plugins: Any) -> int:
+    from sim.commands.run import set_items
     from sim.config import parse_config
     from sim.config.plugins import plugin_scope
     from sim.rundir.guard import normalize_dir
     from sim.store.memory import check_points
     from sim.workload.plan import preview_workload
 
-    cfg, points = parse_config(args.config, args.set, args.plugin)
+    cfg, points = parse_config(args.config, set_items(args), args.plugin)
     plugins.enter_context(plugin_scope(cfg.plugins))  # their variants, until the command ends
     memory_lines = check_points(args.config, points)  # real store: refuses what does not fit
     if any(p.config.mode == "model" for p in points):

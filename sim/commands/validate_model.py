@@ -208,6 +208,7 @@ def _matched_line(real: Any, matched: Any, scales_file: Path) -> str:
 def main(args: argparse.Namespace) -> int:
     import json
 
+    from sim.commands.run import set_items
     from sim.config import parse_config
     from sim.model.coverage import point_calibration
     from sim.model.measure import measure_conditions
@@ -215,6 +216,7 @@ def main(args: argparse.Namespace) -> int:
     from sim.rundir.outputs import atomic_write_text, write_csv, write_json
     from sim.rundir.reader import load_results
 
+    args.set = set_items(args)  # --audit as its --set item, for both modes
     cfg, _points = parse_config(args.config, args.set)
     base = Path(args.out or f"results/{cfg.name}-validate").absolute()
     real_dir, model_dir, idle_dir = base / "real", base / "model", base / "model-idle"

@@ -123,7 +123,12 @@ class ExperimentConfig(FrozenModel):
 
     @property
     def output_dir(self) -> str:
-        return self.output.dir or f"results/{self.name}"
+        """``output.dir``, else ``results/<name>``, and ``results/<name>-model`` in model
+        mode: a prediction never lands in (or asks to replace) the measured run's directory,
+        so ``kvsim run CONFIG --mode model`` works right after ``kvsim run CONFIG``."""
+        if self.output.dir:
+            return self.output.dir
+        return f"results/{self.name}-model" if self.mode == "model" else f"results/{self.name}"
 
 
 def axis_label(path: str, all_paths: list[str]) -> str:

@@ -159,17 +159,33 @@ def _build(
         loc, msg = _describe(exc.errors()[0])
         dotted = ".".join(str(x) for x in loc)
         line = (sweep_value_line(node, dotted, raw) if where else None) or _line_of(node, loc)
-        at = f"{path}:{line}" if line else str(path)
-        given = next((k for k in overridden if dotted == k or dotted.startswith(k + ".")), None)
-        if given is not None:
-            at = f"{path} (--set {given})"
+        at = _blame(path, line, dotted, overridden)
         suffix = f" [at {where}]" if where else ""
         raise ConfigError(f"{at}: {_fmt_loc(loc)}: {msg}{suffix}") from None
-    _check_variant(path, node, cfg, where)
+    _check_variant(path, node, cfg, where, overridden)
     return cfg
 
 
-def _check_variant(path: Path, node: yaml.Node | None, cfg: ExperimentConfig, where: str) -> None:
+def _blame(path: Any, line: int | None, dotted: str, overridden: tuple[str, ...]) -> str:
+    """Where a bad value came from: the ``--set`` that gave it, else the file's line.
+
+    An override of the field, of a section above it or of its sweep axis wins over the
+    line of the file, which holds the value the override replaced.
+    """
+    for key in overridden:
+        for field in {key, key.removeprefix("sweep.")}:
+            if dotted == field or dotted.startswith(field + "."):
+                return f"{path} (--set {key})"
+    return f"{path}:{line}" if line else str(path)
+
+
+def _check_variant(
+    path: Path,
+    node: yaml.Node | None,
+    cfg: ExperimentConfig,
+    where: str,
+    overridden: tuple[str, ...] = (),
+) -> None:
     from connectors import registry
 
     suffix = f" [at {where}]" if where else ""
@@ -177,7 +193,7 @@ def _check_variant(path: Path, node: yaml.Node | None, cfg: ExperimentConfig, wh
     line = (sweep_value_line(node, "connector.variant", point) if where else None) or _line_of(
         node, ("connector", "variant")
     )
-    at = f"{path}:{line}" if line else str(path)
+    at = _blame(path, line, "connector.variant", overridden)
     names = registry.address_variant_names()
     if cfg.connector.variant not in names:
         close = difflib.get_close_matches(cfg.connector.variant, names, n=1)
@@ -195,7 +211,7 @@ def _check_variant(path: Path, node: yaml.Node | None, cfg: ExperimentConfig, wh
             or _line_of(node, ("connector", "options"))
             or line
         )
-        at = f"{path}:{line}" if line else str(path)
+        at = _blame(path, line, "connector.options", overridden)
         raise ConfigError(f"{at}: connector.options: {exc}{suffix}") from None
 
 

@@ -174,7 +174,8 @@ class OutputConfig(FrozenModel):
         None,
         description="Run directory. A relative path is taken from the directory kvsim is "
         "started in (the working directory, like any output path on a command line), not "
-        "from the config file's; default results/<name>. kvsim prints the full path.",
+        "from the config file's; default results/<name> (results/<name>-model in model "
+        "mode). kvsim prints the full path.",
     )
     percentiles: tuple[Annotated[float, Strict(), Field(allow_inf_nan=False)], ...] = Field(
         BASE_PERCENTILES,

@@ -24,6 +24,8 @@ from sim.cli import main
 CONFIGS = sorted((Path(__file__).resolve().parent.parent / "configs").glob("*.yaml"))
 #: Seconds a case may take before it counts as a hang (a guard, not a speed test).
 HANG_S = 120
+#: Longest line a message may be (issue 30 item 16: values are echoed as excerpts).
+MAX_LINE = 2000
 
 
 @dataclass(frozen=True)
@@ -251,6 +253,24 @@ HAND_MADE: list[Case] = [
     Case("anchor-undefined", "name: ok\nseed: *nothing\n", "invalid"),
     Case("unterminated-quote", "name: 'ok\n", "invalid"),
     Case("crlf-valid", "name: ok\r\nseed: 3\r\n", "valid"),
+    # issue 30: data files and paths (items 2, 13, 16)
+    Case(
+        "calibration-dev-zero",
+        "name: ok\nmode: model\nmachine: {calibration: /dev/zero}\n",
+        "invalid",
+    ),
+    Case("calibration-dir", "name: ok\nmode: model\nmachine: {calibration: /tmp}\n", "invalid"),
+    Case("calibration-nul", 'name: ok\nmode: model\nmachine: {calibration: "a\\0b"}\n', "invalid"),
+    Case("output-dir-nul", 'name: ok\noutput: {dir: "a\\0b"}\n', "invalid"),
+    Case("output-dir-too-long", f"name: ok\noutput: {{dir: /tmp/{'d' * 300}}}\n", "invalid"),
+    Case("output-dir-home-var", "name: ok\noutput: {dir: $HOME/x}\n", "invalid"),
+    Case("output-dir-braced-var", "name: ok\noutput: {dir: '${HOME}/x'}\n", "invalid"),
+    Case("trace-nul", 'name: ok\nworkload: {arrival: {kind: trace, path: "a\\0b"}}\n', "invalid"),
+    Case("hf-config-dev-zero", "name: ok\nmodel: {hf_config: /dev/zero}\n", "invalid"),
+    Case(
+        "variant-megabyte", "name: ok\nconnector: {variant: " + "v" * 3_000_000 + "}\n", "invalid"
+    ),
+    Case("key-megabyte", "name: ok\nmodel: {" + "k" * 1_000_000 + ": 1}\n", "invalid"),
     Case("bom-valid", "\ufeffname: ok\n", "valid"),
 ]
 
@@ -308,6 +328,8 @@ def _one(argv: list[str], capsys) -> tuple[int, list[str]]:
         signal.signal(signal.SIGALRM, previous)
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err + captured.out
+    # an error echoes a bounded excerpt of what it was given, never megabytes on a line
+    assert all(len(ln) <= MAX_LINE for ln in captured.err.splitlines()), "a huge message"
     return rc, [ln for ln in captured.err.splitlines() if ln.strip()]
 
 

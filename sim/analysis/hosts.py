@@ -17,13 +17,12 @@ unknown host (nothing to check, nothing to report).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sim.errors import RunDirError
-from sim.rundir.layout import POINTS_DIR, STATUS_FILE
+from sim.rundir.layout import POINTS_DIR, STATUS_FILE, read_status
 from sim.rundir.reader import RunResults
 from sim.sweep.hostinfo import same_hardware_key
 
@@ -51,11 +50,10 @@ def point_hosts(res: RunResults) -> list[PointHost]:
         for status_path in sorted(
             (res.dir / POINTS_DIR / point["slug"]).glob(f"rep-*/{STATUS_FILE}")
         ):
-            try:
-                status = json.loads(status_path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
+            status = read_status(status_path.parent)
+            if status is None:
                 continue
-            host = status.get("host") if isinstance(status, dict) else None
+            host = status.get("host")
             if status.get("status") != "ok" or not isinstance(host, dict):
                 continue
             rep = status_path.parent.name.removeprefix("rep-")

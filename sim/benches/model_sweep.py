@@ -12,7 +12,6 @@ and imports are not in it (this process has them already).
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,7 +102,7 @@ def time_sweep(
     import yaml
 
     from sim.config import parse_config
-    from sim.rundir.layout import POINTS_DIR, STATUS_FILE, RepRun
+    from sim.rundir.layout import POINTS_DIR, STATUS_FILE, RepRun, read_status
     from sim.sweep.executors.parallel import model_workers
     from sim.sweep.session import open_session, plan_run
 
@@ -120,7 +119,7 @@ def time_sweep(
         raise RuntimeError(f"the timed sweep did not finish: {outcome.unfinished[:1]}")
     simulated, first = 0.0, float("inf")
     for status in sorted((out / POINTS_DIR).glob(f"*/rep-*/{STATUS_FILE}")):
-        data = json.loads(status.read_text(encoding="utf-8"))
+        data = read_status(status.parent) or {}
         simulated += float(data["run_point_s"])
         first = min(first, float(data["started_unix"]))
     workers = model_workers([RepRun(p, 0, out) for p in pts])

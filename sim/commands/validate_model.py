@@ -187,14 +187,30 @@ def _merge_conditions(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _read_json(path: Path) -> dict[str, Any]:
+    """A JSON object validate-model wrote beside its runs (RunDirError if it is not one)."""
+    import json
+
+    from sim.errors import RunDirError
+    from sim.files.read import read_bounded
+
+    raw = read_bounded(path, what="record", limit=16 << 20, error=RunDirError, within=path.parent)
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        data = None
+    if not isinstance(data, dict):
+        raise RunDirError(f"{path}: not the JSON object validate-model wrote; rerun it")
+    return data
+
+
 def _matched_line(real: Any, matched: Any, scales_file: Path) -> str:
     """The summary line of the speed-matched model (its table is in model-matched/)."""
-    import json
 
     from sim.model.validate import summary_counts, validate_runs
 
     m = summary_counts(validate_runs(real, matched, n_boot=1))
-    scales = list(json.loads(scales_file.read_text()).values()) if scales_file.is_file() else []
+    scales = list(_read_json(scales_file).values()) if scales_file.is_file() else []
     span = f", {min(scales):.2f}–{max(scales):.2f} here" if scales else ""
     return (
         f"- the same model at the speed each real point met (machine.cpu_scale = its mean "
@@ -271,7 +287,7 @@ def main(args: argparse.Namespace) -> int:
     load_note = ""
     load_file = base / "background_load.json"
     if cal_file.is_file() and load_file.is_file():
-        per_point = [x for v in json.loads(load_file.read_text()).values() for x in v]
+        per_point = [x for v in _read_json(load_file).values() for x in v]
         load_note = (
             f"Background load on this machine (runnable threads of other processes, measured "
             f"by a fair-share spin test before and after each real point): "

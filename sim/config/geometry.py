@@ -8,7 +8,7 @@ from pydantic import Field, Strict, ValidationInfo, field_validator, model_valid
 
 from sim.config.hf_config import DTYPE_BYTES
 from sim.config.model_source import BLOCK_SIZE_MAX, TP_MAX, resolve_model_source
-from sim.config.types import FrozenModel, PosInt
+from sim.config.types import FrozenModel, PathText, PosInt
 
 __all__ = ["INT64_MAX", "GeometryConfig"]
 
@@ -62,7 +62,7 @@ class GeometryConfig(FrozenModel):
         description="Built-in model whose KV cache sets regions and block_len "
         "(`kvsim geometry` lists them), e.g. deepseek-v3, llama-3.1-8b.",
     )
-    hf_config: str | None = Field(
+    hf_config: PathText | None = Field(
         None,
         description="Path to a Hugging Face config.json (or its directory) that sets regions "
         "and block_len; relative to the config file's directory.",

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.errors import HFConfigError
+from sim.files.read import read_bounded
 
 __all__ = [
     "DTYPE_BYTES",
@@ -92,16 +93,17 @@ def read_hf_config(path: str | Path) -> dict[str, Any]:
     p = Path(path).expanduser()
     if p.is_dir():
         p = p / "config.json"
-    if not p.is_file():
-        raise HFConfigError(f"{p}: no such file")
-    if p.stat().st_size > MAX_CONFIG_BYTES:
-        raise HFConfigError(f"{p}: too large for a model config.json (limit 4 MiB)")
+    raw = read_bounded(
+        p, what="model config.json (model.hf_config)", limit=MAX_CONFIG_BYTES, error=HFConfigError
+    )
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise HFConfigError(f"{p}: not a UTF-8 text file") from None
     except json.JSONDecodeError as exc:
         raise HFConfigError(f"{p}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    except (ValueError, RecursionError) as exc:  # an integer of 4,300+ digits, deep nesting
+        raise HFConfigError(f"{p}: not a usable JSON file ({type(exc).__name__})") from None
     if not isinstance(data, dict):
         raise HFConfigError(f"{p}: expected a JSON object, got {type(data).__name__}")
     return data

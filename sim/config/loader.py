@@ -22,6 +22,7 @@ from sim.config.overrides import apply_overrides, parse_overrides
 from sim.config.paths import CONFIG_DIR
 from sim.config.sweep_axes import axis_problem, sweep_value_line
 from sim.errors import ConfigError
+from sim.files.read import excerpt
 
 __all__ = ["ConfigError", "load_config", "load_points", "parse_config", "parse_mapping"]
 
@@ -98,7 +99,7 @@ def _describe(err: dict[str, Any]) -> tuple[tuple[Any, ...], str]:
     if kind == "union_tag_invalid":
         ctx = err.get("ctx", {})
         disc = str(ctx.get("discriminator", "kind")).strip("'")
-        return loc, f"unknown {disc} {ctx.get('tag')!r}; allowed: {ctx.get('expected_tags')}"
+        return loc, f"unknown {disc} {excerpt(ctx.get('tag'))}; allowed: {ctx.get('expected_tags')}"
     if kind == "union_tag_not_found":
         ctx = err.get("ctx", {})
         disc = str(ctx.get("discriminator", "kind")).strip("'")
@@ -109,7 +110,7 @@ def _describe(err: dict[str, Any]) -> tuple[tuple[Any, ...], str]:
     if words is not None:
         return loc, words
     if kind not in ("model_type", "dict_type") and not isinstance(given, (dict, list)):
-        msg += f" (got {given!r})"
+        msg += f" (got {excerpt(given)})"
     return loc, msg
 
 
@@ -117,19 +118,19 @@ def _in_words(kind: str, loc: tuple[Any, ...], err: dict[str, Any]) -> str | Non
     """pydantic's wording replaced by what is allowed, for the errors users meet most."""
     given = err.get("input")
     if kind in ("model_type", "dict_type", "model_attributes_type") and not isinstance(given, dict):
-        return f"expected a section of settings ({{key: value, ...}}), got {given!r}"
+        return f"expected a section of settings ({{key: value, ...}}), got {excerpt(given)}"
     if kind in ("tuple_type", "list_type"):
         if loc and loc[0] == "sweep":
             return (
-                f"the values of a sweep axis are a list, e.g. [{given!r}] or [1, 2, 4] "
-                f"(got {given!r})"
+                f"the values of a sweep axis are a list, e.g. [{excerpt(given)}] or [1, 2, 4] "
+                f"(got {excerpt(given)})"
             )
-        return f"expected a list such as [1, 2] (got {given!r})"
+        return f"expected a list such as [1, 2] (got {excerpt(given)})"
     if kind == "string_pattern_mismatch":
         model = _model_at(tuple(err["loc"]))
         field = getattr(model, "model_fields", {}).get(loc[-1]) if loc else None
         allowed = field.description if field is not None and field.description else ""
-        return f"{given!r} is not allowed" + (f"; {allowed}" if allowed else "")
+        return f"{excerpt(given)} is not allowed" + (f"; {allowed}" if allowed else "")
     return None
 
 
@@ -142,7 +143,8 @@ _UNION_TAGS = {
 def _fmt_loc(loc: tuple[Any, ...]) -> str:
     out = ""
     for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+        text = str(part) if len(str(part)) <= 60 else excerpt(str(part))
+        out += f"[{part}]" if isinstance(part, int) else (f".{text}" if out else text)
     return out or "(top level)"
 
 
@@ -199,7 +201,7 @@ def _check_variant(
         close = difflib.get_close_matches(cfg.connector.variant, names, n=1)
         hint = f"did you mean '{close[0]}'? " if close else ""
         raise ConfigError(
-            f"{at}: connector.variant: unknown variant {cfg.connector.variant!r}; "
+            f"{at}: connector.variant: unknown variant {excerpt(cfg.connector.variant)}; "
             f"{hint}allowed: {', '.join(names)}{suffix}"
         )
     try:
@@ -212,7 +214,8 @@ def _check_variant(
             or line
         )
         at = _blame(path, line, "connector.options", overridden)
-        raise ConfigError(f"{at}: connector.options: {exc}{suffix}") from None
+        why = excerpt(exc, 300, quote=False)
+        raise ConfigError(f"{at}: connector.options: {why}{suffix}") from None
 
 
 def parse_config(
@@ -311,7 +314,7 @@ def _parse(
         )
     bad = [k for k in raw if not isinstance(k, str)]
     if bad:
-        raise ConfigError(f"{path}: top-level key {bad[0]!r} must be a string")
+        raise ConfigError(f"{path}: top-level key {excerpt(bad[0])} must be a string")
     overridden: tuple[str, ...] = ()
     if overrides:
         try:

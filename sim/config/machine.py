@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from sim.config.types import FrozenModel, NonNegFloat, PosFloat, PosInt
+from sim.config.types import FrozenModel, NonNegFloat, PathText, PosFloat, PosInt
 
 __all__ = ["MachineConfig"]
 
@@ -41,7 +41,7 @@ class MachineConfig(FrozenModel):
         "it per point from the real twin's holds for its speed-matched view. Real mode "
         "runs at this machine's speed and refuses any other value.",
     )
-    calibration: str = Field(
+    calibration: PathText = Field(
         "results/calibration.json",
         description="Calibration file written by `kvsim calibrate` (model mode), relative "
         "to the working directory: the measured costs every simulated request is built from.",

@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import Field
 
 from sim.config.types import FrozenModel
+from sim.files.read import read_bounded
 
 __all__ = ["MAX_PLUGIN_BYTES", "PluginSource", "plugin_codes", "plugin_scope", "read_plugin"]
 
@@ -57,13 +58,7 @@ def read_plugin(entry: Any, base: Path) -> dict[str, str]:
     path = (path if path.is_absolute() else base / path).absolute()
     if path.suffix != ".py":
         raise ValueError(f"{path}: a plug-in is a Python file ending in .py")
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_PLUGIN_BYTES + 1)
-    except OSError as exc:
-        raise ValueError(f"{path}: cannot read the plug-in ({exc.strerror or exc})") from None
-    if len(data) > MAX_PLUGIN_BYTES:
-        raise ValueError(f"{path}: a plug-in file is at most {MAX_PLUGIN_BYTES} bytes")
+    data = read_bounded(path, what="plug-in", limit=MAX_PLUGIN_BYTES, error=ValueError)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

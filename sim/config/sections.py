@@ -7,7 +7,15 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, Strict, StrictBool, field_validator, model_validator
 
 from sim.config.mooncake import MooncakeConfig
-from sim.config.types import FrozenModel, NonNegFloat, NonNegInt, PosFloat, PosInt, Prob
+from sim.config.types import (
+    FrozenModel,
+    NonNegFloat,
+    NonNegInt,
+    PathText,
+    PosFloat,
+    PosInt,
+    Prob,
+)
 
 __all__ = [
     "BASE_PERCENTILES",
@@ -170,12 +178,13 @@ BASE_PERCENTILES = (50.0, 90.0, 99.0)
 class OutputConfig(FrozenModel):
     """Where a run's files go and which latency percentiles its tables carry."""
 
-    dir: str | None = Field(
+    dir: PathText | None = Field(
         None,
         description="Run directory. A relative path is taken from the directory kvsim is "
         "started in (the working directory, like any output path on a command line), not "
         "from the config file's; default results/<name> (results/<name>-model in model "
-        "mode). kvsim prints the full path.",
+        "mode). kvsim prints the full path. A leading ~ is expanded; $VARIABLES are not "
+        "(refused: a config means the same in every shell).",
     )
     percentiles: tuple[Annotated[float, Strict(), Field(allow_inf_nan=False)], ...] = Field(
         BASE_PERCENTILES,
@@ -200,5 +209,8 @@ class OutputConfig(FrozenModel):
 
 
 def percentile_label(q: float) -> str:
-    """``99`` -> ``p99``, ``99.9`` -> ``p99.9`` (the name used in column names)."""
-    return f"p{q:g}"
+    """``99`` -> ``p99``, ``99.9`` -> ``p99.9`` (the name used in column names): the
+    shortest text that reads back as ``q``, so two percentiles never share a column
+    (``99.99999999999`` is not rounded to ``p100``)."""
+    text = repr(float(q))
+    return f"p{text[:-2] if text.endswith('.0') else text}"

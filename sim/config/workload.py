@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from sim.config.paths import resolve_path
-from sim.config.types import FrozenModel, NonNegFloat, NonNegInt, PosFloat, PosInt
+from sim.config.types import FrozenModel, NonNegFloat, NonNegInt, PathText, PosFloat, PosInt
 
 __all__ = [
     "ArrivalConfig",
@@ -137,7 +137,7 @@ class TraceArrival(FrozenModel):
     """
 
     kind: Literal["trace"] = "trace"
-    path: str = Field(
+    path: PathText = Field(
         ..., description="Trace file (JSON lines); relative to the config file's directory."
     )
     speedup: PosFloat = Field(
@@ -203,7 +203,7 @@ class EmpiricalTokens(FrozenModel):
     """Prompt lengths resampled (with replacement) from the input_length of a trace's requests."""
 
     dist: Literal["empirical"] = "empirical"
-    path: str = Field(
+    path: PathText = Field(
         ..., description="Trace file (JSON lines); relative to the config file's directory."
     )
     max: PosInt = Field(1 << 20, le=1 << 26, description="Draws above this are clipped.")

@@ -4,8 +4,8 @@ A config is a few hundred bytes of plain mappings. Anything else is refused with
 one line naming the file and the line, before it can cost memory, time or a
 traceback:
 
-* only a regular file is read (a FIFO would block, ``/dev/zero`` never ends), and
-  at most ``MAX_FILE_BYTES`` of it whatever ``st_size`` says;
+* only a regular file is read, at most ``MAX_FILE_BYTES`` of it (``sim.files.read``:
+  a FIFO would block, ``/dev/zero`` never ends);
 * nesting is checked on the event stream (PyYAML's parser is iterative, its
   composer and constructor are recursive), so 10,000 ``[`` cannot recurse;
 * every node is one of the plain YAML types: no tags (``!!python/...``, ``!foo``,
@@ -16,14 +16,13 @@ traceback:
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from sim.errors import ConfigError
+from sim.files.read import read_bounded
 
 __all__ = ["MAX_DEPTH", "MAX_FILE_BYTES", "MAX_INT_DIGITS", "MAX_NODES", "read_yaml"]
 
@@ -40,40 +39,7 @@ _INT = "tag:yaml.org,2002:int"
 
 
 def _read_bytes(path: Path) -> bytes:
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise ConfigError(f"{path}: is a directory, expected a YAML file")
-    if not stat.S_ISREG(st.st_mode):
-        raise ConfigError(
-            f"{path}: not a regular file (a pipe, device or socket); give a YAML file"
-        )
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped between stat and open
-            raise ConfigError(f"{path}: not a regular file; give a YAML file")
-        chunks: list[bytes] = []
-        total = 0
-        while total <= MAX_FILE_BYTES:
-            block = os.read(fd, min(1 << 20, MAX_FILE_BYTES + 1 - total))
-            if not block:
-                break
-            chunks.append(block)
-            total += len(block)
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
-    finally:
-        os.close(fd)
-    if total > MAX_FILE_BYTES:
-        raise ConfigError(f"{path}: more than {MAX_FILE_BYTES >> 20} MiB is too large for a config")
-    return b"".join(chunks)
+    return read_bounded(path, what="config (YAML file)", limit=MAX_FILE_BYTES, error=ConfigError)
 
 
 def _yaml_error(path: Path, exc: yaml.YAMLError) -> ConfigError:

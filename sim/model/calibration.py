@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.config import ConfigError
+from sim.files.read import read_bounded
 
 __all__ = [
     "CALIBRATION_KIND",
@@ -34,6 +35,8 @@ __all__ = [
 ]
 
 CALIBRATION_KIND = "kvsim-calibration"
+#: A calibration is a few kilobytes of JSON; far more is not one.
+MAX_CALIBRATION_BYTES = 64 << 20
 #: Variants whose cost is given by their options, not by geometry.
 PARAMETRIC = ("synthetic",)
 
@@ -175,17 +178,16 @@ class Calibration:
 
 def load_calibration(path: str | Path) -> Calibration:
     p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise CalibrationError(
-            f"{p}: no calibration file (machine.calibration); run `kvsim calibrate` first"
-        ) from None
-    except OSError as exc:
-        raise CalibrationError(f"{p}: cannot read calibration ({exc.strerror})") from None
+    raw = read_bounded(
+        p,
+        what="calibration file (machine.calibration)",
+        limit=MAX_CALIBRATION_BYTES,
+        error=CalibrationError,
+        missing="run `kvsim calibrate` first",
+    )
     try:
         data = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, a 4,300-digit integer, deep nesting
         raise CalibrationError(f"{p}: not a JSON calibration file") from None
     if not isinstance(data, dict) or data.get("kind") != CALIBRATION_KIND:
         raise CalibrationError(f"{p}: not a kvsim calibration file (kind {CALIBRATION_KIND})")

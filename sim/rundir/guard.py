@@ -20,6 +20,7 @@ import stat
 from pathlib import Path
 
 from sim.errors import RunDirError
+from sim.files.read import first_link, read_bounded
 from sim.rundir.layout import (
     FIGURES_DIR,
     LEDGER_FILE,
@@ -33,7 +34,6 @@ from sim.rundir.layout import (
 )
 from sim.rundir.lock import RunLock
 from sim.rundir.manifest import read_manifest
-from sim.rundir.verify import first_link
 
 __all__ = [
     "CORE_FILES",
@@ -47,6 +47,9 @@ __all__ = [
     "remove_owned",
 ]
 
+
+#: The ledger names each file kvsim wrote at the top of a run: a few hundred lines.
+MAX_LEDGER_BYTES = 16 << 20
 
 #: Tables every run writes (a run of an older kvsim may not list them in its manifest).
 CORE_FILES = (REQUESTS_FILE, SUMMARY_FILE, SUMMARY_REPEATS_FILE)
@@ -76,10 +79,15 @@ def owned_files(path: Path) -> list[str]:
     """Top-level paths (relative) that kvsim says it wrote: ledger plus manifest."""
     names: dict[str, None] = {}
     try:
-        if not _is_link(path / LEDGER_FILE):
-            text = (path / LEDGER_FILE).read_text(encoding="utf-8", errors="replace")
-            names.update(dict.fromkeys(text.splitlines()))
-    except OSError:
+        raw = read_bounded(
+            path / LEDGER_FILE,
+            what="ledger",
+            limit=MAX_LEDGER_BYTES,
+            error=RunDirError,
+            within=path,
+        )
+        names.update(dict.fromkeys(raw.decode("utf-8", errors="replace").splitlines()))
+    except (OSError, RunDirError):  # absent, a link, a FIFO: lists nothing
         pass
     manifest = read_manifest(path) or {}
     files = manifest.get("files")
@@ -106,9 +114,8 @@ def record_owned(path: Path, *names: str) -> None:
 
 def is_kvsim_run(path: Path) -> bool:
     """A manifest of kvsim, or kvsim's ledger (written before anything else)."""
-    return read_manifest(path) is not None or (
-        (path / LEDGER_FILE).is_file() and not _is_link(path / LEDGER_FILE)
-    )
+    ledger = path / LEDGER_FILE
+    return read_manifest(path) is not None or (ledger.is_file() and not _is_link(ledger))
 
 
 def _has_previous_run(path: Path) -> bool:

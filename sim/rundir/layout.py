@@ -36,6 +36,7 @@ import numpy as np
 
 from sim.config import Point
 from sim.errors import RunDirError
+from sim.files.read import read_bounded
 from sim.rundir.outputs import write_json
 from sim.rundir.verify import first_link, record_files, verify_files
 
@@ -81,6 +82,8 @@ POINTS_DIR = "points"
 SPEC_FILE = "spec.json"
 STATUS_FILE = "status.json"
 LOG_FILE = "stderr.log"
+#: A status.json holds one record per file its run wrote; far more is not one.
+MAX_STATUS_BYTES = 16 << 20
 
 #: Status values a status.json may hold; only "ok" means finished.
 STATUSES = ("ok", "failed", "interrupted")
@@ -153,8 +156,15 @@ def read_status(rep_dir: Path) -> dict[str, Any] | None:
     try:
         if stat.S_ISLNK(os.lstat(rep_dir).st_mode):
             return None
-        data = json.loads((rep_dir / STATUS_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
+        raw = read_bounded(
+            rep_dir / STATUS_FILE,
+            what="point status",
+            limit=MAX_STATUS_BYTES,
+            error=RunDirError,
+            within=rep_dir,
+        )
+        data = json.loads(raw)
+    except (OSError, RunDirError, ValueError, RecursionError):  # links, FIFOs: not a status
         return None
     if not isinstance(data, dict) or data.get("status") not in STATUSES:
         return None

@@ -14,6 +14,7 @@ import contextlib
 import fcntl
 import json
 import os
+import stat
 import sys
 import time
 from datetime import datetime, timezone
@@ -53,8 +54,14 @@ def _read_info(fd: int) -> dict[str, Any] | None:
 def holder(run_dir: Path) -> dict[str, Any] | None:
     """Who is writing ``run_dir`` now (the lock file's record), or None when nobody is."""
     try:
-        fd = os.open(run_dir / LOCK_FILE, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        # O_NONBLOCK: a FIFO in the lock's place must not block the open.
+        fd = os.open(
+            run_dir / LOCK_FILE, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
+        )
     except OSError:
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
         return None
     try:
         try:
@@ -82,6 +89,9 @@ class RunLock:
             fd = os.open(path, _FLAGS, 0o666)
         except OSError as exc:
             raise RunDirError(f"{path}: cannot open the run's lock ({exc.strerror})") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise RunDirError(f"{path}: the run's lock is not a regular file; remove it")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

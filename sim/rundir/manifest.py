@@ -15,6 +15,9 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from sim.errors import RunDirError
+from sim.files.read import read_bounded
+
 __all__ = [
     "MANIFEST_TOOL",
     "is_kvsim_manifest",
@@ -85,6 +88,10 @@ def recorded_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+#: A manifest lists every point of a sweep; past this it is not one kvsim wrote.
+MAX_MANIFEST_BYTES = 64 << 20
+
+
 def manifest_path(run_dir: Path) -> Path:
     from sim.rundir.layout import MANIFEST_FILE
 
@@ -95,11 +102,11 @@ def read_manifest(run_dir: Path) -> dict[str, Any] | None:
     """The run's manifest as a dict, or None when absent, unreadable or not kvsim's."""
     path = manifest_path(run_dir)
     try:
-        if os.path.islink(path):
-            return None
-        with open(path, encoding="utf-8") as fh:
-            data = json.loads(fh.read(64 << 20))
-    except (OSError, ValueError, RecursionError):
+        raw = read_bounded(
+            path, what="manifest", limit=MAX_MANIFEST_BYTES, error=RunDirError, within=run_dir
+        )
+        data = json.loads(raw)
+    except (RunDirError, ValueError, RecursionError):  # a link, a FIFO, /dev/zero: not a run
         return None
     return data if is_kvsim_manifest(data) else None
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import tempfile
@@ -10,6 +11,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from sim.errors import RunDirError
+from sim.files.read import MAX_RUN_FILE_BYTES, open_bounded
 from sim.rundir.columns import csv_text, format_cell, rows_to_cells
 
 __all__ = [
@@ -109,7 +112,11 @@ def atomic_write_bytes(path: Path, chunks: Iterable[bytes]) -> None:
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:
-    with open(path, newline="", encoding="utf-8") as fh:
+    """Rows of a table in a run directory (a link, FIFO or device there: RunDirError)."""
+    raw = open_bounded(
+        path, what="table", limit=MAX_RUN_FILE_BYTES, error=RunDirError, within=path.parent
+    )
+    with io.TextIOWrapper(raw, encoding="utf-8", newline="") as fh:
         return list(csv.DictReader(fh))
 
 

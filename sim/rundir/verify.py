@@ -9,24 +9,45 @@ file is a reason to re-run (a point) or to rebuild (a table), never data.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
+
+from sim.files.read import MAX_RUN_FILE_BYTES, first_link, open_bounded
 
 __all__ = ["file_record", "first_link", "read_verified", "record_files", "verify_files"]
 
 _BLOCK = 1 << 20
 
 
+class UnreadableError(OSError):
+    """A file of the run that cannot be read as a regular file (the message says why)."""
+
+
+def _unreadable(msg: str) -> OSError:
+    return UnreadableError(errno.EINVAL, msg)
+
+
+def _open(path: Path) -> BinaryIO:
+    """A file of a run, opened without following a link, blocking or reading past the cap."""
+    return open_bounded(
+        path,
+        what="file of the run",
+        limit=MAX_RUN_FILE_BYTES,
+        error=_unreadable,
+        within=path.parent,
+    )
+
+
 def file_record(path: Path) -> dict[str, Any]:
     """``{"size", "sha256"}`` of a regular file (not followed when it is a link)."""
     h = hashlib.sha256()
     size = 0
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    with os.fdopen(fd, "rb") as fh:
+    with _open(path) as fh:
         for block in iter(lambda: fh.read(_BLOCK), b""):
             h.update(block)
             size += len(block)
@@ -36,23 +57,6 @@ def file_record(path: Path) -> dict[str, Any]:
 def record_files(base: Path, names: Iterable[str]) -> dict[str, dict[str, Any]]:
     """Records of ``names`` (relative to ``base``), in name order."""
     return {name: file_record(base / name) for name in sorted(set(names))}
-
-
-def first_link(root: Path, path: Path) -> Path | None:
-    """The first component of ``path`` below ``root`` that is a symbolic link, if any."""
-    try:
-        rel = path.relative_to(root)
-    except ValueError:
-        return path
-    cur = root
-    for part in rel.parts:
-        cur = cur / part
-        try:
-            if stat.S_ISLNK(os.lstat(cur).st_mode):
-                return cur
-        except FileNotFoundError:
-            return None
-    return None
 
 
 def _check_names(records: Any) -> str:
@@ -115,8 +119,7 @@ def read_verified(base: Path, records: Any) -> tuple[str, dict[str, bytes]]:
         if why:
             return why, {}
         try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-            with os.fdopen(fd, "rb") as fh:
+            with _open(path) as fh:
                 data = fh.read()
         except OSError as exc:
             return f"{name}: cannot read ({exc.strerror})", {}

@@ -28,6 +28,7 @@ from pydantic import ValidationError
 from sim.config import ConfigError, ExperimentConfig, Point
 from sim.config.experiment import axis_label, set_path
 from sim.config.paths import CONFIG_DIR
+from sim.files.read import read_bounded
 from sim.rundir.outputs import read_csv, write_json
 from sim.search.slo import SLO, Verdict, judge
 from sim.search.strategy import Outcome, Strategy
@@ -35,6 +36,9 @@ from sim.search.strategy import Outcome, Strategy
 __all__ = ["SEARCH_FILE", "Search", "Series", "field_value", "nice", "plan_search"]
 
 SEARCH_FILE = "search.json"
+
+#: search.json lists the sessions of one search: kilobytes.
+MAX_SEARCH_BYTES = 16 << 20
 
 
 def nice(v: float) -> int | float:
@@ -160,8 +164,13 @@ class Search:
     def restore(self, path: Path) -> None:
         """Take the point indices of a previous session (a resumed search)."""
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            raw = read_bounded(
+                path, what="search record", limit=MAX_SEARCH_BYTES, within=path.parent
+            )
+            data = json.loads(raw)
+        except (ConfigError, ValueError, RecursionError):  # absent, a link, a FIFO, not JSON
+            return
+        if not isinstance(data, dict):
             return
         if data.get("over") != self.over:
             raise ConfigError(

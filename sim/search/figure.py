@@ -11,7 +11,10 @@ import json
 import math
 from pathlib import Path
 
+from sim.errors import RunDirError
+from sim.files.read import read_bounded
 from sim.rundir.numbers import as_float
+from sim.search.driver import MAX_SEARCH_BYTES, SEARCH_FILE
 
 __all__ = ["draw_search"]
 
@@ -29,7 +32,14 @@ def draw_search(run_dir: Path) -> Path:
     from sim.analysis.layout import STYLE
     from sim.search.slo import parse_slo
 
-    data = json.loads((run_dir / "search.json").read_text(encoding="utf-8"))
+    raw = read_bounded(
+        run_dir / SEARCH_FILE,
+        what="search record",
+        limit=MAX_SEARCH_BYTES,
+        error=RunDirError,
+        within=run_dir,
+    )
+    data = json.loads(raw)
     slos = [parse_slo(s) for s in data["slo"]]
     axis = data["axis"]
     series = data["series"]

@@ -19,6 +19,8 @@ from typing import Any
 
 from sim.config import ExperimentConfig
 from sim.config.sections import BASE_PERCENTILES
+from sim.errors import ConfigError
+from sim.files.read import MAX_DATA_BYTES, open_bounded
 
 __all__ = [
     "DATA_FILES_KEY",
@@ -48,10 +50,10 @@ def _file_digest(path: Path) -> str:
     """``sha256:<hex>`` of the file's bytes, or ``missing`` when it cannot be read."""
     h = hashlib.sha256()
     try:
-        with open(path, "rb") as fh:
+        with open_bounded(path, what="data file", limit=MAX_DATA_BYTES) as fh:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 h.update(block)
-    except OSError:
+    except (OSError, ConfigError):  # a FIFO or /dev/zero is refused, never read
         return "missing"
     return f"sha256:{h.hexdigest()}"
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from sim.files.read import read_tail
 from sim.process.signals import deferred_signals
 from sim.rundir.layout import LOG_FILE, RepRun, clear_rep_dir, read_status, write_status
 from sim.sweep.spec import PARENT_PID_ENV, write_spec
@@ -49,9 +50,10 @@ class RepOutcome:
 def _last_error_line(log: Path) -> str:
     """The most telling line of a child's stderr: its last non-empty one."""
     try:
-        lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+        text = read_tail(log, 64 << 10, what="log", error=OSError).decode(errors="replace")
     except OSError:
         return ""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     return lines[-1][:300] if lines else ""
 
 

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from sim.config import ExperimentConfig
 from sim.errors import SpecError
+from sim.files.read import read_bounded
 from sim.rundir.layout import SPEC_FILE, RepRun
 from sim.sweep.identity import DATA_FILES_KEY, config_hash, config_identity, first_difference
 
@@ -42,6 +43,8 @@ PARENT_PID_ENV = "KVSIM_PARENT_PID"
 
 #: Version of the spec.json format; 2 carries the resolved config (1 named a YAML file).
 SPEC_VERSION = 2
+#: A spec carries one resolved config; far more is not one kvsim wrote.
+MAX_SPEC_BYTES = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -154,9 +157,10 @@ def write_spec(
 def read_spec_data(rep_dir: Path) -> Any:
     """The JSON of ``rep_dir``'s spec.json, not yet validated; SpecError if unreadable."""
     path = rep_dir / SPEC_FILE
+    raw = read_bounded(path, what="spec", limit=MAX_SPEC_BYTES, error=SpecError, within=rep_dir)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        return json.loads(raw)
+    except (ValueError, RecursionError) as exc:
         raise SpecError(f"{path}: cannot read the spec ({exc})") from None
 
 

@@ -10,6 +10,7 @@ naming the file and line, because the user's next move is to open it there.
 
 from __future__ import annotations
 
+import io
 import json
 import math
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from sim.errors import TraceError
+from sim.files.read import MAX_DATA_BYTES, open_bounded
 
 __all__ = ["Trace", "TraceError", "read_trace", "write_trace"]
 
@@ -67,11 +69,8 @@ def _count(rec: dict[str, Any], key: str, path: Path, lineno: int, least: int) -
 
 
 def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    try:
-        fh = open(path, encoding="utf-8")  # noqa: SIM115 - closed by the with below
-    except OSError as exc:
-        raise TraceError(f"{path}: cannot read trace ({exc.strerror})") from None
-    with fh:
+    raw = open_bounded(path, what="trace", limit=MAX_DATA_BYTES, error=TraceError)
+    with io.TextIOWrapper(raw, encoding="utf-8") as fh:
         lineno = 0
         while True:
             try:
@@ -89,6 +88,9 @@ def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 rec = json.loads(line)
             except json.JSONDecodeError as exc:
                 msg = f"not valid JSON ({exc.msg} at column {exc.colno})"
+                raise _bad(path, lineno, msg) from None
+            except (ValueError, RecursionError):  # an integer of 4,300+ digits, deep nesting
+                msg = "a number too long or nesting too deep to be a trace record"
                 raise _bad(path, lineno, msg) from None
             if not isinstance(rec, dict):
                 raise _bad(path, lineno, f"expected a JSON object, got {type(rec).__name__}")

@@ -34,11 +34,13 @@ from pathlib import Path
 from typing import Any
 
 from sim.events import SweepEvents
+from sim.files.read import read_bounded, read_tail
 from sim.rundir.layout import LOG_FILE, RepRun, read_status, write_status
 from sim.sweep.executors.base import ExecutorError
 from sim.sweep.executors.transfer import TransferError, read_inputs, write_outputs
 from sim.sweep.hostinfo import code_hash
 from sim.sweep.runner import RepOutcome
+from sim.sweep.spec import MAX_SPEC_BYTES
 
 __all__ = ["HOST_RESOURCE", "RETRIABLE_ERRORS", "RayExecutor"]
 
@@ -86,7 +88,9 @@ def _one_line(text: str) -> str:
 
 def _last_error_line(log: Path) -> str:
     try:
-        return _one_line(log.read_text(errors="replace"))
+        return _one_line(
+            read_tail(log, 64 << 10, what="log", error=OSError).decode(errors="replace")
+        )
     except OSError:
         return ""
 
@@ -225,9 +229,10 @@ class RayExecutor:
         """Prepare the run's directory and submit it; None when its inputs cannot be sent."""
         spec_path = self._prepare(rep)
         try:
-            spec = json.loads(spec_path.read_text(encoding="utf-8"))
+            raw = read_bounded(spec_path, what="spec", limit=MAX_SPEC_BYTES, error=TransferError)
+            spec = json.loads(raw)
             inputs = read_inputs(spec)
-        except (TransferError, OSError, ValueError) as exc:
+        except (TransferError, OSError, ValueError, RecursionError) as exc:
             write_status(rep.dir, "failed", error=_one_line(str(exc)), executor="ray")
             events.finished(rep, RepOutcome("failed", _one_line(str(exc)), 0.0))
             return None

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sim.files.read import MAX_DATA_BYTES, MAX_RUN_FILE_BYTES, read_bounded
 from sim.rundir.layout import LOG_FILE, SPEC_FILE, STATUS_FILE
 from sim.rundir.outputs import write_json
 
@@ -79,10 +80,7 @@ def read_inputs(spec: dict[str, Any]) -> list[InputFile]:
     planned = spec.get("data_files") or {}
     out = []
     for field, path in data_files(cfg):
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise TransferError(f"{field}: cannot read {path} ({exc.strerror or exc})") from None
+        data = read_bounded(path, what=field, limit=MAX_DATA_BYTES, error=TransferError)
         sha = digest(data)
         if planned.get(field) not in (None, sha):
             raise TransferError(
@@ -136,7 +134,13 @@ def _keep_file_records(rep_dir: Path, status: dict[str, Any]) -> None:
     records = status.get("files")
     if not isinstance(records, dict) or SPEC_FILE not in records:
         return
-    data = (rep_dir / SPEC_FILE).read_bytes()
+    data = read_bounded(
+        rep_dir / SPEC_FILE,
+        what="spec",
+        limit=MAX_RUN_FILE_BYTES,
+        error=TransferError,
+        within=rep_dir,
+    )
     records[SPEC_FILE] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 
 
@@ -144,8 +148,10 @@ def collect_outputs(rep_dir: Path) -> dict[str, tuple[str, bytes]]:
     """Host side: every file the child wrote, with its checksum, by name."""
     out = {}
     for path in sorted(rep_dir.iterdir()):
-        if path.is_file() and _accepted(path.name):
-            data = path.read_bytes()
+        if path.is_file() and not path.is_symlink() and _accepted(path.name):
+            data = read_bounded(
+                path, what="output", limit=MAX_RUN_FILE_BYTES, error=TransferError, within=rep_dir
+            )
             out[path.name] = (digest(data), data)
     return out
 

@@ -14,10 +14,10 @@ import pytest
 
 from sim.cli import main
 from sim.config import ConfigError, parse_config
+from sim.process.lifeline import PARENT_PID_ENV
 from sim.rundir.guard import record_owned
 from sim.rundir.layout import read_status
 from sim.rundir.outputs import write_json
-from sim.sweep.spec import PARENT_PID_ENV
 
 
 def _wait_for(predicate, timeout_s: float) -> bool:

@@ -10,17 +10,17 @@ imported here only, when a point uses the real store.
 
 from __future__ import annotations
 
-import ctypes
 import importlib.util
 import os
 import signal
 import socket
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from sim.process.lifeline import die_with_parent
 from sim.store.model import StoreError
 
 __all__ = ["ERROR_CODES", "MooncakeSession", "master_binary", "mooncake_missing"]
@@ -33,8 +33,6 @@ TCP_ENV = {
     "MC_TCP_MAX_QUEUED_TRANSFERS_PER_PEER": "65535",
     "MC_TCP_MAX_PENDING_ADMISSIONS_PER_PEER": "65535",
 }
-
-_PR_SET_PDEATHSIG = 1
 
 
 def mooncake_missing() -> str | None:
@@ -61,11 +59,15 @@ def master_binary() -> Path:
     return Path(spec.origin).parent / "mooncake_master"
 
 
-def _die_with_parent() -> None:  # runs in the forked child before exec
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() == 1:  # the parent died before prctl: do not outlive it
-        os._exit(1)
+def _die_with(parent: int) -> Callable[[], None]:
+    """A ``preexec_fn``: the master gets SIGKILL when ``parent`` dies, and never starts
+    when it died before the asking (sim.process.lifeline)."""
+
+    def check() -> None:  # runs in the forked child before exec
+        if not die_with_parent(parent, signal.SIGKILL):
+            os._exit(1)
+
+    return check
 
 
 def _free_port() -> int:
@@ -123,7 +125,7 @@ class MooncakeSession:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             env=env,
-            preexec_fn=_die_with_parent,  # needed for PDEATHSIG
+            preexec_fn=_die_with(os.getpid()),  # needed for PDEATHSIG
         )
         deadline = time.monotonic() + self._ready_timeout_s
         while True:

@@ -30,10 +30,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from sim.config import Point
+from sim.process.lifeline import die_with_parent, parent_pid
 from sim.rundir.layout import write_ok, write_status
 from sim.sweep.hostinfo import host_info
 from sim.sweep.spec import (
-    PARENT_PID_ENV,
     PointSpec,
     read_spec_data,
     spec_plugins,
@@ -146,22 +146,15 @@ class _Stopped(Exception):
     """SIGTERM reached the child: from the parent stopping it, or because the parent died."""
 
 
-def _end_with_parent() -> None:
-    """Ask the kernel to send SIGTERM when the parent dies (kill -9 included), and turn
-    SIGTERM into an exception that marks the point interrupted, not failed."""
+def _end_with_parent(parent: int) -> bool:
+    """Turn SIGTERM into an exception that marks the point interrupted, not failed, and
+    ask for it when ``parent`` dies (kill -9 included); False when it is already gone."""
 
     def stop(signum: int, frame: Any) -> None:
         raise _Stopped(f"signal {signum}")
 
     signal.signal(signal.SIGTERM, stop)
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
-
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            pass  # without it, the next progress line's broken pipe ends the child
+    return die_with_parent(parent)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -175,11 +168,11 @@ def main(argv: list[str] | None = None) -> int:
     # The pid the parent gave, not getppid() now: a parent that died before this line
     # (a kill -9 while the interpreter started) left this process to another parent,
     # and no SIGTERM will come for it.
-    parent = int(os.environ.get(PARENT_PID_ENV) or os.getppid())
-    _end_with_parent()
+    parent = parent_pid()
+    alive = _end_with_parent(parent)
     channel = _claim_stdout()
     try:
-        if os.getppid() != parent:
+        if not alive:
             raise _Stopped("the parent ended before the point started")
         execute(rep_dir, _Reporter(channel))
     except (Exception, KeyboardInterrupt) as exc:

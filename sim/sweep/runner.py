@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from sim.files.read import read_tail
+from sim.process.lifeline import PARENT_PID_ENV
 from sim.process.signals import deferred_signals
 from sim.rundir.layout import LOG_FILE, RepRun, clear_rep_dir, read_status, write_status
-from sim.sweep.spec import PARENT_PID_ENV, write_spec
+from sim.sweep.spec import write_spec
 
 __all__ = [
     "CHILD_COMMAND",
@@ -63,7 +64,7 @@ def start_child(
     """A point's child process: its protocol lines on a pipe, its stderr in ``log``
     (the local runner's and a Ray host's children are started alike). It is told this
     process's pid (``PARENT_PID_ENV``): a parent that dies before the child has asked to
-    die with it (sim.sweep.child) is then seen, not outlived by a point nobody awaits."""
+    die with it (sim.process.lifeline) is then seen, not outlived by a point nobody awaits."""
     return subprocess.Popen(
         list(argv),
         env={**os.environ, PARENT_PID_ENV: str(os.getpid())},

@@ -27,7 +27,6 @@ from sim.rundir.layout import SPEC_FILE, RepRun
 from sim.sweep.identity import DATA_FILES_KEY, config_hash, config_identity, first_difference
 
 __all__ = [
-    "PARENT_PID_ENV",
     "SPEC_VERSION",
     "PointSpec",
     "SpecError",
@@ -36,10 +35,6 @@ __all__ = [
     "spec_plugins",
     "write_spec",
 ]
-
-#: How a point's child learns its parent's pid (besides its spec: the one other thing the
-#: parent gives it), to see a parent that died before the child could ask to die with it.
-PARENT_PID_ENV = "KVSIM_PARENT_PID"
 
 #: Version of the spec.json format; 2 carries the resolved config (1 named a YAML file).
 SPEC_VERSION = 2

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.events import SweepEvents
+from sim.process.lifeline import die_with_parent
 from sim.rundir.layout import RepRun, read_status, write_status
 from sim.sweep.executors.base import LOCAL_HOST, RunOne
 from sim.sweep.runner import RepOutcome, run_rep
@@ -55,16 +56,15 @@ def model_workers(reps: Sequence[RepRun]) -> int:
     return max(1, min(cores or 1, len(reps)))
 
 
-def _worker_init() -> None:
-    """The sweep handles Ctrl-C; a worker ends at SIGTERM, and when the sweep dies."""
+def _worker_init(parent: int) -> None:
+    """The sweep handles Ctrl-C; a worker ends at SIGTERM, and when the sweep dies — also
+    when the sweep died while this worker's interpreter started (sim.process.lifeline):
+    then it ends here, before it takes a point, and its end closes what it held of the
+    pool's and the resource tracker's pipes, so the tracker ends too."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
+    if not die_with_parent(parent):
+        os._exit(1)
 
 
 def _run(
@@ -94,7 +94,9 @@ class ParallelModelExecutor:
 
     def run(self, reps: Sequence[RepRun], events: SweepEvents) -> None:
         ctx = multiprocessing.get_context("spawn")
-        pool = ProcessPoolExecutor(self._workers, mp_context=ctx, initializer=_worker_init)
+        pool = ProcessPoolExecutor(
+            self._workers, mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(),)
+        )
         futures: list[Future[RepOutcome]] = []
         reported = 0
         try:

@@ -19,7 +19,6 @@ watcher stops its child, which marks its point interrupted and ends the task.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import signal
@@ -31,6 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sim.process.lifeline import ask_to_die_with_parent
 from sim.rundir.layout import LOG_FILE, SPEC_FILE
 from sim.rundir.outputs import write_json
 from sim.sweep.executors.transfer import InputFile, collect_outputs, place_inputs
@@ -43,12 +43,12 @@ __all__ = ["PROGRESS_EVERY_S", "STOP_POLL_S", "Board", "run_on_host"]
 PROGRESS_EVERY_S = 1.0
 #: How often a task asks the board whether the driver wants everything stopped.
 STOP_POLL_S = 0.5
-_PR_SET_PDEATHSIG = 1
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs between fork and exec
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    # Between fork and exec the parent cannot have died unseen: the child's own check
+    # (sim.sweep.child, through PARENT_PID_ENV) covers its interpreter's start-up.
+    ask_to_die_with_parent(signal.SIGTERM)
 
 
 def _relay(proc: subprocess.Popen[str], key: str, board: Any) -> None:

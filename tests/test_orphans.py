@@ -1,0 +1,82 @@
+"""No process a run started outlives it: a kill -9 of the sweep in its first moments
+(while its model-mode worker processes start, before they could ask to die with it)
+leaves no worker and no multiprocessing resource tracker behind; nor does a run that
+ends normally. Processes are found through /proc by a tag in their environment
+(tests/procscan.py); every wait is bounded and a failed test kills what it left.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from procscan import TAG_ENV, children, kill_tagged, new_tag, tagged, wait_for
+
+from tests.test_model_sweep_outputs import sweep_config  # noqa: F401 - a fixture
+
+pytestmark = pytest.mark.realthreads
+
+#: Runs the sweep with two worker processes whatever its size (the thresholds are for
+#: speed, not correctness), as ``kvsim run -q`` does.
+_DRIVER = """
+import sys
+from sim.sweep.executors import parallel
+parallel.MIN_PARALLEL_RUNS = 2
+parallel.MIN_PARALLEL_REQUESTS = 0
+parallel.os.sched_getaffinity = lambda pid: {0, 1}
+from sim.cli import main
+sys.exit(main(["run", "-q", sys.argv[1]]))
+"""
+
+
+def _driver(path: Path, tag: str) -> subprocess.Popen[bytes]:
+    env = {**os.environ, TAG_ENV: tag, "PYTHONPATH": str(Path(__file__).parents[1])}
+    return subprocess.Popen(
+        [sys.executable, "-c", _DRIVER, str(path)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+
+@pytest.mark.parametrize("moment", ["first worker", "tracker"])
+def test_kill_9_while_model_workers_start_leaves_no_process(sweep_config, moment) -> None:  # noqa: F811
+    path = sweep_config(workload={"requests": 2000})
+    tag = new_tag()
+    needle = "spawn_main" if moment == "first worker" else "resource_tracker"
+    proc = _driver(path, tag)
+    try:
+        assert wait_for(lambda: children(proc.pid, needle), 120, every_s=0.005), proc.stderr
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        left: list[int] = []
+
+        def none_left() -> bool:
+            left[:] = tagged(tag)
+            return not left
+
+        assert wait_for(none_left, 60), f"processes the run started outlived it: {left}"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        kill_tagged(tag)
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+
+def test_a_finished_model_sweep_leaves_no_process(sweep_config) -> None:  # noqa: F811
+    path = sweep_config()
+    tag = new_tag()
+    proc = _driver(path, tag)
+    try:
+        _, err = proc.communicate(timeout=180)
+        assert proc.returncode == 0, err
+        assert wait_for(lambda: not tagged(tag), 30), tagged(tag)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        kill_tagged(tag)

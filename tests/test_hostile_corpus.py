@@ -270,6 +270,19 @@ HAND_MADE: list[Case] = [
     Case(
         "variant-megabyte", "name: ok\nconnector: {variant: " + "v" * 3_000_000 + "}\n", "invalid"
     ),
+    # issue 30 item 15: YAML 1.1 numbers that YAML 1.2 reads otherwise are refused
+    Case("workers-sexagesimal", "name: ok\nconnector: {workers: 1:30}\n", "invalid"),
+    Case("workers-octal", "name: ok\nconnector: {workers: 010}\n", "invalid"),
+    Case("seed-binary", "name: ok\nseed: 0b11\n", "invalid"),
+    Case(
+        "rate-sexagesimal-float", "name: ok\nworkload: {arrival: {rate_rps: 1:30.5}}\n", "invalid"
+    ),
+    Case("name-octal-quoted", "name: '010'\n", "valid"),
+    Case(
+        "percentiles-close",
+        "name: ok\noutput: {percentiles: [99.99999999999, 99.999999999999]}\n",
+        "valid",
+    ),
     Case("key-megabyte", "name: ok\nmodel: {" + "k" * 1_000_000 + ": 1}\n", "invalid"),
     Case("bom-valid", "\ufeffname: ok\n", "valid"),
 ]

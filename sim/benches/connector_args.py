@@ -42,8 +42,9 @@ class VariantSpec:
 
 
 def parse_variant_spec(text: str) -> VariantSpec:
-    """``rows:share_size_rows=true`` -> VariantSpec; values are read as YAML scalars."""
-    import yaml
+    """``rows:share_size_rows=true`` -> VariantSpec; values are read as YAML scalars
+    (under a config file's bounds: ConfigError)."""
+    from sim.config.yaml_reader import read_yaml_value
 
     name, *pairs = (p.strip() for p in text.strip().split(":"))
     options: dict[str, Any] = {}
@@ -51,7 +52,8 @@ def parse_variant_spec(text: str) -> VariantSpec:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
             raise ValueError(f"variant spec {text!r}: expected NAME:key=value, got {pair!r}")
-        options[key.strip()] = yaml.safe_load(value)
+        where = f"variant spec option {key.strip()}"
+        options[key.strip()] = read_yaml_value(value, where) if value.strip() else None
     return VariantSpec(text.strip(), name, options)
 
 

@@ -35,8 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _options(pairs: list[str]) -> dict[str, Any]:
-    import yaml
-
+    from sim.config.yaml_reader import read_yaml_value
     from sim.errors import UsageError
 
     out: dict[str, Any] = {}
@@ -44,7 +43,7 @@ def _options(pairs: list[str]) -> dict[str, Any]:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise UsageError(f"--option {pair!r}: expected KEY=VALUE")
-        out[key] = yaml.safe_load(value)
+        out[key] = read_yaml_value(value, f"--option {key}") if value.strip() else None
     return out
 
 

@@ -1,8 +1,9 @@
 """``--set key=value``: change one config field from the command line, for one run.
 
 The value is read as YAML (``8`` is a number, ``[1, 2]`` a list, ``numpy`` a
-string), then set at the dotted path in the config's raw mapping before it is
-validated, so an override is checked exactly like the same line in the file.
+string) under the bounds of a config file (``sim.config.yaml_reader``), then set
+at the dotted path in the config's raw mapping before it is validated, so an
+override is checked exactly like the same line in the file.
 
 Two cases need care:
 
@@ -19,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import yaml
+from sim.config.yaml_reader import read_yaml_value
+from sim.files.read import excerpt
 
 __all__ = ["Override", "apply_overrides", "parse_overrides"]
 
@@ -31,22 +33,23 @@ class _OverrideError(ValueError):
 
 
 def parse_overrides(items: Sequence[str]) -> list[Override]:
-    """``["a.b=1", ...]`` -> ``[("a.b", 1), ...]``; ValueError (one line) when malformed."""
+    """``["a.b=1", ...]`` -> ``[("a.b", 1), ...]``; ValueError (one line) when malformed,
+    ConfigError (one line) when the value is not plain, bounded YAML."""
     out: list[Override] = []
     for item in items:
         key, sep, text = item.partition("=")
         key = key.strip()
         if not sep or not key:
             raise _OverrideError(
-                f"--set {item!r}: expected KEY=VALUE with a dotted key, e.g. "
+                f"--set {excerpt(item)}: expected KEY=VALUE with a dotted key, e.g. "
                 "--set connector.workers=8"
             )
         if any(not part for part in key.split(".")):
-            raise _OverrideError(f"--set {item!r}: {key!r} has an empty part between dots")
-        try:
-            value = yaml.safe_load(text) if text.strip() else ""
-        except yaml.YAMLError:
-            raise _OverrideError(f"--set {item!r}: the value is not valid YAML") from None
+            raise _OverrideError(
+                f"--set {excerpt(item)}: {excerpt(key)} has an empty part between dots"
+            )
+        shown = key if len(key) <= 60 else excerpt(key)
+        value = read_yaml_value(text, f"--set {shown}") if text.strip() else ""
         out.append((key, value))
     return out
 
@@ -60,7 +63,7 @@ def _set(raw: dict[str, Any], parts: list[str], value: Any) -> dict[str, Any]:
     inner = out.get(head)
     if inner is not None and not isinstance(inner, dict):
         raise _OverrideError(
-            f"--set {'.'.join(parts)}: {head} is {inner!r} in the config, not a section; "
+            f"--set {'.'.join(parts)}: {head} is {excerpt(inner)} in the config, not a section; "
             f"set {head} itself"
         )
     out[head] = _set(inner or {}, rest, value)

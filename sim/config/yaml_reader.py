@@ -11,11 +11,19 @@ traceback:
 * every node is one of the plain YAML types: no tags (``!!python/...``, ``!foo``,
   ``!!binary``), no complex keys (``? [a, b]``), no duplicate keys (the line of
   both is named), no integer longer than ``MAX_INT_DIGITS`` digits, no recursive
-  alias, and aliases may not expand past ``MAX_NODES`` nodes or ``MAX_DEPTH`` levels.
+  alias, and aliases may not expand past ``MAX_NODES`` nodes or ``MAX_DEPTH`` levels;
+* a number means what YAML 1.2 says or is refused: PyYAML reads YAML 1.1, where
+  ``1:30`` is 90 (base 60), ``010`` is 8 (octal) and ``0b11`` is 3, silently;
+  each is an error saying what to write instead.
+
+A ``--set KEY=VALUE`` value is read by :func:`read_yaml_value` under the same
+bounds: an alias bomb on the command line is refused like one in the file.
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +32,14 @@ import yaml
 from sim.errors import ConfigError
 from sim.files.read import read_bounded
 
-__all__ = ["MAX_DEPTH", "MAX_FILE_BYTES", "MAX_INT_DIGITS", "MAX_NODES", "read_yaml"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_FILE_BYTES",
+    "MAX_INT_DIGITS",
+    "MAX_NODES",
+    "read_yaml",
+    "read_yaml_value",
+]
 
 MAX_FILE_BYTES = 4 << 20
 MAX_DEPTH = 32
@@ -36,20 +51,61 @@ _PLAIN = {
     for t in ("str", "int", "float", "bool", "null", "map", "seq", "timestamp", "merge")
 }
 _INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+#: Plain scalars that YAML 1.1 (PyYAML) reads as numbers where YAML 1.2 does not:
+#: base 60 (``1:30`` -> 90), a leading zero (``010`` -> 8, octal), binary (``0b11``).
+_SEXAGESIMAL = re.compile(r"[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?")
+_LEADING_ZERO = re.compile(r"[-+]?0[0-9_]+")
+_BINARY = re.compile(r"[-+]?0b[0-1_]+")
+
+
+def _check_number(at: str, text: str) -> None:
+    """Refuse the YAML 1.1 readings of a number that YAML 1.2 (and any reader) would
+    take differently, with what to write instead."""
+    if _SEXAGESIMAL.fullmatch(text):
+        raise ConfigError(
+            f"{at}{text} is a base-60 number in YAML 1.1 (1:30 is 90); write the number "
+            f"itself, or quote '{text}' for text"
+        )
+    if _LEADING_ZERO.fullmatch(text):
+        raise ConfigError(
+            f"{at}{text} has a leading zero, which YAML 1.1 reads as octal (010 is 8); "
+            f"write it without the zero, or quote '{text}' for text"
+        )
+    if _BINARY.fullmatch(text):
+        raise ConfigError(
+            f"{at}{text} is a binary number in YAML 1.1 only; write it in decimal, or "
+            f"quote '{text}' for text"
+        )
+
+
+@dataclass(frozen=True)
+class _Text:
+    """Where YAML text came from, as messages name it: a file (with the line) or a
+    ``--set`` value (one line: its name alone)."""
+
+    name: str
+    lines: bool
+
+    def at(self, line: int) -> str:
+        return f"{self.name}:{line}" if self.lines else self.name
+
+    def __str__(self) -> str:
+        return self.name
 
 
 def _read_bytes(path: Path) -> bytes:
     return read_bounded(path, what="config (YAML file)", limit=MAX_FILE_BYTES, error=ConfigError)
 
 
-def _yaml_error(path: Path, exc: yaml.YAMLError) -> ConfigError:
+def _yaml_error(path: _Text, exc: yaml.YAMLError) -> ConfigError:
     mark = getattr(exc, "problem_mark", None)
-    where = f":{mark.line + 1}" if mark is not None else ""
+    where = path.at(mark.line + 1) if mark is not None else str(path)
     problem = getattr(exc, "problem", None) or (str(exc).splitlines() or ["syntax error"])[0]
-    return ConfigError(f"{path}{where}: not valid YAML ({problem})")
+    return ConfigError(f"{where}: not valid YAML ({problem})")
 
 
-def _check_events(path: Path, text: str) -> None:
+def _check_events(path: _Text, text: str) -> None:
     """Depth and event count on the (iterative) event stream, before composing."""
     depth = 0
     for events, ev in enumerate(yaml.parse(text, Loader=yaml.SafeLoader), 1):
@@ -57,7 +113,7 @@ def _check_events(path: Path, text: str) -> None:
             depth += 1
             if depth > MAX_DEPTH:
                 raise ConfigError(
-                    f"{path}:{ev.start_mark.line + 1}: nested more than {MAX_DEPTH} levels "
+                    f"{path.at(ev.start_mark.line + 1)}: nested more than {MAX_DEPTH} levels "
                     "deep; a config is a few levels of mappings"
                 )
         elif isinstance(ev, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
@@ -70,13 +126,15 @@ def _line(node: yaml.Node) -> int:
     return node.start_mark.line + 1
 
 
-def _check_node(path: Path, node: yaml.Node, field: str) -> None:
-    at = f"{path}:{_line(node)}: " + (f"{field}: " if field else "")
+def _check_node(path: _Text, node: yaml.Node, field: str) -> None:
+    at = f"{path.at(_line(node))}: " + (f"{field}: " if field else "")
     if node.tag not in _PLAIN:
         raise ConfigError(
             f"{at}YAML tag {node.tag!r} is not allowed; "
             "a config holds plain values, lists and mappings only"
         )
+    if isinstance(node, yaml.ScalarNode) and node.tag in (_INT, _FLOAT) and node.style is None:
+        _check_number(at, str(node.value))
     if node.tag == _INT and isinstance(node, yaml.ScalarNode):
         digits = len(str(node.value).lstrip("+-").replace("_", ""))
         if digits > MAX_INT_DIGITS:
@@ -88,19 +146,19 @@ def _check_node(path: Path, node: yaml.Node, field: str) -> None:
         for key, _value in node.value:
             if not isinstance(key, yaml.ScalarNode):
                 raise ConfigError(
-                    f"{path}:{_line(key)}: a key must be a plain word, not a list or mapping "
+                    f"{path.at(_line(key))}: a key must be a plain word, not a list or mapping "
                     "(complex key)"
                 )
             ident = (key.tag, key.value)
             if ident in seen and key.tag != "tag:yaml.org,2002:merge":
                 raise ConfigError(
-                    f"{path}:{_line(key)}: duplicate key {key.value!r} (first at line "
+                    f"{path.at(_line(key))}: duplicate key {key.value!r} (first at line "
                     f"{seen[ident]}); each key may appear once"
                 )
             seen[ident] = _line(key)
 
 
-def _walk(path: Path, root: yaml.Node) -> None:
+def _walk(path: _Text, root: yaml.Node) -> None:
     """Check every node once; size and depth as if aliases were expanded (iteratively)."""
     size: dict[int, int] = {}
     depth: dict[int, int] = {}
@@ -126,14 +184,14 @@ def _walk(path: Path, root: yaml.Node) -> None:
                 )
             if depth[key] > MAX_DEPTH + 1:
                 raise ConfigError(
-                    f"{path}:{_line(node)}: nested more than {MAX_DEPTH} levels deep "
+                    f"{path.at(_line(node))}: nested more than {MAX_DEPTH} levels deep "
                     "(through aliases); a config is a few levels of mappings"
                 )
             continue
         if key in size:
             continue
         if key in on_path:
-            raise ConfigError(f"{path}:{_line(node)}: an alias refers to itself (recursive)")
+            raise ConfigError(f"{path.at(_line(node))}: an alias refers to itself (recursive)")
         here = fields.get(key, "")
         _check_node(path, node, here)
         if isinstance(node, yaml.MappingNode):
@@ -148,20 +206,15 @@ def _walk(path: Path, root: yaml.Node) -> None:
         stack.extend((k, False) for k in kids if id(k) not in size)
 
 
-def read_yaml(path: Path) -> tuple[Any, yaml.Node]:
-    """(data, node tree) of the config at ``path``; ConfigError (one line) if unusable."""
-    raw = _read_bytes(path)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not a UTF-8 text file") from None
+def _load(path: _Text, text: str) -> tuple[Any, yaml.Node | None]:
+    """Every check above, then the data: (data, node tree); node None for empty text."""
     try:
         _check_events(path, text)
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
         raise _yaml_error(path, exc) from None
     if node is None:
-        raise ConfigError(f"{path}: empty file; expected a mapping with at least 'name'")
+        return None, None
     _walk(path, node)
     try:
         data = yaml.SafeLoader(text).get_single_data()
@@ -170,3 +223,25 @@ def read_yaml(path: Path) -> tuple[Any, yaml.Node]:
     except (ValueError, TypeError, OverflowError, RecursionError) as exc:
         raise ConfigError(f"{path}: a value cannot be read ({type(exc).__name__})") from None
     return data, node
+
+
+def read_yaml(path: Path) -> tuple[Any, yaml.Node]:
+    """(data, node tree) of the config at ``path``; ConfigError (one line) if unusable."""
+    raw = _read_bytes(path)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a UTF-8 text file") from None
+    data, node = _load(_Text(str(path), True), text)
+    if node is None:
+        raise ConfigError(f"{path}: empty file; expected a mapping with at least 'name'")
+    return data, node
+
+
+def read_yaml_value(text: str, where: str) -> Any:
+    """The value of ``--set KEY=TEXT`` read under the same bounds as a config file
+    (``where`` names it in messages: ``--set KEY``); "" for empty text."""
+    if len(text.encode("utf-8", errors="surrogatepass")) > MAX_FILE_BYTES:
+        raise ConfigError(f"{where}: more than {MAX_FILE_BYTES >> 20} MiB is too large a value")
+    data, node = _load(_Text(where, False), text)
+    return "" if node is None else data

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from sim.config.sections import BASE_PERCENTILES, percentile_label
 from sim.runtime.records import HOLD_STAGE_COLUMNS, RequestRecord
 from sim.store.base import STORE_METRICS
 
@@ -160,8 +161,11 @@ def summary_columns(summary: dict[str, object]) -> list[str]:
 def extra_latency_columns(qs: Sequence[float]) -> list[str]:
     """Summary columns of configured latency percentiles beyond p50/p90/p99
     (``output.percentiles``), e.g. ``latency_p95_ms``, ``latency_p99.9_ms``."""
-    base = {50.0, 90.0, 99.0}
-    return [f"latency_p{q:g}_ms" for q in sorted(set(map(float, qs)) - base)]
+    return [f"latency_{percentile_label(q)}_ms" for q in _extra_qs(qs)]
+
+
+def _extra_qs(qs: Sequence[float]) -> list[float]:
+    return sorted(set(map(float, qs)) - set(BASE_PERCENTILES))
 
 
 def _rate(times_s: Sequence[float]) -> float:
@@ -221,8 +225,8 @@ def summarize_requests(
 
 
 def _extra_latency(lat: Sequence[float], qs: Sequence[float]) -> dict[str, float]:
-    cols = extra_latency_columns(qs)
-    wanted = [float(c[len("latency_p") : -len("_ms")]) for c in cols]
+    wanted = _extra_qs(qs)  # the numbers themselves, not read back from a column name
+    cols = extra_latency_columns(wanted)
     return dict(zip(cols, percentiles(lat, wanted), strict=True)) if cols else {}
 
 

@@ -294,6 +294,15 @@ def _say_removed(out_dir: Path, gone: list[Path]) -> None:
         )
 
 
+def _say_unvalidated(points: list[Any]) -> None:
+    """One line when model-mode points combine features no validation covered."""
+    from sim.model.validated import unvalidated_note
+
+    note = unvalidated_note(points)
+    if note:
+        print(f"kvsim: note: {note}", file=sys.stderr)
+
+
 def _executor_choice(args: argparse.Namespace) -> Any:
     """The executor chosen on the command line; one-line UsageError when it is not usable."""
     from sim.errors import UsageError
@@ -334,6 +343,7 @@ def _main(args: argparse.Namespace, plugins: Any) -> int:
     out_dir = normalize_dir(args.out or cfg.output_dir).absolute()
     # refuses model points the calibration lacks
     plan = plan_run(cfg, points, out_dir, source=Path(args.config), overrides=args.set)
+    _say_unvalidated(points)
     if args.dry_run:
         return _dry_run(plan)
     choice = _executor_choice(args)

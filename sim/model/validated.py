@@ -1,0 +1,155 @@
+"""What model mode was validated on, and the note a run outside it prints.
+
+The model is checked against real runs by ``kvsim validate-model`` (docs/model-mode.md,
+Validation: one table per config, with its date, load and errors). This module holds the
+summary of those tables — which combination of features each validated config
+exercises, and how far the model was from it — and is the one place that knows it.
+``kvsim run --mode model`` on a point whose features no validated config covers prints
+one line naming the features, the closest validated config and that config's error, so
+a prediction is never mistaken for a validated result.
+
+A feature is what changes what the model has to get right: the address variant, the
+arrival process, the engine (its index variant and step size, a built heap), store
+faults, a free-threaded interpreter, a switch interval or core count other than the
+calibration's, many load threads. Geometry and rates are not features: the
+calibration's coverage check (sim.model.coverage) already bounds them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sim.config import ExperimentConfig, Point
+
+__all__ = ["VALIDATED", "Validated", "features", "markdown_table", "unvalidated_note"]
+
+#: Load threads beyond this were never validated (the synthetic sweep went to 8).
+_MANY_WORKERS = 8
+
+
+@dataclass(frozen=True)
+class Validated:
+    """One validated config: its features (the union over its points) and its errors."""
+
+    config: str
+    date: str
+    features: frozenset[str]
+    points: int
+    p50_met: int
+    p99_met: int
+    #: Median |relative error| of latency p50 and p99 over the points.
+    p50_median: float
+    p99_median: float
+
+    def error_text(self) -> str:
+        return (
+            f"validated {self.date}: latency p50 within ±10% at {self.p50_met}/{self.points} "
+            f"points (median error {self.p50_median:.0%}), p99 within ±15% at "
+            f"{self.p99_met}/{self.points} ({self.p99_median:.0%})"
+        )
+
+
+def _fs(*tags: str) -> frozenset[str]:
+    return frozenset(tags)
+
+
+#: From docs/model-mode.md's validation tables (the latest run of each config).
+VALIDATED: tuple[Validated, ...] = (
+    Validated(
+        "configs/quickstart.yaml",
+        "1 Dec 2026 11:20",
+        _fs("variant scalar", "variant numpy", "variant rows", "arrival poisson"),
+        6,
+        5,
+        6,
+        0.05,
+        0.07,
+    ),
+    Validated(
+        "configs/synthetic_sweep.yaml",
+        "1 Dec 2026 11:25",
+        _fs("variant synthetic", "arrival poisson"),
+        20,
+        19,
+        15,
+        0.04,
+        0.06,
+    ),
+)
+
+
+def markdown_table() -> str:
+    """The table as docs/model-mode.md shows it (tests/test_model_validated.py keeps the two
+    the same: a change of one is a change of both)."""
+    lines = [
+        "| config | validated | features | latency p50 within ±10 % | p99 within ±15 % |",
+        "|--|--|--|--|--|",
+    ]
+    for v in VALIDATED:
+        lines.append(
+            f"| `{v.config}` | {v.date} | {', '.join(sorted(v.features))} | "
+            f"{v.p50_met}/{v.points} (median {v.p50_median:.0%}) | "
+            f"{v.p99_met}/{v.points} (median {v.p99_median:.0%}) |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def features(cfg: ExperimentConfig) -> frozenset[str]:
+    """The features of one point (see the module's docstring)."""
+    tags = {f"variant {cfg.connector.variant}", f"arrival {cfg.workload.arrival.kind}"}
+    if cfg.connector.handler != "per_group":
+        tags.add(f"handler {cfg.connector.handler}")
+    if cfg.connector.variant == "synthetic":
+        opts = cfg.connector.options
+        if opts.get("free_kind") == "kernel" and float(opts.get("free_ms", 0.0)) > 0:
+            tags.add("synthetic free_kind kernel")
+    if cfg.connector.workers > _MANY_WORKERS:
+        tags.add(f"workers > {_MANY_WORKERS}")
+    eng = cfg.engine
+    if eng.enabled:
+        tags.add(f"engine index_variant {eng.index_variant}")
+        tags.add(f"engine step of {eng.max_tokens()} tokens")
+        if eng.components != 3:
+            tags.add(f"engine components {eng.components}")
+        if eng.heap.objects:
+            tags.add("engine.heap")
+    if cfg.store.fail_prob > 0 or cfg.store.stall_prob > 0:
+        tags.add("store faults")
+    if cfg.gil.kind == "none":
+        tags.add("gil.kind none")
+    if cfg.gil.switch_interval_ms != 5.0:
+        tags.add(f"switch interval {cfg.gil.switch_interval_ms:g} ms")
+    if cfg.machine.cores is not None:
+        tags.add("machine.cores")
+    if cfg.machine.cpu_scale != 1.0:
+        tags.add("machine.cpu_scale")
+    return frozenset(tags)
+
+
+def _closest(tags: frozenset[str]) -> Validated:
+    """The validated config sharing most of ``tags`` and adding least (ties: listed first)."""
+    return max(VALIDATED, key=lambda v: (len(tags & v.features), -len(v.features - tags)))
+
+
+def unvalidated_note(points: Sequence[Point]) -> str | None:
+    """One line when some model-mode point's features no validated config covers; None
+    when every one is covered (or none runs in model mode)."""
+    model = [p for p in points if p.config.mode == "model"]
+    outside = [
+        tags
+        for p in model
+        if not any((tags := features(p.config)) <= v.features for v in VALIDATED)
+    ]
+    if not outside:
+        return None
+    tags = frozenset().union(*outside)
+    closest = _closest(tags)
+    new = sorted(tags - closest.features)
+    which = (
+        "this config" if len(outside) == len(points) else f"{len(outside)} of {len(points)} points"
+    )
+    return (
+        f"model mode was never validated on {which}: {', '.join(new)} (not in the closest "
+        f"validated config, {closest.config}, {closest.error_text()}; docs/model-mode.md)"
+    )

@@ -27,11 +27,13 @@ from sim.api import (
     Experiment,
     Report,
     Run,
+    SearchResult,
     build,
     compare,
     load,
     open_run,
     plot,
+    search,
 )
 from sim.errors import ConfigError, KvsimError, RunDirError, UsageError
 from sim.events import SweepEvents
@@ -45,6 +47,7 @@ __all__ = [
     "Report",
     "Run",
     "RunDirError",
+    "SearchResult",
     "SweepEvents",
     "UsageError",
     "Verdict",
@@ -55,4 +58,5 @@ __all__ = [
     "open_run",
     "plot",
     "ratio_verdict",
+    "search",
 ]

@@ -38,12 +38,14 @@ def test_the_public_names_are_pinned() -> None:
         "RunDirError",
         "SweepEvents",
         "UsageError",
+        "Verdict",
         "__version__",
         "build",
         "compare",
         "load",
         "open_run",
         "plot",
+        "ratio_verdict",
     ]
     for name in sim.__all__:
         obj = getattr(sim, name)

@@ -26,9 +26,11 @@ def test_fit_recovers_a_linear_cost() -> None:
     assert worst < 1e-6
 
 
-@pytest.fixture
-def small_calibration(tmp_path):
-    out = tmp_path / "cal.json"
+@pytest.fixture(scope="session")
+def small_calibration(tmp_path_factory):
+    """One small calibration for every test here (calibrating is the slow part): tests
+    read it, none changes it."""
+    out = tmp_path_factory.mktemp("calibration") / "cal.json"
     args = ["calibrate", "--out", str(out), "--variants", "numpy,synthetic"]
     args += ["--handlers", "per_group", "--chunks", "1,4", "--regions", "4", "--groups", "1"]
     assert cli_main([*args, "--reps", "1", "--no-engine"]) == 0

@@ -10,8 +10,8 @@ import pytest
 
 from sim.cli import main
 from sim.rundir.outputs import read_csv
-from sim.search.slo import judge, parse_slo
-from sim.search.strategy import Strategy
+from sim.slo_search.slo import judge, parse_slo
+from sim.slo_search.strategy import Strategy
 
 
 def test_slo_parsing_and_judgement() -> None:

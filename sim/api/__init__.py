@@ -12,15 +12,18 @@ from __future__ import annotations
 from sim.api.experiments import Experiment, Overrides, build, load
 from sim.api.reports import Report, compare, plot
 from sim.api.runs import Run, open_run
+from sim.api.search import SearchResult, search
 
 __all__ = [
     "Experiment",
     "Overrides",
     "Report",
     "Run",
+    "SearchResult",
     "build",
     "compare",
     "load",
     "open_run",
     "plot",
+    "search",
 ]

@@ -2,7 +2,7 @@
 
 Per variant (per combination of the config's other sweep axes), the highest
 arrival rate — or the best worker count — at which every objective holds,
-found by running real points (see ``sim.search``). The points land in one run
+found by running real points (see ``sim.slo_search``). The points land in one run
 directory like any run's, so ``kvsim compare`` and ``kvsim plot`` read them, and
 ``--resume`` continues an interrupted search without redoing a point.
 """
@@ -111,104 +111,58 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _main(args: argparse.Namespace, plugins: Any) -> int:
+    import sim
+    from sim.api.experiments import Experiment
+    from sim.api.search import search_dir
     from sim.commands.run import set_items
     from sim.config import parse_config
     from sim.config.plugins import plugin_scope
     from sim.conformance import refuse_wrong_plugin_points
-    from sim.errors import UsageError
-    from sim.rundir.guard import normalize_dir
-    from sim.runtime.metrics import SUMMARY_METRICS, extra_latency_columns
-    from sim.search.driver import plan_search
-    from sim.search.slo import parse_slo
-    from sim.sweep.session import open_session, plan_run
 
     _check_numbers(args)
     args.set = set_items(args)  # --audit and --mode as --set items, for every point
     cfg, points = parse_config(args.config, args.set, args.plugin)
     plugins.enter_context(plugin_scope(cfg.plugins))  # their variants, until the command ends
     refuse_wrong_plugin_points(points)  # a plug-in computing wrong addresses is not measured
-    known = [*SUMMARY_METRICS, *extra_latency_columns(cfg.output.percentiles)]
-    try:
-        slos = [parse_slo(s, known) for s in args.slo]
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    search = plan_search(
-        cfg,
-        points,
+    exp = Experiment(cfg, tuple(points), Path(args.config), tuple(args.set))
+    args.resolved_out = search_dir(exp, args.out)  # for the Ctrl-C hint
+    say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
+    events = sim.SweepEvents(started=lambda rep, _host: say(f"  … {rep.point.label}"), note=say)
+    found = sim.search(
+        exp,
         args.over,
-        slos,
-        Path(args.config).resolve().parent,
+        args.slo,
+        args.out,
         goal=args.goal,
         lo=args.lo,
         hi=args.hi,
         tol=args.tol,
         max_runs=args.max_runs,
+        force=args.force,
+        resume=args.resume,
+        isolate=not args.in_process,
+        events=events,
     )
-    out_dir = normalize_dir(args.out or f"results/{search.cfg.name}").absolute()
-    # The config's own points are what every series starts from: checked before the
-    # directory is touched; each round's points are checked again as they are made.
-    grid = plan_run(search.cfg, points, out_dir, source=Path(args.config), overrides=args.set)
-    isolate = not args.in_process
-    with open_session(grid, force=args.force, resume=args.resume, isolate=isolate) as session:
-        return _search(args, search, slos, session)
+    _print(found)
+    return 0
 
 
-def _search(args: argparse.Namespace, search: Any, slos: list[Any], session: Any) -> int:
-    """The search itself, in a session that holds the run directory."""
-    from sim.events import SweepEvents
-    from sim.search.driver import run_search
-    from sim.search.report import outcome_line, verdict_line
-    from sim.sweep.session import plan_run
-
-    out_dir = session.out_dir
-    args.resolved_out = out_dir
-    say = (lambda *a: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
-    slo_text = " and ".join(s.text for s in slos)
-    say(
-        f"kvsim search · {len(search.series)} series × up to {args.max_runs} points over "
-        f"{args.over} ({search.series[0].strategy.goal}) · {slo_text} · {out_dir}"
-    )
-    events = SweepEvents(started=lambda rep, _host: say(f"  … {rep.point.label}"))
-    last: list[Any] = []
-
-    def run_round(pts: list[Any]) -> None:
-        plan = plan_run(search.cfg, pts, out_dir, source=Path(args.config), overrides=args.set)
-        last[:] = [session.run(plan, events)]
-
-    def on_verdict(s: Any, v: float, verdict: Any) -> None:
-        say(verdict_line(s, v, verdict, slos, search.label))
-
-    results = run_search(search, out_dir, run_round, on_verdict)
-    figure = _draw(out_dir)
-    for s, outcome in results:
-        print(outcome_line(s, outcome, slos, search.label))
-    if last:
-        _noise_note(last[0].noise_floor_p99_ms, slos)
+def _print(found: Any) -> None:
+    """The answer per series, the harness's noise floor beside the limits, the files."""
+    out_dir, figure = found.out_dir, found.figure
+    if found.figure_error:
+        print(f"warning: no search figure ({found.figure_error})", file=sys.stderr)
+    for line in found.lines():
+        print(line)
+    floor = found.noise_floor_p99_ms
+    if math.isfinite(floor):
+        note = f"harness noise floor: p99 ≤ {floor:.3g} ms over the points tried"
+        lat = [s for s in found.slos if s.metric.endswith("_ms")]
+        if lat and floor > 0.1 * min(s.limit for s in lat):
+            note += " — more than 10% of the limit: the answer is only as good as that"
+        print(note)
     print(
         f"points in {out_dir} (summary.csv, results.json, search.json"
         + (f", {figure.relative_to(out_dir)}" if figure else "")
         + "); `kvsim compare` and `kvsim plot` read them"
     )
-    return 0
-
-
-def _draw(out_dir: Path) -> Path | None:
-    from sim.search.figure import draw_search
-
-    try:
-        return draw_search(out_dir)
-    except (OSError, ValueError) as exc:
-        print(f"warning: no search figure ({exc})", file=sys.stderr)
-        return None
-
-
-def _noise_note(floor: float, slos: list[Any]) -> None:
-    """The harness's own latency (the sweep's noise floor) beside the limit it was judged
-    against."""
-    if not math.isfinite(floor):
-        return
-    note = f"harness noise floor: p99 ≤ {floor:.3g} ms over the points tried"
-    lat = [s for s in slos if s.metric.endswith("_ms")]
-    if lat and floor > 0.1 * min(s.limit for s in lat):
-        note += " — more than 10% of the limit: the answer is only as good as that"
-    print(note)

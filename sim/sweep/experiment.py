@@ -232,7 +232,7 @@ class _Sweep:
             return ParallelModelExecutor(
                 workers, self.out_dir, self.axes, self.source, self.host, self.run_one
             )
-        return build_executor(choice, self.run_one, self.prepare)
+        return build_executor(choice, self)
 
     def counts(self) -> dict[str, int]:
         rows = self.combiner.repeat_rows()

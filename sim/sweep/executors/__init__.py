@@ -8,9 +8,9 @@ it runs.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from sim.events import SweepEvents
 from sim.rundir.layout import RepRun
@@ -19,8 +19,10 @@ from sim.sweep.executors.base import (
     Executor,
     ExecutorError,
     LocalExecutor,
+    ProgressFn,
     RunOne,
 )
+from sim.sweep.runner import RepOutcome
 
 __all__ = [
     "EXECUTORS",
@@ -29,6 +31,7 @@ __all__ = [
     "ExecutorChoice",
     "ExecutorError",
     "LocalExecutor",
+    "PointRuns",
     "RunOne",
     "SweepEvents",
     "build_executor",
@@ -60,16 +63,25 @@ class ExecutorChoice:
             raise ExecutorError("an address is only meaningful with the ray executor")
 
 
-def build_executor(
-    choice: ExecutorChoice, run_one: RunOne, prepare: Callable[[RepRun], Path]
-) -> Executor:
-    """The executor ``choice`` names; ``run_one`` runs a point here, ``prepare`` writes
-    a run's clean directory and spec (for executors that run the child elsewhere)."""
+class PointRuns(Protocol):
+    """The sweep's own ways of running one point: what an executor is bound to."""
+
+    def run_one(self, rep: RepRun, progress: ProgressFn | None) -> RepOutcome:
+        """Run ``rep`` here, from a clean directory, and say how it ended."""
+        ...
+
+    def prepare(self, rep: RepRun) -> Path:
+        """Write ``rep``'s clean directory and spec (for executors that run it elsewhere)."""
+        ...
+
+
+def build_executor(choice: ExecutorChoice, runs: PointRuns) -> Executor:
+    """The executor ``choice`` names, bound to the sweep's ways of running a point."""
     if choice.name == "ray":
         from sim.sweep.executors.ray_driver import RayExecutor
 
-        return RayExecutor(prepare, choice.address, choice.retries)
-    return LocalExecutor(run_one)
+        return RayExecutor(runs.prepare, choice.address, choice.retries)
+    return LocalExecutor(runs.run_one)
 
 
 def preflight(choice: ExecutorChoice) -> None:

@@ -12,7 +12,7 @@
   so no monotony is assumed.
 
 A strategy is pure: it sees (value, passed, metric) results and proposes values;
-``sim.search.driver`` runs them. The same results give the same proposals, which
+``sim.slo_search.driver`` runs them. The same results give the same proposals, which
 is what lets an interrupted search resume.
 """
 
@@ -21,7 +21,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-__all__ = ["Outcome", "Strategy", "round_value"]
+__all__ = [
+    "Outcome",
+    "Strategy",
+    "nice",
+    "round_value",
+]
+
+
+def nice(v: float) -> int | float:
+    """25.0 -> 25 (axis values and labels read as they were meant)."""
+    return int(v) if float(v).is_integer() else float(v)
 
 
 def round_value(v: float, integer: bool) -> float:

@@ -1,7 +1,7 @@
 """Run a search: every value tried is an ordinary point of one run directory.
 
 Each series (a combination of the config's other sweep axes: variant, workers,
-…) gets its own :class:`~sim.search.strategy.Strategy`. A round asks every
+…) gets its own :class:`~sim.slo_search.strategy.Strategy`. A round asks every
 unfinished series for its next value, makes each one a :class:`Point` (the
 series' config with the searched field set, and the field as an extra axis),
 and runs the round (``Session.run``, ``sim.sweep.session``) on the whole list of
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,22 +28,29 @@ from pydantic import ValidationError
 from sim.config import ConfigError, ExperimentConfig, Point
 from sim.config.experiment import axis_label, set_path
 from sim.config.paths import CONFIG_DIR
+from sim.events import SweepEvents
 from sim.files.read import read_bounded
 from sim.rundir.outputs import read_csv, write_json
-from sim.search.slo import SLO, Verdict, judge
-from sim.search.strategy import Outcome, Strategy
+from sim.slo_search.report import verdict_line
+from sim.slo_search.slo import SLO, Verdict, judge
+from sim.slo_search.strategy import Outcome, Strategy, nice
+from sim.sweep.session import Session, SweepOutcome, plan_run
 
-__all__ = ["SEARCH_FILE", "Search", "Series", "field_value", "nice", "plan_search"]
+__all__ = [
+    "SEARCH_FILE",
+    "Search",
+    "SearchRounds",
+    "Series",
+    "field_value",
+    "plan_search",
+    "run_search",
+    "search_name",
+]
 
 SEARCH_FILE = "search.json"
 
 #: search.json lists the sessions of one search: kilobytes.
 MAX_SEARCH_BYTES = 16 << 20
-
-
-def nice(v: float) -> int | float:
-    """25.0 -> 25 (axis values and labels read as they were meant)."""
-    return int(v) if float(v).is_integer() else float(v)
 
 
 def field_value(cfg: ExperimentConfig, path: str) -> Any:
@@ -99,6 +106,9 @@ class Search:
     series: list[Series]
     config_dir: Path
     next_index: int = 0
+    #: The config file and its ``KEY=VALUE`` overrides, recorded in the run's manifest.
+    source: Path | None = None
+    overrides: tuple[str, ...] = ()
 
     def point(self, s: Series, value: float) -> Point:
         """The point that tries ``value`` for series ``s`` (made once, then remembered)."""
@@ -194,6 +204,11 @@ class Search:
         write_json(out_dir / SEARCH_FILE, self.state())
 
 
+def search_name(cfg: ExperimentConfig) -> str:
+    """The name of a search of ``cfg`` (its run's name, and its default directory)."""
+    return f"{cfg.name}-search"[:100]
+
+
 def plan_search(
     cfg: ExperimentConfig,
     points: Sequence[Point],
@@ -206,8 +221,13 @@ def plan_search(
     hi: float | None,
     tol: float,
     max_runs: int,
+    source: Path | None = None,
+    overrides: Sequence[str] = (),
 ) -> Search:
-    """One series per combination of the config's sweep axes other than ``over``."""
+    """One series per combination of the config's sweep axes other than ``over``.
+
+    ``source`` and ``overrides`` say where the config came from (the manifest records
+    them)."""
     start = field_value(cfg, over)
     integer = isinstance(start, int)
     label = axis_label(over, [*cfg.sweep, over])
@@ -233,20 +253,18 @@ def plan_search(
     }
     for s in series:
         s.shown = tuple(k for k in s.axes if k in varying or k == "variant")
-    name = f"{cfg.name}-search"[:100]
-    return Search(cfg.model_copy(update={"name": name}), over, label, slos, series, config_dir)
+    renamed = cfg.model_copy(update={"name": search_name(cfg)})
+    return Search(renamed, over, label, slos, series, config_dir, 0, source, tuple(overrides))
 
 
-def run_search(
-    search: Search,
-    out_dir: Path,
-    run_round: Callable[[list[Point]], None],
-    on_verdict: Callable[[Series, float, Verdict], None] | None = None,
-) -> list[tuple[Series, Outcome]]:
-    """Rounds until every series is done; ``run_round(points)`` runs the points (resume)."""
+def run_search(search: Search, session: Session, events: SweepEvents) -> SearchRounds:
+    """Rounds until every series is done, each a sweep of every point so far in
+    ``session`` (points already done are kept). Each verdict is told as a note."""
+    out_dir = session.out_dir
     restore = out_dir / SEARCH_FILE
     if restore.is_file():
         search.restore(restore)
+    last: SweepOutcome | None = None
     while True:
         todo = []
         for s in search.series:
@@ -257,7 +275,14 @@ def run_search(
             break
         for s, v in todo:
             search.point(s, v)
-        run_round(search.all_points())
+        plan = plan_run(
+            search.cfg,
+            search.all_points(),
+            out_dir,
+            source=search.source,
+            overrides=search.overrides,
+        )
+        last = session.run(plan, events)
         rows = _summary_by_index(out_dir, search)
         for s, v in todo:
             row = rows.get(s.points[v], {"status": "failed", "error": "no result"})
@@ -265,11 +290,20 @@ def run_search(
             s.verdicts[v] = verdict
             first = verdict.values.get(search.slos[0].metric, math.nan)
             s.strategy.record(v, verdict.ok, first)
-            if on_verdict is not None:
-                on_verdict(s, v, verdict)
+            events.note(verdict_line(s, v, verdict, search.slos, search.label))
         search.write(out_dir)
     search.write(out_dir)
-    return [(s, s.strategy.outcome()) for s in search.series]
+    return SearchRounds([(s, s.strategy.outcome()) for s in search.series], last)
+
+
+@dataclass(frozen=True)
+class SearchRounds:
+    """What the rounds of a search found."""
+
+    #: Each series and what it sustains (or needs) under the objectives.
+    results: list[tuple[Series, Outcome]]
+    #: The last round's sweep (every point tried so far); None when no round ran.
+    last: SweepOutcome | None
 
 
 def _summary_by_index(out_dir: Path, search: Search) -> dict[int, dict[str, str]]:

@@ -14,7 +14,7 @@ from pathlib import Path
 from sim.errors import RunDirError
 from sim.files.read import read_bounded
 from sim.rundir.numbers import as_float
-from sim.search.driver import MAX_SEARCH_BYTES, SEARCH_FILE
+from sim.slo_search.driver import MAX_SEARCH_BYTES, SEARCH_FILE
 
 __all__ = ["draw_search"]
 
@@ -30,7 +30,7 @@ def draw_search(run_dir: Path) -> Path:
     import matplotlib.pyplot as plt
 
     from sim.analysis.layout import STYLE
-    from sim.search.slo import parse_slo
+    from sim.slo_search.slo import parse_slo
 
     raw = read_bounded(
         run_dir / SEARCH_FILE,

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from sim.search.driver import Series, nice
-from sim.search.slo import SLO, Verdict
-from sim.search.strategy import Outcome
+from sim.slo_search.slo import SLO, Verdict
+from sim.slo_search.strategy import Outcome, nice
+
+if TYPE_CHECKING:  # types only: the driver imports these words
+    from sim.slo_search.driver import Series
 
 __all__ = ["outcome_line", "unit_of", "verdict_line"]
 

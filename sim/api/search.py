@@ -1,0 +1,137 @@
+"""``sim.search``: the highest rate (or best worker count) an experiment sustains under an SLO.
+
+The same search as ``kvsim search`` (which only parses its arguments, calls
+:func:`search` and prints): every value tried is an ordinary point of one run
+directory, run through the one sweep path (``sim.sweep.session``), so
+``sim.open_run``, ``compare`` and ``plot`` read it like any run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the search and the sweep load only when a search runs
+    from sim.api.experiments import Experiment
+    from sim.events import SweepEvents
+    from sim.slo_search.driver import Series
+    from sim.slo_search.slo import SLO
+    from sim.slo_search.strategy import Outcome
+
+__all__ = ["SearchResult", "search", "search_dir"]
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """What a search found, and where its points are."""
+
+    #: The run directory (summary.csv, results.json, search.json, figures/search.png).
+    out_dir: Path
+    #: The objectives every value was judged against.
+    slos: list[SLO]
+    #: The searched axis's column name (``rate_rps``, ``workers``, …).
+    axis: str
+    #: Each series (a combination of the other sweep axes) and its answer.
+    results: list[tuple[Series, Outcome]]
+    #: The harness's noise floor over the points tried (worst p99, ms; NaN: not measured).
+    noise_floor_p99_ms: float
+    #: ``figures/search.png``; None when it could not be drawn (``figure_error`` says why).
+    figure: Path | None
+    figure_error: str = ""
+
+    def lines(self) -> list[str]:
+        """One sentence per series: what it sustains under the objectives."""
+        from sim.slo_search.report import outcome_line
+
+        return [outcome_line(s, o, self.slos, self.axis) for s, o in self.results]
+
+
+def search_dir(exp: Experiment, out: str | Path | None = None) -> Path:
+    """Where a search of ``exp`` goes: ``out``, else ``results/<name>-search``."""
+    from sim.rundir.guard import normalize_dir
+    from sim.slo_search.driver import search_name
+
+    return normalize_dir(out or f"results/{search_name(exp.config)}").absolute()
+
+
+def search(
+    exp: Experiment,
+    over: str,
+    slo: Sequence[str],
+    out: str | Path | None = None,
+    *,
+    goal: str | None = None,
+    lo: float | None = None,
+    hi: float | None = None,
+    tol: float = 0.1,
+    max_runs: int = 6,
+    force: bool = False,
+    resume: bool = False,
+    isolate: bool = True,
+    events: SweepEvents | None = None,
+) -> SearchResult:
+    """Search ``over`` (a numeric config field) per series for the best value meeting
+    every objective of ``slo`` (``"latency_p99_ms<=100"``, on summary.csv columns).
+
+    ``goal``: ``max`` (highest value meeting it; bisection; the default), ``min``, or
+    ``best`` (powers of two, the lowest metric; the default for ``connector.workers``);
+    ``lo``/``hi`` bound the values tried, ``tol`` stops bisecting (relative),
+    ``max_runs`` caps the points per series. ``force``/``resume`` as for
+    ``Experiment.run`` (a resumed search redoes no point). ``events`` hears the
+    sweeps, and each verdict as a note (``✓ numpy @ 50 req/s: latency_p99_ms 41.2``).
+    Bad objectives or bounds are UsageErrors/ConfigErrors of one line.
+    """
+    from sim.errors import UsageError
+    from sim.events import SweepEvents
+    from sim.runtime.metrics import SUMMARY_METRICS, extra_latency_columns
+    from sim.slo_search.driver import plan_search, run_search
+    from sim.slo_search.slo import parse_slo
+    from sim.sweep.session import open_session, plan_run
+
+    cfg = exp.config
+    known = [*SUMMARY_METRICS, *extra_latency_columns(cfg.output.percentiles)]
+    try:
+        slos = [parse_slo(s, known) for s in slo]
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    config_dir = exp.source.resolve().parent if exp.source is not None else Path.cwd()
+    plan = plan_search(
+        cfg,
+        exp.points,
+        over,
+        slos,
+        config_dir,
+        goal=goal,
+        lo=lo,
+        hi=hi,
+        tol=tol,
+        max_runs=max_runs,
+        source=exp.source,
+        overrides=exp.overrides,
+    )
+    out_dir = search_dir(exp, out)
+    # The config's own points are what every series starts from: checked before the
+    # directory is touched; each round's points are checked again as they are made.
+    grid = plan_run(plan.cfg, exp.points, out_dir, source=exp.source, overrides=exp.overrides)
+    events = events or SweepEvents()
+    with open_session(grid, force=force, resume=resume, isolate=isolate) as session:
+        events.note(
+            f"kvsim search · {len(plan.series)} series × up to {max_runs} points over "
+            f"{over} ({plan.series[0].strategy.goal}) · {' and '.join(s.text for s in slos)}"
+            f" · {out_dir}"
+        )
+        rounds = run_search(plan, session, events)
+    figure, why = _draw(out_dir)
+    floor = rounds.last.noise_floor_p99_ms if rounds.last is not None else float("nan")
+    return SearchResult(out_dir, slos, plan.label, rounds.results, floor, figure, why)
+
+
+def _draw(out_dir: Path) -> tuple[Path | None, str]:
+    from sim.slo_search.figure import draw_search
+
+    try:
+        return draw_search(out_dir), ""
+    except (OSError, ValueError) as exc:
+        return None, str(exc)

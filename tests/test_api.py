@@ -36,6 +36,7 @@ def test_the_public_names_are_pinned() -> None:
         "Report",
         "Run",
         "RunDirError",
+        "SearchResult",
         "SweepEvents",
         "UsageError",
         "Verdict",
@@ -46,6 +47,7 @@ def test_the_public_names_are_pinned() -> None:
         "open_run",
         "plot",
         "ratio_verdict",
+        "search",
     ]
     for name in sim.__all__:
         obj = getattr(sim, name)

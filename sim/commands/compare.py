@@ -53,6 +53,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "3; the .md file written always has them all)",
     )
     p.add_argument(
+        "--fail-if",
+        action="append",
+        default=[],
+        metavar="RULE",
+        help="with two runs: exit 1 when RUN_B is worse than RUN_A beyond the threshold and "
+        "the difference is real by the interval across repeats (repeatable), e.g. "
+        "'gil_hold_mean_ms>+5%%', 'throughput_rps<-5%%', 'latency_p99_ms>+2' (absolute)",
+    )
+    p.add_argument(
         "--out",
         metavar="STEM",
         help="write STEM.md and STEM.csv (default: RUN/compare.md and RUN/compare.csv; with "
@@ -193,7 +202,38 @@ def _two(args: argparse.Namespace) -> int:
     cols, rows = comparison_rows(comp)
     stem = Path(args.out) if args.out else b.dir / f"compare_vs_{_safe(a.dir.name)}"
     _write(stem, text, cols, rows, args.all_rows)
+    if args.fail_if:
+        return _gate(args, pairing.combined, la, lb)
     return 0
+
+
+def _rules(args: argparse.Namespace) -> list[Any]:
+    from sim.analysis.gate import parse_rule
+
+    try:
+        return [parse_rule(r) for r in args.fail_if]
+    except ValueError as exc:
+        raise _error(str(exc)) from None
+
+
+def _gate(args: argparse.Namespace, combined: Any, la: str, lb: str) -> int:
+    """The --fail-if rules on the two runs' shared points (sim.analysis.gate): 1 if one fails."""
+    from sim.analysis.compare import compare
+    from sim.analysis.crossrun import RUN_AXIS
+    from sim.analysis.gate import judge
+
+    rules = _rules(args)
+    metrics = list(dict.fromkeys(r.metric for r in rules))
+    try:
+        comp = compare(combined, la, metrics, args.bootstrap, args.seed, RUN_AXIS, paired=False)
+        result = judge(comp, rules, la, lb)
+    except ValueError as exc:
+        raise _error(str(exc)) from None
+    print()
+    for line in result.lines:
+        print(f"gate: {line}")
+    print(f"gate: {'FAILED' if result.failed else 'passed'} ({lb} against {la})")
+    return 1 if result.failed else 0
 
 
 def _apart(a: Any, b: Any, axes: list[str]) -> str:
@@ -225,4 +265,8 @@ def main(args: argparse.Namespace) -> int:
         raise _error(
             f"compare takes one run directory or two (RUN_A RUN_B), got {len(args.results)}"
         )
+    if args.fail_if:
+        if len(args.results) != 2:
+            raise _error("--fail-if compares two runs: kvsim compare BASE NEW --fail-if RULE")
+        _rules(args)  # a malformed rule stops before anything is read
     return _one(args) if len(args.results) == 1 else _two(args)

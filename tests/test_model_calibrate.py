@@ -119,6 +119,10 @@ def test_validate_model_pairs_real_and_model_points(small_calibration, write_con
     assert {float(r["model_background_load"]) for r in idle} == {0.0}
     text = (out / "validation.md").read_text()
     assert "latency_p99_ms:" in text and "Background load on this machine" in text
+    cond = json.loads((out / "calibration-conditions.json").read_text())["conditions"]
+    assert len(cond["loadavg_before"]) == len(cond["loadavg_after"]) == 3
+    avg = ", ".join(f"{x:.2f}" for x in cond["loadavg_before"])
+    assert f"Load average (1, 5, 15 min) before the real runs {avg}, after them" in text
     loads = json.loads((out / "background_load.json").read_text())
     assert sorted(loads) == ["0", "1"] and all(len(v) == 2 for v in loads.values())
     model = read_csv(out / "model" / "summary.csv")

@@ -171,6 +171,27 @@ def _with_scale(point: Any, scales: dict[tuple[str, ...], float]) -> Any:
     return _with_machine(point.config, cpu_scale=round(scale, 4))
 
 
+def _loadavg() -> list[float] | None:
+    import os
+
+    return [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
+
+
+def _loadavg_note(cal_file: Path) -> str:
+    """The load average around the real runs, as recorded in ``cal_file`` ('' if not)."""
+    cond = _read_json(cal_file).get("conditions", {})
+    before, after = cond.get("loadavg_before"), cond.get("loadavg_after")
+    if not before or not after:
+        return ""
+
+    def fmt(xs: list[float]) -> str:
+        return ", ".join(f"{x:.2f}" for x in xs)
+
+    return (
+        f" Load average (1, 5, 15 min) before the real runs {fmt(before)}, after them {fmt(after)}."
+    )
+
+
 def _merge_conditions(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     """Conditions measured before and after the real runs, pooled."""
     import statistics
@@ -241,10 +262,12 @@ def main(args: argparse.Namespace) -> int:
     if not args.no_run:
         cal = point_calibration(cfg)
         base.mkdir(parents=True, exist_ok=True)
+        loadavg_before = _loadavg()
         before = measure_conditions()
         loads: dict[int, list[float]] = {}
         _run(args.config, [*args.set, "mode=real"], real_dir, args, loads, measure=True)
         after = measure_conditions()
+        loadavg_after = _loadavg()
         write_json(base / "background_load.json", {str(k): v for k, v in loads.items()})
         cond = _merge_conditions(before, after)
         data = json.loads(json.dumps(cal.data))
@@ -255,6 +278,10 @@ def main(args: argparse.Namespace) -> int:
             "from": cal.path,
             "background_load_before": before["background_load"],
             "background_load_after": after["background_load"],
+            # the machine's load average (1, 5, 15 min) around the real runs: a shared
+            # machine's figures are read beside it (docs/model-mode.md, Validation)
+            "loadavg_before": loadavg_before,
+            "loadavg_after": loadavg_after,
         }
         write_json(cal_file, data)
         print(
@@ -293,7 +320,7 @@ def main(args: argparse.Namespace) -> int:
             f"by a fair-share spin test before and after each real point): "
             f"{min(per_point):.1f}–{max(per_point):.1f}. Each model point was given the mean "
             f"of its real twin's two measurements, and the wake-up and timer latencies "
-            f"measured around the real runs ({cal_file.name}).\n\n"
+            f"measured around the real runs ({cal_file.name}).{_loadavg_note(cal_file)}\n\n"
         )
     real = load_results(real_dir)
     rows = validate_runs(real, load_results(model_dir), n_boot=args.boot)

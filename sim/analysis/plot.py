@@ -59,12 +59,17 @@ def plot_results(
     n_boot: int = 1000,
     seed: int = 0,
     note: str = "",
+    force: bool = False,
 ) -> list[Path]:
     """Draw every figure the run has data for into ``out_dir``; return their paths.
 
     ``note`` is added to every figure's title (e.g. "partial run: 4 of 6 points").
+    Every path is claimed (``sim.rundir.claim``: new, the run's own, or ``force``)
+    after drawing and before the first is written, so a refusal writes nothing.
     """
     import matplotlib
+
+    from sim.rundir.claim import claim_outputs
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -90,6 +95,12 @@ def plot_results(
         steps = figures.engine_steps(plt, res, layout)
         if steps is not None:
             drawn.append(("engine_steps.png", steps))
+        try:
+            claim_outputs([out_dir / name for name, _fig in drawn], force)
+        except BaseException:
+            for _name, fig in drawn:
+                plt.close(fig)
+            raise
         paths = []
         for name, fig in drawn:
             _name_the_run(fig, res, note)

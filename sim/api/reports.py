@@ -66,16 +66,18 @@ class Report:
 
         return comparison_rows(self.comparison)
 
-    def write(self, stem: str | Path) -> tuple[Path, Path]:
+    def write(self, stem: str | Path, *, force: bool = False) -> tuple[Path, Path]:
         """Write ``<stem>.md`` and ``<stem>.csv`` atomically; return their paths.
 
-        Inside a run directory they are recorded as kvsim's (``--force`` may remove them).
-        """
+        A file already there is replaced only when a kvsim run lists it as its own, or
+        with ``force`` (``sim.rundir.claim``); inside a run directory they are recorded
+        as kvsim's (the run's ``--force`` may remove them)."""
+        from sim.rundir.claim import claim_outputs
         from sim.rundir.outputs import atomic_write_text, write_csv
 
         stem = Path(stem).absolute()
         md, csv = stem.with_name(stem.name + ".md"), stem.with_name(stem.name + ".csv")
-        _record_owned(stem.parent, md, csv)  # before writing: a crash leaves them listed
+        claim_outputs([md, csv], force)  # before writing: a crash leaves them listed
         atomic_write_text(md, self.markdown)
         write_csv(csv, *self.rows())
         return md, csv
@@ -123,14 +125,20 @@ def compare(
 
 
 def plot(
-    run: Run | str | Path, out: str | Path | None = None, x: str | None = None, *, seed: int = 0
+    run: Run | str | Path,
+    out: str | Path | None = None,
+    x: str | None = None,
+    *,
+    seed: int = 0,
+    force: bool = False,
 ) -> list[Path]:
     """Draw every figure the run has data for (latency CDF, p99 against ``x``, GIL hold,
     engine steps, …) as PNGs into ``out`` (default ``<run>/figures``); return their paths.
 
     The figures of a run that is not complete, or whose points ran on different
-    hardware, say so (see ``Run.warnings``). Figures written inside the run are
-    recorded as kvsim's (``--force`` may remove them)."""
+    hardware, say so (see ``Run.warnings``). A file already there is replaced only
+    when a kvsim run lists it as its own, or with ``force``; figures written inside
+    the run are recorded as kvsim's (``--force`` may remove them)."""
     from sim.analysis.completeness import completeness_warnings
     from sim.analysis.hosts import host_warnings
     from sim.analysis.plot import plot_results
@@ -143,25 +151,6 @@ def plot(
     notes += ["mixed hardware"] * bool(host_warnings(res))
     note = f"{' and '.join(notes)} (see warnings)" if notes else ""
     try:
-        paths = plot_results(res, where, x, seed=seed, note=note)
+        return plot_results(res, where, x, seed=seed, note=note, force=force)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    _record_owned(res.dir, *paths)
-    return paths
-
-
-def _record_owned(run_dir: Path, *paths: Path) -> None:
-    """Name files written inside a kvsim run in its ledger, so that ``--force`` may
-    remove them; files written elsewhere are the user's."""
-    from sim.rundir.guard import is_kvsim_run, record_owned
-
-    if not is_kvsim_run(run_dir) or run_dir.is_symlink():
-        return
-    inside = []
-    for p in paths:
-        try:
-            inside.append(str(Path(p).absolute().relative_to(run_dir.absolute())))
-        except ValueError:
-            continue
-    if inside:
-        record_owned(run_dir, *inside)

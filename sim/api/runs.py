@@ -97,13 +97,18 @@ class Run:
         return compare(self, by, baseline, metrics, bootstrap=bootstrap, seed=seed)
 
     def plot(
-        self, out: str | Path | None = None, x: str | None = None, *, seed: int = 0
+        self,
+        out: str | Path | None = None,
+        x: str | None = None,
+        *,
+        seed: int = 0,
+        force: bool = False,
     ) -> list[Path]:
         """Draw the run's figures (PNG) into ``out`` (default ``<run>/figures``); see
         :func:`sim.plot`."""
         from sim.api.reports import plot
 
-        return plot(self, out, x, seed=seed)
+        return plot(self, out, x, seed=seed, force=force)
 
 
 def open_run(path: str | Path) -> Run:

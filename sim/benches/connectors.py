@@ -81,6 +81,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--csv", type=Path, default=Path("results/bench-connectors.csv"), help="CSV to write"
     )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace the --csv file when it exists (without it an existing file is a "
+        "reason to refuse, before anything is measured)",
+    )
 
 
 def _as_lists(part: Any) -> Any:
@@ -247,9 +253,11 @@ def default_specs() -> list[VariantSpec]:
 
 def main(args: argparse.Namespace) -> int:
     from sim.benches.connector_report import LEGEND, table
+    from sim.rundir.claim import claim_outputs
     from sim.rundir.manifest import machine_info, package_versions
     from sim.rundir.outputs import write_csv
 
+    claim_outputs([args.csv], args.force, option="--csv")  # before minutes of measuring
     console = output_console()
     try:
         bg = bench_geometry(args)

@@ -94,6 +94,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pad-multiple", type=int, default=8, help="pad token counts to a multiple")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--csv", type=Path, help="also write the results to this CSV file")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace the --csv file when it exists (without it an existing file is a "
+        "reason to refuse, before anything is measured)",
+    )
 
 
 def _order(names: Sequence[str]) -> list[str]:
@@ -246,8 +252,12 @@ def _table(rows: Sequence[dict[str, Any]], title: str) -> Any:
 
 def main(args: argparse.Namespace) -> int:
     from connectors import registry
+    from sim.rundir.claim import claim_outputs
     from sim.rundir.manifest import machine_info
     from sim.rundir.outputs import write_csv
+
+    if args.csv is not None:
+        claim_outputs([args.csv], args.force, option="--csv")  # before minutes of measuring
 
     known = registry.index_variant_names()
     wanted = [v.strip() for v in args.variants.split(",")] if args.variants else known

@@ -68,11 +68,11 @@ def _gil_main(args: argparse.Namespace) -> int:
     from connectors import registry
     from sim.config import ConfigError
     from sim.model.measure import calibrate
+    from sim.rundir.claim import claim_outputs
     from sim.rundir.outputs import write_json
 
     out = Path(args.out)
-    if out.exists() and not args.force:
-        raise ConfigError(f"{out}: exists; pass --force to replace it (or --out elsewhere)")
+    claim_outputs([out], args.force)  # before minutes of measuring
     names = registry.address_variant_names()
     wanted = names if not args.variants else [v.strip() for v in args.variants.split(",")]
     unknown = [v for v in wanted if v not in names]

@@ -67,6 +67,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="write STEM.md and STEM.csv (default: RUN/compare.md and RUN/compare.csv; with "
         "two runs RUN_B/compare_vs_<name of RUN_A>.md and .csv)",
     )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace STEM.md / STEM.csv when they exist and no kvsim run lists them as its "
+        "own (without it such a file is a reason to refuse)",
+    )
 
 
 def _error(msg: str) -> Exception:
@@ -98,25 +104,22 @@ def _print(text: str, md: Path, csv: Path, all_rows: bool) -> None:
 
 
 def _write(
-    stem: Path, text: str, cols: list[str], rows: list[dict[str, Any]], all_rows: bool
+    stem: Path,
+    text: str,
+    cols: list[str],
+    rows: list[dict[str, Any]],
+    all_rows: bool,
+    force: bool,
 ) -> None:
+    from sim.rundir.claim import claim_outputs
     from sim.rundir.outputs import atomic_write_text, write_csv
 
     stem = stem.absolute()
     md, csv = stem.with_name(stem.name + ".md"), stem.with_name(stem.name + ".csv")
-    _own(md, csv)
+    claim_outputs([md, csv], force)
     atomic_write_text(md, text)
     write_csv(csv, cols, rows)
     _print(text, md, csv, all_rows)
-
-
-def _own(*paths: Path) -> None:
-    """Name files written inside a kvsim run in its ledger (so --force may remove them)."""
-    from sim.rundir.guard import is_kvsim_run, record_owned
-
-    for path in paths:
-        if is_kvsim_run(path.parent) and not path.parent.is_symlink():
-            record_owned(path.parent, path.name)
 
 
 def _one(args: argparse.Namespace) -> int:
@@ -134,7 +137,7 @@ def _one(args: argparse.Namespace) -> int:
         seed=args.seed,
     )
     stem = Path(args.out) if args.out else run.dir / COMPARE_STEM
-    md, csv = report.write(stem)
+    md, csv = report.write(stem, force=args.force)
     _print(report.markdown, md, csv, args.all_rows)
     return 0
 
@@ -201,7 +204,7 @@ def _two(args: argparse.Namespace) -> int:
         text = with_warnings(text, warnings)
     cols, rows = comparison_rows(comp)
     stem = Path(args.out) if args.out else b.dir / f"compare_vs_{_safe(a.dir.name)}"
-    _write(stem, text, cols, rows, args.all_rows)
+    _write(stem, text, cols, rows, args.all_rows, args.force)
     if args.fail_if:
         return _gate(args, pairing.combined, la, lb)
     return 0

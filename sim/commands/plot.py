@@ -18,6 +18,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "(default: workers when it varies, else the first numeric axis that does)",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap error bars (0)")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace files already at the PNGs' paths that kvsim's run does not list as "
+        "its own (without it such a file is a reason to refuse)",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -28,6 +34,6 @@ def main(args: argparse.Namespace) -> int:
         print(run.results.note, file=sys.stderr)
     for line in run.warnings():
         print(f"warning: {line}", file=sys.stderr)
-    for p in plot(run, args.out, args.x, seed=args.seed):
+    for p in plot(run, args.out, args.x, seed=args.seed, force=args.force):
         print(p)
     return 0

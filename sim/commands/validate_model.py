@@ -208,6 +208,39 @@ def _merge_conditions(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: What validate-model writes at the top of its --out directory (beside the four runs).
+TOP_FILES = (
+    "background_load.json",
+    "calibration-conditions.json",
+    "speed_scales.json",
+    "validation.csv",
+    "validation.md",
+)
+
+
+def _claim_base(base: Path, force: bool, create: bool) -> None:
+    """Make ``base`` validate-model's own before anything runs: a new or empty directory
+    gets kvsim's ledger listing :data:`TOP_FILES` (a later validate-model replaces them);
+    in any other directory a file of those names that kvsim did not write is a reason
+    to refuse unless ``force`` (``sim.rundir.claim``)."""
+    import os
+
+    from sim.errors import RunDirError
+    from sim.rundir.claim import claim_outputs
+    from sim.rundir.guard import normalize_dir, record_owned
+    from sim.rundir.layout import LOCK_FILE
+
+    try:
+        if create:
+            base.mkdir(parents=True, exist_ok=True)
+        empty = base.is_dir() and not [e for e in os.scandir(base) if e.name != LOCK_FILE]
+    except OSError as exc:
+        raise RunDirError(f"{normalize_dir(base)}: cannot write ({exc.strerror or exc})") from None
+    if empty:
+        record_owned(base, *TOP_FILES)
+    claim_outputs([base / name for name in TOP_FILES], force)
+
+
 def _read_json(path: Path) -> dict[str, Any]:
     """A JSON object validate-model wrote beside its runs (RunDirError if it is not one)."""
     import json
@@ -259,6 +292,7 @@ def main(args: argparse.Namespace) -> int:
     real_dir, model_dir, idle_dir = base / "real", base / "model", base / "model-idle"
     matched_dir = base / "model-matched"
     cal_file = base / "calibration-conditions.json"
+    _claim_base(base, args.force, create=not args.no_run)
     if not args.no_run:
         cal = point_calibration(cfg)
         base.mkdir(parents=True, exist_ok=True)

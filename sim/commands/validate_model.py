@@ -271,8 +271,22 @@ def _matched_line(real: Any, matched: Any, scales_file: Path) -> str:
         f"GIL hold over the model's{span}; model-matched/): latency p50 "
         f"{m['latency_p50_ms_met']}/{m['points']} within ±10% (median |error| "
         f"{_pct(m['latency_p50_ms_median'])}), p99 {m['latency_p99_ms_met']}/{m['points']} "
-        f"within ±15% (median |error| {_pct(m['latency_p99_ms_median'])})\n"
+        f"within ±15% (median |error| {_pct(m['latency_p99_ms_median'])}){_mechanism(m)}\n"
     )
+
+
+def _mechanism(counts: dict[str, Any]) -> str:
+    """The targets beyond latency, in a summary line: '; within target: GIL wait mean 3/6,
+    …' over the points that have each ('' when none has any)."""
+    from sim.model.validate import TARGETS
+
+    parts = [
+        f"{name.removesuffix('_ms').replace('_', ' ')} {counts[f'{name}_met']}/"
+        f"{counts[f'{name}_points']}"
+        for name in TARGETS
+        if not name.startswith("latency_") and counts.get(f"{name}_points")
+    ]
+    return f"; within target: {', '.join(parts)}" if parts else ""
 
 
 def main(args: argparse.Namespace) -> int:
@@ -366,7 +380,8 @@ def main(args: argparse.Namespace) -> int:
             f"- the same model without the background load (an idle machine): latency p50 "
             f"{idle['latency_p50_ms_met']}/{idle['points']} within ±10% (median |error| "
             f"{_pct(idle['latency_p50_ms_median'])}), p99 {idle['latency_p99_ms_met']}/"
-            f"{idle['points']} within ±15% (median |error| {_pct(idle['latency_p99_ms_median'])})\n"
+            f"{idle['points']} within ±15% (median |error| "
+            f"{_pct(idle['latency_p99_ms_median'])}){_mechanism(idle)}\n"
         )
     if matched_dir.is_dir():
         text += _matched_line(real, load_results(matched_dir), base / "speed_scales.json")

@@ -29,12 +29,15 @@ from sim.api import (
     Report,
     Run,
     SearchResult,
+    Validation,
     build,
+    calibrate,
     compare,
     load,
     open_run,
     plot,
     search,
+    validate_model,
 )
 from sim.errors import ConfigError, KvsimError, RunDirError, UsageError
 from sim.events import SweepEvents
@@ -51,13 +54,16 @@ __all__ = [
     "SearchResult",
     "SweepEvents",
     "UsageError",
+    "Validation",
     "Verdict",
     "__version__",
     "build",
+    "calibrate",
     "compare",
     "load",
     "open_run",
     "plot",
     "ratio_verdict",
     "search",
+    "validate_model",
 ]

@@ -39,15 +39,18 @@ def test_the_public_names_are_pinned() -> None:
         "SearchResult",
         "SweepEvents",
         "UsageError",
+        "Validation",
         "Verdict",
         "__version__",
         "build",
+        "calibrate",
         "compare",
         "load",
         "open_run",
         "plot",
         "ratio_verdict",
         "search",
+        "validate_model",
     ]
     for name in sim.__all__:
         obj = getattr(sim, name)

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from sim.analysis.bootstrap import Interval
-from sim.commands.validate_model import render
 from sim.config import parse_config
 from sim.model.validate import TARGETS, Target, ValidationRow, summary_counts, validate_runs
+from sim.model.validate_report import render
 from sim.rundir.reader import load_results
 from sim.sweep.experiment import run_experiment
 from tests.test_model_mode import write_calibration
@@ -121,7 +121,7 @@ def test_without_the_engine_its_metrics_are_left_out(two_runs) -> None:
 
 
 def test_the_summary_lines_count_the_mechanism_targets() -> None:
-    from sim.commands.validate_model import _mechanism
+    from sim.model.validate_report import _mechanism
 
     rows = [_row(**{n: (1.0, 1.0) for n in TARGETS}), _row(**{n: (1.0, 2.0) for n in TARGETS})]
     for r in rows:

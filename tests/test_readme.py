@@ -45,3 +45,19 @@ def test_the_search_example_is_bound_by_the_gil_not_the_store() -> None:
             assert store_capacity_rps >= 10 * c.workload.arrival.rate_rps, (
                 f"{command}: the store saturates at {store_capacity_rps:.0f} req/s"
             )
+
+
+def test_the_shipped_store_settings_are_the_ones_the_study_accounts_for() -> None:
+    """configs/store_real_vs_model.yaml's modelled store is a fit from one busy day; the study
+    README says where it comes from and what `kvsim calibrate store` changes. A re-fit that
+    updates the config must update that account too."""
+    config = ROOT / "configs" / "store_real_vs_model.yaml"
+    study = (ROOT / "experiments" / "store_real_vs_model" / "README.md").read_text()
+    cfg, _ = parse_config(config)
+    shipped = (
+        f"shipped: `latency_ms: {cfg.store.latency_ms:g}`,\n`bandwidth_gb_per_s: "
+        f"{cfg.store.bandwidth_gb_per_s:g}`"
+    )
+    assert shipped in study
+    assert "kvsim calibrate store results/store_real_vs_model" in config.read_text()
+    assert "`kvsim calibrate store RUN` **changes no file**" in study

@@ -10,13 +10,12 @@ serving engine turns into load latency and engine stalls. From Python::
         workload={"requests": 40},
         sweep={"connector.variant": ["scalar", "numpy"], "connector.workers": [1, 4]},
     )
-    print(exp.plan("results/demo"))                   # what would run (the dry-run table)
+    exp.plan("results/demo")                          # what would run; writes nothing
     run = exp.run("results/demo", force=True)         # each point in its own process
     print(run.compare())                              # ratios with intervals over repeats
     run.plot()                                        # PNGs into results/demo/figures
 
-    sim.open_run("results/demo").points               # summary.csv rows, figures as numbers
-    run.frame()                                       # a DataFrame (pandas or polars), if installed
+    sim.open_run("results/demo").points               # summary.csv rows of a finished run
 
 Errors kvsim foresaw are :class:`KvsimError` (``ConfigError``, ``RunDirError``,
 ``UsageError``, …) with a one-line message. The same API backs the ``kvsim``
@@ -29,15 +28,12 @@ from sim.api import (
     Report,
     Run,
     SearchResult,
-    Validation,
     build,
-    calibrate,
     compare,
     load,
     open_run,
     plot,
     search,
-    validate_model,
 )
 from sim.errors import ConfigError, KvsimError, RunDirError, UsageError
 from sim.events import SweepEvents
@@ -54,16 +50,13 @@ __all__ = [
     "SearchResult",
     "SweepEvents",
     "UsageError",
-    "Validation",
     "Verdict",
     "__version__",
     "build",
-    "calibrate",
     "compare",
     "load",
     "open_run",
     "plot",
     "ratio_verdict",
     "search",
-    "validate_model",
 ]

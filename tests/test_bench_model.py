@@ -18,3 +18,6 @@ def test_bench_model_prints_both_rates_and_the_verdict(capsys) -> None:
         assert "240 requests" in line and "fastest of 2" in line  # 20 points x 12
         assert re.search(rf"target 20,000 requests/s {label}\s*: (met|NOT met) \(\d", out)
     assert "1,000-point sweep of 500 requests" in out
+    assert re.search(
+        r"one point of 12 requests in a fresh process: [\d.]+ s .* peak RSS [\d,]+ MB", out
+    )

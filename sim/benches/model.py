@@ -33,7 +33,13 @@ _HOLDS = (0.0, 5.0, 10.0, 20.0, 40.0)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--requests", type=int, default=500, help="requests per point (default 500)")
+    p.add_argument(
+        "--requests",
+        type=int,
+        default=500,
+        help="requests per point (default 500); one point of this many is also run in a "
+        "fresh process for its time and peak RSS (above 20,000: that point alone)",
+    )
     p.add_argument("--calibration", help="calibration file (default: a made-up one)")
     p.add_argument("--rate", type=float, default=15.0, help="arrivals per second (default 15)")
     p.add_argument(
@@ -100,10 +106,37 @@ def _rate(points: list[Any]) -> tuple[float, float, int, float]:
     return n / dt, n / max(dc, 1e-9), n, dt
 
 
+#: Past this many requests per point the 20-point rate sweep is left out (it would run
+#: 20 × 2 × --repeat such points); the one-point time and memory line is printed alone.
+MAX_SWEEP_REQUESTS = 20_000
+
+
+def _point_line(cal: str, requests: int, rate: float, tmp: Path) -> str:
+    """One point of ``requests`` in a fresh process (sim.benches.model_point)."""
+    from sim.benches.model_point import measure_point
+
+    res = measure_point(cal, requests, rate, tmp)
+    return (
+        f"  one point of {res.requests:,} requests in a fresh process: {res.wall_s:.1f} s "
+        f"({res.requests / res.wall_s:,.0f} requests/s, rows written to requests.csv), "
+        f"peak RSS {res.max_rss_mb:,.0f} MB (start-up and imports included)"
+    )
+
+
 def main(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="kvsim-bench-model-") as tmp:
         cal = args.calibration or str(_stand_in_calibration(Path(tmp) / "calibration.json"))
         from sim.native import native_state
+
+        if args.requests > MAX_SWEEP_REQUESTS:
+            print(
+                f"model mode ({native_state()} core): one synthetic point (hold 5 ms, "
+                f"2 workers, no probe) at {args.rate:g}/s; the 20-point rate sweep runs "
+                f"at --requests {MAX_SWEEP_REQUESTS:,} or fewer"
+            )
+            print(_point_line(cal, args.requests, args.rate, Path(tmp)))
+            _print_load()
+            return 0
 
         print(
             f"model mode ({native_state()} core): {len(_HOLDS) * len(WORKERS)} points "
@@ -139,13 +172,18 @@ def main(args: argparse.Namespace) -> int:
             print(
                 f"  target {TARGET_RPS:,} requests/s {label}: {verdict} ({rate / TARGET_RPS:.2f}×)"
             )
-        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-        print(
-            f"  (load average {load:.1f} on {os.cpu_count()} cores: on a shared machine the "
-            "wall rate is the CPU rate times the share this process gets)"
-        )
+        print(_point_line(cal, args.requests, args.rate, Path(tmp)))
+        _print_load()
         if args.sweep_points > 0:
             from sim.benches.model_sweep import print_sweep
 
             print_sweep(cal, args.sweep_points, args.requests, args.rate, Path(tmp))
     return 0
+
+
+def _print_load() -> None:
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(
+        f"  (load average {load:.1f} on {os.cpu_count()} cores: on a shared machine the "
+        "wall rate is the CPU rate times the share this process gets)"
+    )

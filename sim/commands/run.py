@@ -147,12 +147,61 @@ def check_baseline(baseline: str | None, points: list[Any]) -> None:
 
 
 def _dry_run(plan: Any) -> int:
-    from sim.sweep.plan_view import plan_lines, plan_table
+    from rich import box
+    from rich.table import Table
 
+    cfg, points, out_dir, counts = plan.config, plan.points, plan.out_dir, plan.requests
+    table = Table(
+        box=box.SIMPLE_HEAD, title=f"kvsim · {cfg.name} · {out_dir}", title_justify="left"
+    )
+    widest = max((len(p.label) for p in points), default=5)
+    for col in ("#", "point", "repeat", "requests", "state"):
+        table.add_column(
+            col,
+            justify="right" if col in ("#", "repeat", "requests") else "left",
+            min_width=widest if col == "point" else None,
+            no_wrap=col != "state",
+        )
+    colour = {
+        "done": "green",
+        "failed": "red",
+        "interrupted": "yellow",
+        "damaged": "red",
+        "pending": "default",
+    }
+    for run in plan.runs:
+        state = f"[{colour[run.state]}]{run.state}[/]"
+        if run.error:
+            state += f" ({run.error})"
+        table.add_row(
+            str(run.rep.point.index),
+            run.rep.point.label,
+            str(run.rep.repeat),
+            str(counts[run.rep.point.index]),
+            state,
+        )
     out = output_console()
-    out.print(plan_table(plan))
-    for line in plan_lines(plan):
-        out.print(line, soft_wrap=True, markup=False)
+    out.print(table)
+    from sim.rundir.state import run_state_note
+
+    note = run_state_note(out_dir)
+    if note:
+        out.print(note, soft_wrap=True, markup=False)
+    todo = len(plan.pending)
+    if plan.existing and plan.difference:
+        out.print(
+            f"{out_dir} holds a run of a different config ({plan.difference}): "
+            "--resume would refuse; --force replaces it"
+        )
+    elif plan.existing and not todo:
+        out.print(f"all {len(plan.runs)} point run(s) are done in {out_dir}")
+    elif plan.existing:
+        out.print(
+            f"{todo} of {len(plan.runs)} point run(s) to do in {out_dir}; "
+            "`--resume` runs only those"
+        )
+    else:
+        out.print(f"{todo} point run(s) to do; nothing has run in {out_dir} yet")
     return 0
 
 

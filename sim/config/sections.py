@@ -194,6 +194,32 @@ class OutputConfig(FrozenModel):
         "latency_p99.9_ms). 50, 90 and 99 are always reported.",
     )
 
+    requests: str = Field(
+        "all",
+        max_length=40,
+        description="Rows of requests.csv: all, none, or 'sample N' (about N rows, every "
+        "k-th request by id). The summary covers every request whichever is chosen.",
+    )
+
+    @field_validator("requests")
+    @classmethod
+    def _rows(cls, v: str) -> str:
+        words = v.split()
+        if words in (["all"], ["none"]):
+            return words[0]
+        if len(words) == 2 and words[0] == "sample" and words[1].isdigit() and int(words[1]) > 0:
+            return f"sample {int(words[1])}"
+        raise ValueError(f"expected all, none or 'sample N' with N a whole number > 0, got {v!r}")
+
+    def request_stride(self, total: int) -> int:
+        """Keep the requests whose id is a multiple of this (0: none)."""
+        if self.requests == "all":
+            return 1
+        if self.requests == "none":
+            return 0
+        wanted = int(self.requests.split()[1])
+        return max(1, -(-total // wanted))
+
     @field_validator("percentiles")
     @classmethod
     def _in_range(cls, v: tuple[float, ...]) -> tuple[float, ...]:

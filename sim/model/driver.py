@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable
-from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -41,16 +40,26 @@ from sim.model.gil import CPythonGil, NoGil, SimGil
 from sim.model.loop import Loop
 from sim.model.probe import ModelProbe
 from sim.model.threads import Harness, ModelJob, ModelWorkers
-from sim.runtime.metrics import summarize_requests
-from sim.runtime.records import RequestRecord
+from sim.runtime.record_sink import RecordSink, RowWriter, point_sink
+from sim.runtime.records import RequestRecord, end_record
 from sim.runtime.result import PointResult
 from sim.store.clock import QUIET_SLACK_S
 from sim.store.model import StoreModel, TransferOutcome
-from sim.workload.plan import PlannedRequest, Workload, plan_workload, request_bytes
+from sim.workload.plan import (
+    PlannedRequest,
+    Workload,
+    plan_workload,
+    request_bytes,
+    tokens_range,
+)
 
 __all__ = ["Uniforms", "run_model_point"]  # Uniforms: sim.model.draws, kept importable here
 
 ProgressFn = Callable[[int, int], None]
+
+
+def _ended(job: ModelJob) -> None:
+    """A finished request's ``done``: it has been called already."""
 
 
 class _Request(ModelJob):
@@ -93,6 +102,9 @@ class _Request(ModelJob):
         p.workers.submit(self)
 
     def _cpu_done(self, job: ModelJob) -> None:
+        # Break the cycle self.done -> bound method -> self: the point runs with the cyclic
+        # collector paused, and a cycle per request would hold every request to the end.
+        self.done = _ended
         p, rec, req = self.p, self.rec, self.req
         wall = job.end - job.start
         rec.thread = job.thread
@@ -103,13 +115,12 @@ class _Request(ModelJob):
         rec.gil_hold_ms = job.hold_s * 1e3
         rec.gil_wait_ms = max(0.0, wall - job.hold_s - job.free_wall) * 1e3
         if req.draw < p.fail_prob:
-            rec.status = "failed"
-            rec.error = (
+            error = (
                 f"SyntheticFailure: injected failure: draw {req.draw:.4f} < "
                 f"fail_prob {p.fail_prob:g}"
             )
-            rec.attempts = 0
-            self._finish(job.end)  # failed when the worker was done (real mode's time too)
+            # failed when the worker was done (real mode's time too)
+            self._finish(job.end, None, error)
             if self.then is not None:
                 self.then(job.end)
             return
@@ -117,33 +128,22 @@ class _Request(ModelJob):
         p.store.transfer(rec.bytes, faults, self._transferred)
 
     def _transferred(self, xfer: TransferOutcome) -> None:
-        rec = self.rec
-        rec.store_wait_ms = xfer.waited_s * 1e3
-        rec.attempts = xfer.attempts
-        if xfer.error is None:
-            rec.status = "ok"
-        else:
-            rec.status = "failed"
-            rec.error = f"{type(xfer.error).__name__}: {xfer.error}"
         p, c = self.p, self.p.costs
         done = p.loop.now  # the transfer's end as the store model fixed it
-        self._finish(done)
+        self._finish(done, xfer, "")
         if self.then is None:  # nothing waits for the end: a quiet timer of real mode
             p.harness.defer(c.done_s, QUIET_SLACK_S + c.timer_late.draw())
         else:  # a closed loop's client is ready again once the thread has noted the end
             p.harness.post(c.done_s, c.timer_late.draw, self.then, done)
 
-    def _finish(self, done: float) -> None:
-        """The request ended at ``done`` (loop time), not when the simulation thread noted it."""
+    def _finish(self, done: float, xfer: TransferOutcome | None, error: str) -> None:
+        """The request ended at ``done`` (loop time), not when the simulation thread noted
+        it; its record is finished as real mode's is (sim.runtime.records.end_record)."""
         p, rec = self.p, self.rec
-        done_s = done - p.origin
-        if rec.status != "failed" or rec.attempts:
-            rec.transfer_ms = (done_s - rec.cpu_done_s) * 1e3
-        rec.done_s = done_s
-        rec.latency_ms = (done - self.arrival) * 1e3
-        p.records.append(rec)
+        end_record(rec, done - p.origin, (done - self.arrival) * 1e3, xfer, error)
+        p.sink.add(rec)
         if p.on_done is not None:
-            p.on_done(len(p.records))
+            p.on_done(p.sink.finished)
 
 
 class _Point:
@@ -155,6 +155,7 @@ class _Point:
         costs: ModelCosts,
         cores: int,
         draw: Uniforms,
+        sink: RecordSink,
         background: float = 0.0,
     ) -> None:
         cfg = point.config
@@ -181,7 +182,7 @@ class _Point:
             costs.complete_s,
         )
         self.store = StoreModel(loop, cfg.store)
-        self.records: list[RequestRecord] = []
+        self.sink = sink
         #: Loop time at which the load starts (run time zero): after the engine-alone
         #: baseline, which runs on the same loop first. Set by :meth:`drive`.
         self.origin = 0.0
@@ -272,6 +273,7 @@ def run_model_point(
     repeat: int = 0,
     progress: ProgressFn | None = None,
     calibration: Calibration | None = None,
+    write_rows: RowWriter | None = None,
 ) -> PointResult:
     """Simulate one point × repeat; refuses (CalibrationError) what the calibration lacks.
 
@@ -282,7 +284,7 @@ def run_model_point(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _simulate(point, repeat, progress, calibration)
+        return _simulate(point, repeat, progress, calibration, write_rows)
     finally:
         if collecting:
             gc.enable()
@@ -293,6 +295,7 @@ def _simulate(
     repeat: int,
     progress: ProgressFn | None,
     calibration: Calibration | None,
+    write_rows: RowWriter | None,
 ) -> PointResult:
     cfg = point.config
     cal = calibration if calibration is not None else point_calibration(cfg)
@@ -300,14 +303,16 @@ def _simulate(
     workload = plan_workload(cfg, rng)
     # The guard: `run` and `validate` checked every point before (sim.model.coverage);
     # here the drawn plan itself, whatever called this.
-    check_point(cfg, cal, [r.tokens for r in workload])
+    least, most = tokens_range(workload)
+    check_point(cfg, cal, [least, most] if len(workload) else [])
     draw = Uniforms(rng)
     costs = point_costs(cfg, cal, draw.next)
     cores = cfg.machine.cores or cal.cores
     background = cfg.machine.background_load
     if background is None:
         background = float(cal.harness.get("background_load", 0.0))
-    sim = _Point(point, costs, cores, draw, background)
+    sink = point_sink(cfg, len(workload), write_rows)
+    sim = _Point(point, costs, cores, draw, sink, background)
     sim.harness.start()
     sim.workers.start()
     addons: list[Any] = []
@@ -332,13 +337,13 @@ def _simulate(
     sim.drive(workload)
     if total and not loop.run():
         raise RuntimeError(
-            f"model stalled after {len(sim.records)} of {total} requests: nothing left to happen"
+            f"model stalled after {sink.finished} of {total} requests: nothing left to happen"
         )
     elapsed = loop.now - t0
     for addon in addons:
         addon.detach()
-    records = sorted(sim.records, key=attrgetter("request_id"))
-    summary: dict[str, Any] = summarize_requests(records, elapsed)
+    sink.close()
+    summary: dict[str, Any] = sink.summary(elapsed)
     # real mode's noise floor (sim.instruments.noise): from a planned timer's time to the
     # end of a no-op job (the simulation thread's hand-over, the worker's wake-up)
     floor = (costs.timer_late.median + costs.wake.median + costs.arrival_s) * 1e3
@@ -347,11 +352,11 @@ def _simulate(
     summary.update(workload.stats)
     tables: dict[str, list[dict[str, Any]]] = {}
     for addon in addons:
-        summary.update(addon.summary(elapsed, sum(r.gil_hold_ms for r in records), sim.harness))
+        summary.update(addon.summary(elapsed, sink.hold_ms, sim.harness))
         for stem, rows in addon.tables().items():
             tables.setdefault(stem, []).extend(rows)
     summary["model_switches"] = sim.gil.switches
     summary["model_forced_drops"] = sim.gil.forced_drops
     summary["model_cores"] = cores
     summary["model_background_load"] = background
-    return PointResult(point, repeat, records, summary, tables)
+    return PointResult(point, repeat, sink.records, summary, tables)

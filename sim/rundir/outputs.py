@@ -6,7 +6,6 @@ import csv
 import io
 import json
 import os
-import re
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -17,31 +16,15 @@ from sim.files.read import MAX_RUN_FILE_BYTES, open_bounded
 from sim.rundir.columns import csv_text, format_cell, rows_to_cells
 
 __all__ = [
+    "AtomicTextStream",
     "atomic_write_bytes",
     "atomic_write_text",
     "csv_table_text",
     "format_value",
-    "is_temporary_of",
     "read_csv",
     "write_csv",
     "write_json",
 ]
-
-
-#: What ``tempfile.mkstemp`` puts between a temporary's prefix and suffix.
-_TEMP_MIDDLE = re.compile(r"[a-z0-9_]{8}")
-
-
-def is_temporary_of(name: str, target: str) -> bool:
-    """``name`` is a temporary that an atomic write of ``target`` (in the same directory)
-    leaves when killed mid-way: ``.<target>.<8 random characters>.tmp``, exactly; a
-    user's ``.summary.csv.mine.tmp`` is not one."""
-    prefix = f".{target}."
-    return (
-        name.startswith(prefix)
-        and name.endswith(".tmp")
-        and _TEMP_MIDDLE.fullmatch(name[len(prefix) : -len(".tmp")]) is not None
-    )
 
 
 def atomic_write_text(path: Path, text: str, durable: bool = True) -> None:
@@ -69,6 +52,60 @@ def atomic_write_text(path: Path, text: str, durable: bool = True) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+class AtomicTextStream:
+    """A text file written piece by piece and put in place whole: :func:`atomic_write_text`
+    for text that comes a batch at a time (a model point's requests.csv, written as its
+    requests finish, so that it never has to be held whole in memory).
+
+    The pieces go to a temporary file beside ``path``; :meth:`commit` (fsync unless
+    ``durable=False``) renames it over ``path``; :meth:`abort`, or an exception inside a
+    ``with`` block, removes it, so a half-written file is never in place.
+    """
+
+    def __init__(self, path: Path, durable: bool = True) -> None:
+        self.path = path
+        self._durable = durable
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, self._tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            os.fchmod(fd, 0o666 & ~_umask())
+            self._fh = os.fdopen(fd, "w", encoding="utf-8", newline="")
+        except BaseException:
+            os.close(fd)
+            Path(self._tmp).unlink(missing_ok=True)
+            raise
+
+    def write(self, text: str) -> None:
+        try:
+            self._fh.write(text)
+        except OSError as exc:
+            self.abort()
+            raise OSError(exc.errno, exc.strerror, str(self.path)) from None
+
+    def commit(self) -> None:
+        try:
+            self._fh.flush()
+            if self._durable:
+                os.fsync(self._fh.fileno())
+            self._fh.close()
+            os.replace(self._tmp, self.path)
+        except OSError as exc:
+            self.abort()
+            raise OSError(exc.errno, exc.strerror, str(self.path)) from None
+
+    def abort(self) -> None:
+        if not self._fh.closed:
+            self._fh.close()
+        Path(self._tmp).unlink(missing_ok=True)
+
+    def __enter__(self) -> AtomicTextStream:
+        return self
+
+    def __exit__(self, kind: object, exc: object, tb: object) -> None:
+        if kind is not None:
+            self.abort()
 
 
 def _umask() -> int:

@@ -12,11 +12,15 @@ from sim.runtime.records import HOLD_STAGE_COLUMNS, RequestRecord
 from sim.store.base import STORE_METRICS
 
 __all__ = [
+    "OK_ONLY_INPUTS",
     "PLANNED_METRICS",
     "STAGE_METRICS",
+    "SUMMARY_INPUTS",
     "SUMMARY_METRICS",
     "extra_latency_columns",
     "percentiles",
+    "request_columns",
+    "summarize_columns",
     "summarize_requests",
     "summary_columns",
 ]
@@ -121,7 +125,10 @@ SUMMARY_METRICS = [
 def _numbers(values: Iterable[float]) -> np.ndarray:
     """The values that are not NaN, as an array (filtered in one vectorised step: a
     point's summary reads some thirty columns of every request)."""
-    arr = np.fromiter(values, dtype=float)
+    if isinstance(values, np.ndarray) and values.dtype == np.float64:
+        arr = values
+    else:
+        arr = np.fromiter(values, dtype=float)
     return arr[~np.isnan(arr)]
 
 
@@ -176,6 +183,39 @@ def _rate(times_s: Sequence[float]) -> float:
     return float((arr.size - 1) / (arr[-1] - arr[0]))
 
 
+#: Per-request columns the summary reads (requests.csv names; ``gc`` is gc_gen0+1+2), and
+#: of them the ones read for finished (ok) requests only.
+SUMMARY_INPUTS = (
+    "latency_ms",
+    "transfer_ms",
+    "gil_hold_ms",
+    "gil_wait_ms",
+    "queue_ms",
+    "inject_lag_ms",
+    "stage_wall_ms",
+    *HOLD_STAGE_COLUMNS,
+    "gc",
+)
+OK_ONLY_INPUTS = frozenset({"latency_ms", "transfer_ms"})
+
+
+def request_columns(records: Sequence[RequestRecord]) -> dict[str, np.ndarray]:
+    """The columns SUMMARY_INPUTS of ``records`` (ok-only ones over the ok records), and
+    ``arrival_s`` and ``injected_s``, as float arrays."""
+    ok = [r for r in records if r.status == "ok"]
+    cols: dict[str, np.ndarray] = {}
+    for name in SUMMARY_INPUTS:
+        rows = ok if name in OK_ONLY_INPUTS else records
+        if name == "gc":
+            values: Iterable[float] = (float(r.gc_gen0 + r.gc_gen1 + r.gc_gen2) for r in rows)
+        else:
+            values = (getattr(r, name) for r in rows)
+        cols[name] = np.fromiter(values, dtype=float, count=len(rows))
+    for name in ("arrival_s", "injected_s"):
+        cols[name] = np.fromiter((getattr(r, name) for r in records), float, len(records))
+    return cols
+
+
 def summarize_requests(
     records: Sequence[RequestRecord], elapsed_s: float, extra_percentiles: Sequence[float] = ()
 ) -> dict[str, float]:
@@ -183,31 +223,53 @@ def summarize_requests(
 
     ``extra_percentiles`` adds ``latency_p<q>_ms`` columns (``output.percentiles``).
     ``offered_rps`` is the rate of the planned arrivals, ``achieved_rps`` the rate at
-    which the harness handed requests to the pipeline, both over their own span.
+    which the harness handed requests to the pipeline, both over their own span. The
+    reference for sim.runtime.summary_stream, which gives the same numbers from the same
+    columns without holding the records.
     """
-    ok = [r for r in records if r.status == "ok"]
-    lat = [r.latency_ms for r in ok]
-    hold = [r.gil_hold_ms for r in records]
-    wait = [r.gil_wait_ms for r in records]
+    failed = sum(r.status == "failed" for r in records)
+    return summarize_columns(
+        request_columns(records),
+        len(records),
+        failed,
+        errors_by_kind(records),
+        elapsed_s,
+        extra_percentiles,
+    )
+
+
+def summarize_columns(
+    cols: dict[str, np.ndarray],
+    requests: int,
+    failed: int,
+    errors: str,
+    elapsed_s: float,
+    extra_percentiles: Sequence[float] = (),
+) -> dict[str, float]:
+    """:func:`summarize_requests` from the columns of :func:`request_columns`."""
+    lat = _numbers(cols["latency_ms"])
+    ok = len(cols["latency_ms"])
+    hold = cols["gil_hold_ms"]
+    wait = cols["gil_wait_ms"]
     p50, p90, p99 = percentiles(lat, [50, 90, 99])
     h50, h99 = percentiles(hold, [50, 99])
-    q50, q99 = percentiles((r.queue_ms for r in records), [50, 99])
-    (t50,) = percentiles((r.transfer_ms for r in ok), [50])
-    lag50, lag99 = percentiles((r.inject_lag_ms for r in records), [50, 99])
+    q50, q99 = percentiles(cols["queue_ms"], [50, 99])
+    (t50,) = percentiles(cols["transfer_ms"], [50])
+    lag50, lag99 = percentiles(cols["inject_lag_ms"], [50, 99])
     return {
-        "requests": len(records),
-        "ok": len(ok),
-        "failed": sum(r.status == "failed" for r in records),
-        "errors": errors_by_kind(records),
+        "requests": requests,
+        "ok": ok,
+        "failed": failed,
+        "errors": errors,
         "elapsed_s": elapsed_s,
-        "throughput_rps": len(ok) / elapsed_s if elapsed_s > 0 else float("nan"),
+        "throughput_rps": ok / elapsed_s if elapsed_s > 0 else float("nan"),
         "latency_mean_ms": _mean(lat),
         "latency_p50_ms": p50,
         "latency_p90_ms": p90,
         "latency_p99_ms": p99,
-        "latency_max_ms": max(lat) if lat else float("nan"),
-        "offered_rps": _rate([r.arrival_s for r in records]),
-        "achieved_rps": _rate([r.injected_s for r in records]),
+        "latency_max_ms": float(lat.max()) if lat.size else float("nan"),
+        "offered_rps": _rate(cols["arrival_s"]),
+        "achieved_rps": _rate(cols["injected_s"]),
         "inject_lag_p50_ms": lag50,
         "inject_lag_p99_ms": lag99,
         "gil_hold_mean_ms": _mean(hold),
@@ -215,12 +277,12 @@ def summarize_requests(
         "gil_hold_p99_ms": h99,
         "gil_wait_mean_ms": _mean(wait),
         "gil_wait_p99_ms": percentiles(wait, [99])[0],
-        "stage_wall_mean_ms": _mean(r.stage_wall_ms for r in records),
+        "stage_wall_mean_ms": _mean(cols["stage_wall_ms"]),
         "queue_p50_ms": q50,
         "queue_p99_ms": q99,
         "transfer_p50_ms": t50,
         **_extra_latency(lat, extra_percentiles),
-        **_stage_summary(records),
+        **_stage_summary(cols, requests),
     }
 
 
@@ -230,17 +292,12 @@ def _extra_latency(lat: Sequence[float], qs: Sequence[float]) -> dict[str, float
     return dict(zip(cols, percentiles(lat, wanted), strict=True)) if cols else {}
 
 
-def _stage_summary(records: Sequence[RequestRecord]) -> dict[str, float]:
+def _stage_summary(cols: dict[str, np.ndarray], requests: int) -> dict[str, float]:
     """Mean and p99 of each stage's hold, and mean collections per request."""
     out: dict[str, float] = {}
     for col in HOLD_STAGE_COLUMNS:
-        values = [getattr(r, col) for r in records]
         stem = col.removesuffix("_ms")
-        out[f"{stem}_mean_ms"] = _mean(values)
-        out[f"{stem}_p99_ms"] = percentiles(values, [99])[0]
-    out["gc_per_request"] = (
-        _mean(float(r.gc_gen0 + r.gc_gen1 + r.gc_gen2) for r in records)
-        if records
-        else float("nan")
-    )
+        out[f"{stem}_mean_ms"] = _mean(cols[col])
+        out[f"{stem}_p99_ms"] = percentiles(cols[col], [99])[0]
+    out["gc_per_request"] = _mean(cols["gc"]) if requests else float("nan")
     return out

@@ -16,7 +16,7 @@ load threads being measured (``harness_us_per_request``).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -26,7 +26,7 @@ from sim.config.geometry import GeometryConfig
 from sim.errors import WatchdogError
 from sim.instruments.stages import GC, OTHER, StageTimes
 from sim.runtime.env import HybridEnvironment
-from sim.runtime.records import RequestRecord
+from sim.runtime.records import RequestRecord, end_record, error_line
 from sim.runtime.workers import JobOutcome
 from sim.store.base import LoadStore, cpu_stages
 from sim.store.model import TransferOutcome
@@ -141,17 +141,13 @@ class LoadPipeline:
         soon as the simulation thread can); ``then(run time it was done)`` once it is done."""
         _Request(self, req, at_s, then)
 
-    def records(self) -> list[RequestRecord]:
-        """The finished requests' rows (requests.csv), by request id: built after the load,
-        from what each step noted during it, so that the bookkeeping is not the simulation
-        thread's GIL time while it measures."""
-        out = [r.record(self) for r in self._finished]
-        out.sort(key=lambda rec: rec.request_id)
-        return out
-
-
-def _first_line(err: BaseException) -> str:
-    return f"{type(err).__name__}: {err}".splitlines()[0][:300]
+    def records(self) -> Iterator[RequestRecord]:
+        """The finished requests' rows (requests.csv), by request id, one at a time: built
+        after the load, from what each step noted during it, so that the bookkeeping is not
+        the simulation thread's GIL time while it measures."""
+        self._finished.sort(key=lambda r: r.req.request_id)
+        for r in self._finished:
+            yield r.record(self)
 
 
 class _Request:
@@ -252,28 +248,13 @@ class _Request:
         rec.gil_wait_ms = t.wait_ns / 1e6
         if t.stages is not None:
             _record_stages(rec, t.stages)
-        rec.done_s = env.to_run_time(self.done_ns)
-        rec.latency_ms = (self.done_ns - self.arrival_ns) / 1e6
-        if self.outcome.error is not None:
-            rec.status = "failed"
-            rec.error = _first_line(self.outcome.error)
-            rec.attempts = 0
-            return rec
-        xfer = self.xfer
-        assert xfer is not None
-        rec.store_wait_ms = (self.waited_s + xfer.waited_s) * 1e3
-        rec.attempts = xfer.attempts
-        rec.verified_blocks = xfer.verified_blocks
-        if xfer.error is None:
-            rec.status = "ok"
-        else:
-            rec.status = "failed"
-            rec.error = _first_line(xfer.error)
-        if xfer.transfer_ms is None:  # modelled: from the end of the CPU stages
-            rec.transfer_ms = (self.done_ns - t.end_ns) / 1e6
-            rec.transfer_bytes = rec.bytes if xfer.error is None else 0
-        else:  # real: the get, measured in the load thread (part of its job)
-            rec.transfer_ms = xfer.transfer_ms
-            rec.stage_wall_ms -= xfer.transfer_ms
-            rec.transfer_bytes = xfer.transfer_bytes or 0
+        err = self.outcome.error
+        end_record(
+            rec,
+            env.to_run_time(self.done_ns),
+            (self.done_ns - self.arrival_ns) / 1e6,
+            None if err is not None else self.xfer,
+            error_line(err) if err is not None else "",
+            self.waited_s,
+        )
         return rec

@@ -19,8 +19,8 @@ from sim.instruments.heap import live_heap
 from sim.instruments.noise import measure_noise_floor, noise_floor_summary
 from sim.runtime.addons import build_addons
 from sim.runtime.env import HybridEnvironment
-from sim.runtime.metrics import summarize_requests
 from sim.runtime.pipeline import LoadPipeline
+from sim.runtime.record_sink import RowWriter, point_sink
 from sim.runtime.result import PointResult
 from sim.runtime.workers import WorkerPool
 from sim.store.factory import open_store
@@ -103,12 +103,20 @@ def _drive(env: HybridEnvironment, pipeline: LoadPipeline, workload: Workload) -
         ready(0.0)  # every client is ready when the load starts
 
 
-def run_point(point: Point, repeat: int = 0, progress: ProgressFn | None = None) -> PointResult:
+def run_point(
+    point: Point,
+    repeat: int = 0,
+    progress: ProgressFn | None = None,
+    write_rows: RowWriter | None = None,
+) -> PointResult:
+    """Run one point × repeat. With ``write_rows`` the requests' rows go to it as they
+    finish (the ones ``output.requests`` keeps) and the result holds no records; without,
+    the result holds them all (sim.runtime.record_sink)."""
     cfg = point.config
     if cfg.mode == "model":  # a discrete-event simulation: no threads, no wall clock
         from sim.model.driver import run_model_point
 
-        return run_model_point(point, repeat, progress)
+        return run_model_point(point, repeat, progress, write_rows=write_rows)
     rng = np.random.default_rng([cfg.seed, repeat])
     workload = plan_workload(cfg, rng)
     addons = build_addons(cfg)
@@ -165,9 +173,12 @@ def run_point(point: Point, repeat: int = 0, progress: ProgressFn | None = None)
                     addon.detach()
         noise_after = measure_noise_floor(workers=cfg.connector.workers)
         store_summary = store.summary()
-    records = pipeline.records()
-    summary = summarize_requests(records, elapsed, cfg.output.percentiles)
-    n = len(records)
+    sink = point_sink(cfg, len(workload), write_rows)
+    for rec in pipeline.records():
+        sink.add(rec)
+    sink.close()
+    summary = sink.summary(elapsed)
+    n = sink.finished
     summary["harness_us_per_request"] = harness_ns / 1e3 / n if n else math.nan
     summary["harness_cpu_us_per_request"] = harness_cpu_ns / 1e3 / n if n else math.nan
     summary["harness_wakes_per_request"] = harness_waits / n if n else math.nan
@@ -180,4 +191,4 @@ def run_point(point: Point, repeat: int = 0, progress: ProgressFn | None = None)
         summary.update(addon.summary())
         for stem, rows in addon.tables().items():
             tables.setdefault(stem, []).extend(rows)
-    return PointResult(point, repeat, records, summary, tables)
+    return PointResult(point, repeat, sink.records, summary, tables)

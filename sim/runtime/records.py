@@ -11,8 +11,17 @@ omission).
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Protocol
 
-__all__ = ["HOLD_STAGE_COLUMNS", "REQUEST_COLUMNS", "TIME_COLUMNS", "RequestRecord"]
+__all__ = [
+    "HOLD_STAGE_COLUMNS",
+    "REQUEST_COLUMNS",
+    "TIME_COLUMNS",
+    "RequestRecord",
+    "TransferResult",
+    "end_record",
+    "error_line",
+]
 
 #: The columns that split ``gil_hold_ms`` by stage; they sum to it.
 HOLD_STAGE_COLUMNS = ("hold_keys_ms", "hold_addresses_ms", "hold_free_ms", "hold_gc_ms")
@@ -79,3 +88,66 @@ class RequestRecord:
 REQUEST_COLUMNS = [f.name for f in fields(RequestRecord)]
 #: Run-time columns (seconds), written with nanosecond resolution.
 TIME_COLUMNS = tuple(c for c in REQUEST_COLUMNS if c.endswith("_s"))
+
+
+class TransferResult(Protocol):
+    """What the store says of a transfer (``sim.store.model.TransferOutcome``)."""
+
+    @property
+    def waited_s(self) -> float: ...
+    @property
+    def attempts(self) -> int: ...
+    @property
+    def error(self) -> BaseException | None: ...
+    @property
+    def transfer_ms(self) -> float | None: ...
+    @property
+    def transfer_bytes(self) -> int | None: ...
+    @property
+    def verified_blocks(self) -> int: ...
+
+
+def error_line(err: BaseException) -> str:
+    """An error as one requests.csv cell: its type and first line, at most 300 characters."""
+    return f"{type(err).__name__}: {err}".splitlines()[0][:300]
+
+
+def end_record(
+    rec: RequestRecord,
+    done_s: float,
+    latency_ms: float,
+    xfer: TransferResult | None,
+    cpu_error: str = "",
+    admit_wait_s: float = 0.0,
+) -> None:
+    """Finish a request's record: the one place both modes do it (real mode's pipeline,
+    model mode's driver), so that a new requests.csv column is one edit here.
+
+    ``rec`` holds what the CPU stages noted (``cpu_done_s`` among them). ``done_s`` and
+    ``latency_ms`` are the end the mode's clock fixed, from the planned arrival.
+    ``cpu_error`` says the CPU stages failed (no transfer: ``xfer`` is None); else
+    ``xfer`` is the store's outcome, modelled (``transfer_ms`` None: the transfer is
+    the time from the CPU stages' end) or measured by a real store in the load thread.
+    """
+    rec.done_s = done_s
+    rec.latency_ms = latency_ms
+    if xfer is None:
+        rec.status = "failed"
+        rec.error = cpu_error
+        rec.attempts = 0
+        return
+    rec.store_wait_ms = (admit_wait_s + xfer.waited_s) * 1e3
+    rec.attempts = xfer.attempts
+    rec.verified_blocks = xfer.verified_blocks
+    if xfer.error is None:
+        rec.status = "ok"
+    else:
+        rec.status = "failed"
+        rec.error = error_line(xfer.error)
+    if xfer.transfer_ms is None:  # modelled: from the end of the CPU stages
+        rec.transfer_ms = (done_s - rec.cpu_done_s) * 1e3
+        rec.transfer_bytes = rec.bytes if xfer.error is None else 0
+    else:  # real: the get, measured in the load thread (part of its job)
+        rec.transfer_ms = xfer.transfer_ms
+        rec.stage_wall_ms -= xfer.transfer_ms
+        rec.transfer_bytes = xfer.transfer_bytes or 0

@@ -78,7 +78,7 @@ def execute_spec(
     """Run ``spec`` and fill ``rep_dir`` (its CSVs, then the ``ok`` status, last)."""
     from sim.runtime.metrics import summary_columns
     from sim.runtime.point import run_point
-    from sim.sweep.point_tables import write_point_tables
+    from sim.sweep.point_tables import RequestsFile, write_point_tables
 
     spec.check()
     # A model-mode point's files are written without fsync: it reruns in milliseconds,
@@ -89,16 +89,24 @@ def execute_spec(
     axes = list(spec.columns)
     repeat = spec.repeat
     started_unix = time.time()
+    lead = {**{a: point.axes.get(a, "") for a in axes}, "repeat": repeat}
     t0 = time.perf_counter()
-    res = run_point(point, repeat, progress)
+    # The requests' rows go to requests.csv as they finish (sim.runtime.record_sink):
+    # the point never holds them all.
+    rows = RequestsFile(rep_dir, lead, durable)
+    try:
+        res = run_point(point, repeat, progress, rows)
+        rows.commit()
+    except BaseException:
+        rows.abort()
+        raise
     run_point_s = time.perf_counter() - t0
     noise = {k: v for k, v in res.summary.items() if k.startswith("noise_floor_")}
     record = host_info(noise, host)
-    lead = {**{a: point.axes.get(a, "") for a in axes}, "repeat": repeat}
     written = write_point_tables(
         rep_dir,
         lead,
-        res.records,
+        None,
         {**res.summary, "host": record["name"]},
         [*summary_columns(res.summary), "host"],
         res.tables,

@@ -18,10 +18,10 @@ from typing import Any
 
 from sim.rundir.columns import csv_text, format_cell, format_column, rows_to_cells
 from sim.rundir.layout import REQUESTS_FILE, SUMMARY_FILE, table_file
-from sim.rundir.outputs import atomic_write_text, csv_table_text, write_csv
+from sim.rundir.outputs import AtomicTextStream, atomic_write_text, csv_table_text, write_csv
 from sim.runtime.records import REQUEST_COLUMNS, TIME_COLUMNS, RequestRecord
 
-__all__ = ["request_cells", "requests_text", "write_point_tables"]
+__all__ = ["RequestsFile", "request_cells", "requests_text", "write_point_tables"]
 
 _TIME = frozenset(TIME_COLUMNS)
 _VALUES = attrgetter(*REQUEST_COLUMNS)
@@ -68,10 +68,31 @@ def requests_text(lead: Mapping[str, Any], records: Sequence[Any]) -> str:
     return csv_text([*head, *REQUEST_COLUMNS], [*lead_cells, *request_cells(records)])
 
 
+class RequestsFile:
+    """A point's ``requests.csv`` written as its requests finish, batch by batch (a
+    ``sim.runtime.record_sink.RowWriter``): the same bytes :func:`requests_text` makes for
+    all the rows at once, without holding them. In place only after :meth:`commit`."""
+
+    def __init__(self, rep_dir: Path, lead: Mapping[str, Any], durable: bool = True) -> None:
+        self._lead = dict(lead)
+        self._out = AtomicTextStream(rep_dir / REQUESTS_FILE, durable)
+        self._out.write(requests_text(self._lead, []))  # the header
+
+    def __call__(self, records: Sequence[Any]) -> None:
+        text = requests_text(self._lead, records)
+        self._out.write(text[text.index("\n") + 1 :])
+
+    def commit(self) -> None:
+        self._out.commit()
+
+    def abort(self) -> None:
+        self._out.abort()
+
+
 def write_point_tables(
     rep_dir: Path,
     lead: Mapping[str, Any],
-    records: Sequence[Any],
+    records: Sequence[Any] | None,
     summary: Mapping[str, Any],
     summary_cols: Sequence[str],
     tables: Mapping[str, list[dict[str, Any]]],
@@ -82,9 +103,11 @@ def write_point_tables(
     ``lead`` holds the axis columns and ``repeat`` (in order) with the point's values:
     every table starts with them. ``summary_cols`` are the summary's own columns.
     ``durable=False`` writes without fsync (``sim.rundir.outputs.atomic_write_text``).
+    ``records`` None: requests.csv is already written (a :class:`RequestsFile`).
     """
     head = list(lead)
-    atomic_write_text(rep_dir / REQUESTS_FILE, requests_text(lead, records), durable)
+    if records is not None:
+        atomic_write_text(rep_dir / REQUESTS_FILE, requests_text(lead, records), durable)
     write_csv(rep_dir / SUMMARY_FILE, [*head, *summary_cols], [{**lead, **summary}], durable)
     for stem, rows in tables.items():
         cols: dict[str, None] = {}

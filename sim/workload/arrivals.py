@@ -15,7 +15,13 @@ import numpy as np
 
 from sim.config.workload import ConstantArrival, OnOffArrival, PoissonArrival
 
-__all__ = ["gaps_from_times", "onoff_times", "open_loop_gaps", "open_loop_times"]
+__all__ = [
+    "gaps_from_times",
+    "onoff_times",
+    "open_loop_block",
+    "open_loop_gaps",
+    "open_loop_times",
+]
 
 OpenLoopArrival = PoissonArrival | ConstantArrival | OnOffArrival
 
@@ -47,6 +53,24 @@ def open_loop_times(arrival: OpenLoopArrival, rng: np.random.Generator, n: int) 
     if isinstance(arrival, OnOffArrival):
         on_time = np.cumsum(rng.exponential(1.0 / arrival.rate_rps, size=n))
         return onoff_times(on_time, arrival.on_ms / 1e3, arrival.off_ms / 1e3).tolist()
+    raise TypeError(f"not an open-loop arrival process: {arrival!r}")
+
+
+def open_loop_block(
+    arrival: OpenLoopArrival, rng: np.random.Generator, first: int, n: int, clock: float
+) -> tuple[np.ndarray, float]:
+    """Arrival times of requests ``first`` to ``first + n - 1``, continuing ``clock`` (the
+    running sum of the gaps so far, on-time for on/off): :func:`open_loop_times` drawn a
+    block at a time, for plans too long to hold (sim.workload.plan). Returns the times and
+    the clock to continue from."""
+    if isinstance(arrival, ConstantArrival):
+        return np.arange(first, first + n, dtype=np.float64) / arrival.rate_rps, clock
+    on_time = clock + np.cumsum(rng.exponential(1.0 / arrival.rate_rps, size=n))
+    end = float(on_time[-1]) if n else clock
+    if isinstance(arrival, PoissonArrival):
+        return on_time, end
+    if isinstance(arrival, OnOffArrival):
+        return onoff_times(on_time, arrival.on_ms / 1e3, arrival.off_ms / 1e3), end
     raise TypeError(f"not an open-loop arrival process: {arrival!r}")
 
 

@@ -5,12 +5,20 @@ order, so the same config and seed give the same workload byte for byte however
 the threads interleave. A request's bulky job data (block hashes and block ids)
 is rebuilt on demand from a 64-bit seed planned with it, so that a long run does
 not hold every request's block table in memory.
+
+A plan of more than ``PLAN_HELD`` requests (not a trace, whose lines are read
+whole anyway) is not held either: it takes one seed from the run's generator and
+draws its requests a block at a time whenever it is iterated (the same requests
+each time), so that a model-mode point of ten million requests plans in bounded
+memory (docs/design.md §6). Up to ``PLAN_HELD`` requests the plan is drawn at once,
+exactly as before.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,11 +35,13 @@ from sim.config.workload import (
     UniformTokens,
 )
 from sim.runtime.metrics import PLANNED_METRICS
-from sim.workload.arrivals import open_loop_times
+from sim.workload.arrivals import open_loop_block, open_loop_times
 from sim.workload.replay import replay_trace
 from sim.workload.trace import read_trace
 
 __all__ = [
+    "PLAN_BLOCK",
+    "PLAN_HELD",
     "PlannedRequest",
     "Workload",
     "WorkloadPreview",
@@ -39,9 +49,13 @@ __all__ = [
     "planned_requests",
     "preview_workload",
     "request_bytes",
+    "tokens_range",
 ]
 
 HASH_LEN = 32
+#: Requests a plan holds at most; a longer one is drawn PLAN_BLOCK at a time.
+PLAN_HELD = 1 << 16
+PLAN_BLOCK = 1 << 13
 
 
 @dataclass(frozen=True)
@@ -105,7 +119,7 @@ def _seeded(seed: int, gen: np.random.Generator | None = None) -> np.random.Gene
 
 @dataclass(frozen=True)
 class Workload:
-    requests: tuple[PlannedRequest, ...]
+    requests: Sequence[PlannedRequest]
     closed_clients: int | None
     think_s: float
     #: Summary columns known from the plan alone (PLANNED_METRICS; NaN when not a trace).
@@ -130,7 +144,13 @@ def request_bytes(geometry: GeometryConfig, tokens: int) -> int:
     return blocks * geometry.bytes_per_block * geometry.kv_groups
 
 
-def _draw_tokens(cfg: ExperimentConfig, rng: np.random.Generator, n: int) -> np.ndarray:
+def _draw_tokens(
+    cfg: ExperimentConfig,
+    rng: np.random.Generator,
+    n: int,
+    lengths: np.ndarray | None = None,
+) -> np.ndarray:
+    """``n`` token counts (``lengths``: an empirical spec's trace lengths, read already)."""
     spec = cfg.workload.tokens
     if isinstance(spec, FixedTokens):
         raw = np.full(n, spec.value, dtype=np.int64)
@@ -140,7 +160,8 @@ def _draw_tokens(cfg: ExperimentConfig, rng: np.random.Generator, n: int) -> np.
         raw = np.minimum(np.exp(rng.normal(np.log(spec.median), spec.sigma, size=n)), spec.max)
         raw = raw.astype(np.int64)
     elif isinstance(spec, EmpiricalTokens):
-        lengths = read_trace(spec.path).input_length
+        if lengths is None:
+            lengths = read_trace(spec.path).input_length
         raw = np.minimum(lengths[rng.integers(0, len(lengths), size=n)], spec.max)
     else:  # pragma: no cover - the config union is closed
         raise TypeError(f"unknown tokens spec {spec!r}")
@@ -164,10 +185,14 @@ def plan_workload(cfg: ExperimentConfig, rng: np.random.Generator) -> Workload:
         stats = replay.stats
         lines = list(replay.trace_line.tolist())
     else:
+        if isinstance(arrival, ClosedLoopArrival):
+            clients, think = arrival.clients, arrival.think_ms / 1e3
+        if cfg.workload.requests > PLAN_HELD:
+            seed = int(rng.integers(0, 2**63 - 1))
+            return Workload(_BlockPlan(cfg, seed), clients, think, stats)
         tokens = _draw_tokens(cfg, rng, cfg.workload.requests)
         if isinstance(arrival, ClosedLoopArrival):
             times = [None] * len(tokens)
-            clients, think = arrival.clients, arrival.think_ms / 1e3
         else:
             times = list(open_loop_times(arrival, rng, len(tokens)))
         lines = [None] * len(tokens)
@@ -178,6 +203,64 @@ def plan_workload(cfg: ExperimentConfig, rng: np.random.Generator) -> Workload:
         PlannedRequest(i, int(tokens[i]), times[i], seeds[i], draws[i], lines[i]) for i in range(n)
     )
     return Workload(reqs, clients, think, stats)
+
+
+def tokens_range(workload: Workload) -> tuple[int, int]:
+    """The fewest and most tokens a request of ``workload`` loads ((0, 0) when empty),
+    in one pass, without a list of them."""
+    least, most = 0, 0
+    for i, r in enumerate(workload):
+        t = r.tokens
+        if i == 0 or t < least:
+            least = t
+        if t > most:
+            most = t
+    return least, most
+
+
+class _BlockPlan(Sequence[PlannedRequest]):
+    """``workload.requests`` planned requests drawn ``PLAN_BLOCK`` at a time from ``seed``,
+    in the order of :func:`plan_workload` within each block (tokens, arrivals, job seeds,
+    failure draws), arrivals continuing from block to block. Iterating twice gives the
+    same requests; nothing but the current block is held."""
+
+    def __init__(self, cfg: ExperimentConfig, seed: int) -> None:
+        self._cfg = cfg
+        self._seed = seed
+        self._n = cfg.workload.requests
+        spec = cfg.workload.tokens
+        self._lengths = (
+            read_trace(spec.path).input_length if isinstance(spec, EmpiricalTokens) else None
+        )
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i: int) -> PlannedRequest:  # type: ignore[override]
+        if not -self._n <= i < self._n:
+            raise IndexError(i)
+        return next(itertools.islice(iter(self), i % self._n, None))
+
+    def __iter__(self) -> Iterator[PlannedRequest]:
+        cfg, n = self._cfg, self._n
+        arrival = cfg.workload.arrival
+        closed = isinstance(arrival, ClosedLoopArrival)
+        rng = np.random.default_rng(self._seed)
+        clock = 0.0
+        for first in range(0, n, PLAN_BLOCK):
+            size = min(PLAN_BLOCK, n - first)
+            tokens = _draw_tokens(cfg, rng, size, self._lengths).tolist()
+            times: list[float | None]
+            if closed:
+                times = [None] * size
+            else:
+                assert not isinstance(arrival, (ClosedLoopArrival, TraceArrival))
+                drawn, clock = open_loop_block(arrival, rng, first, size, clock)
+                times = list(drawn.tolist())
+            seeds = rng.integers(0, 2**63 - 1, size=size, dtype=np.int64).tolist()
+            draws = rng.random(size=size).tolist()
+            for i in range(size):
+                yield PlannedRequest(first + i, tokens[i], times[i], seeds[i], draws[i])
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,78 @@
+"""One model-mode point of N requests in a fresh process: its wall time and peak memory.
+
+``kvsim bench model`` starts ``python -m sim.benches.model_point CALIBRATION REQUESTS
+RATE DIR``; the child runs one point the way a sweep's child does (its rows streamed to
+``DIR/requests.csv``, sim.sweep.point_tables.RequestsFile) and prints one JSON line:
+the requests, the wall time of the point and the process's peak resident memory
+(``ru_maxrss``: the high-water mark, start-up and imports included). A fresh process,
+so that nothing another point left behind counts; its peak with 10^4 requests is the
+floor that a point's memory, bounded by design (docs/design.md §6), should stay near at
+any count.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["PointMemory", "measure_point", "point_config"]
+
+
+@dataclass(frozen=True)
+class PointMemory:
+    requests: int
+    wall_s: float
+    max_rss_mb: float
+    #: Planned arrivals per second (sets the simulated span; not the wall time).
+    rate_rps: float
+
+
+def point_config(calibration: str, requests: int, rate: float) -> dict:
+    """A synthetic model point: 5 ms hold, 2 workers, no probe (its wake-ups every 2 ms of
+    simulated time would outnumber the requests in a long point)."""
+    from sim.benches.model_sweep import synthetic_config
+
+    cfg = synthetic_config(calibration, requests, rate, False)
+    cfg["connector"] = {**cfg["connector"], "workers": 2}
+    cfg["connector"]["options"] = {"hold_ms": 5.0, **cfg["connector"]["options"]}
+    return cfg
+
+
+def measure_point(
+    calibration: str, requests: int, rate: float, out_dir: Path, timeout_s: float = 3600.0
+) -> PointMemory:
+    """Run the point in a child process (bounded by ``timeout_s``) and read its line."""
+    argv = [sys.executable, "-m", __name__, calibration, str(requests), str(rate), str(out_dir)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
+    if done.returncode != 0:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"the model point of {requests} requests failed: {tail}")
+    data = json.loads(done.stdout.strip().splitlines()[-1])
+    return PointMemory(data["requests"], data["wall_s"], data["max_rss_mb"], rate)
+
+
+def _main(argv: list[str]) -> int:
+    from sim.config import ExperimentConfig, Point
+    from sim.runtime.point import run_point
+    from sim.sweep.point_tables import RequestsFile
+
+    calibration, requests, rate, out = argv[0], int(argv[1]), float(argv[2]), Path(argv[3])
+    cfg = ExperimentConfig.model_validate(point_config(calibration, requests, rate))
+    rows = RequestsFile(out, {"repeat": 0}, durable=False)
+    t0 = time.perf_counter()
+    res = run_point(Point(0, {}, cfg), 0, None, rows)
+    rows.commit()
+    wall = time.perf_counter() - t0
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    line = {"requests": res.summary["requests"], "wall_s": wall, "max_rss_mb": peak_kb / 1024}
+    print(json.dumps(line))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - run as a child by measure_point
+    sys.exit(_main(sys.argv[1:]))

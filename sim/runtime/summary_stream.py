@@ -1,0 +1,235 @@
+"""A point's summary from its requests as they finish, in memory that does not grow with them.
+
+A model-mode point may simulate ten million requests; holding every record until
+the point ends (about 5 KB each) would need tens of gigabytes. The summary reads a
+dozen numeric columns of each request (``sim.runtime.metrics.SUMMARY_INPUTS``), so
+those are all that is kept, batch by batch:
+
+* up to ``EXACT_LIMIT`` requests, every value, and the summary is exactly what
+  ``summarize_requests`` gives for the same records (the same function computes it:
+  ``summarize_columns``; tests compare them);
+* past it, each column goes into a :class:`LogHistogram` whose buckets are
+  ``RELATIVE_ERROR`` wide in relative terms, so a percentile is within 0.05 % of the
+  exact one (a bucket's geometric middle stands for its values), and means, counts,
+  minima and maxima stay exact up to floating-point summation order.
+
+The rates (``offered_rps``, ``achieved_rps``) need only the count, first and last of
+the arrival and injection times, which are kept exactly either way.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+
+from sim.runtime.metrics import (
+    SUMMARY_INPUTS,
+    extra_latency_columns,
+    request_columns,
+    summarize_columns,
+)
+from sim.runtime.records import RequestRecord
+
+__all__ = ["EXACT_LIMIT", "RELATIVE_ERROR", "LogHistogram", "SummaryStream"]
+
+#: Requests whose values are kept as they are (about 100 bytes each): the summary of a
+#: point of at most this many is exact.
+EXACT_LIMIT = 1 << 14
+#: Relative width of a histogram bucket (a percentile is within half of it).
+RELATIVE_ERROR = 1e-3
+#: Smallest positive value a bucket tells apart (ms): below, values count as this.
+_FLOOR = 1e-9
+
+
+class LogHistogram:
+    """Counts of values in buckets of equal relative width; non-positive values apart."""
+
+    def __init__(self) -> None:
+        self._log_step = math.log1p(RELATIVE_ERROR)
+        self._counts = np.zeros(0, dtype=np.int64)
+        self._low = 0  # bucket index of _counts[0]
+        self._zeros = 0
+        self.count = 0
+        self.total = 0.0
+        self.max = -math.inf
+
+    def add(self, values: np.ndarray) -> None:
+        """Add the values that are not NaN."""
+        values = values[~np.isnan(values)]
+        if values.size == 0:
+            return
+        self.count += int(values.size)
+        self.total += float(values.sum())
+        self.max = max(self.max, float(values.max()))
+        positive = values[values > 0]
+        self._zeros += int(values.size - positive.size)
+        if positive.size == 0:
+            return
+        idx = np.floor(np.log(np.maximum(positive, _FLOOR)) / self._log_step).astype(np.int64)
+        lo, hi = int(idx.min()), int(idx.max())
+        if self._counts.size == 0:
+            self._low = lo
+        new_low = min(self._low, lo)
+        new_high = max(self._low + self._counts.size - 1, hi)
+        if new_low != self._low or new_high - new_low + 1 != self._counts.size:
+            grown = np.zeros(new_high - new_low + 1, dtype=np.int64)
+            grown[self._low - new_low : self._low - new_low + self._counts.size] = self._counts
+            self._counts, self._low = grown, new_low
+        self._counts += np.bincount(idx - self._low, minlength=self._counts.size)
+
+    def percentiles(self, qs: Sequence[float]) -> list[float]:
+        """The ``qs`` percentiles (0-100) by numpy's linear rule, each value replaced by
+        the geometric middle of its bucket (0 for the non-positive ones)."""
+        if self.count == 0:
+            return [math.nan] * len(qs)
+        cum = np.cumsum(self._counts)
+        out = []
+        for q in qs:
+            rank = q / 100 * (self.count - 1)  # numpy's "linear": between two order stats
+            below = math.floor(rank)
+            frac = rank - below
+            a = self._value_at(below, cum)
+            b = self._value_at(min(below + 1, self.count - 1), cum)
+            out.append(a + (b - a) * frac)
+        return out
+
+    def _value_at(self, k: int, cum: np.ndarray) -> float:
+        """The ``k``-th smallest value (0-based), as its bucket's middle."""
+        if k < self._zeros:
+            return 0.0
+        i = int(np.searchsorted(cum, k - self._zeros, side="right"))
+        return math.exp((self._low + i + 0.5) * self._log_step)
+
+
+class _Span:
+    """Count, first and last of the non-NaN values of a time column."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.low = math.inf
+        self.high = -math.inf
+
+    def add(self, values: np.ndarray) -> None:
+        values = values[~np.isnan(values)]
+        if values.size:
+            self.count += int(values.size)
+            self.low = min(self.low, float(values.min()))
+            self.high = max(self.high, float(values.max()))
+
+    def rate(self) -> float:
+        """(n - 1) / (last - first), as ``sim.runtime.metrics`` computes it."""
+        if self.count < 2 or self.high <= self.low:
+            return math.nan
+        return (self.count - 1) / (self.high - self.low)
+
+
+class SummaryStream:
+    """The summary of requests added batch by batch (any order), in bounded memory."""
+
+    def __init__(self, extra_percentiles: Sequence[float] = ()) -> None:
+        self._extra = tuple(extra_percentiles)
+        self._parts: list[dict[str, np.ndarray]] = []
+        self._hists: dict[str, LogHistogram] | None = None
+        self._spans = {"arrival_s": _Span(), "injected_s": _Span()}
+        self.requests = 0
+        self.ok = 0
+        self.failed = 0
+        self.hold_ms = 0.0
+        self._errors: Counter[str] = Counter()
+
+    def add(self, records: Sequence[RequestRecord]) -> None:
+        if not records:
+            return
+        cols = request_columns(records)
+        self.requests += len(records)
+        self.ok += len(cols["latency_ms"])  # the ok records' column
+        for r in records:
+            if r.status == "failed":
+                self.failed += 1
+                self._errors[r.error.split(":", 1)[0]] += 1
+        hold = cols["gil_hold_ms"]
+        self.hold_ms += float(hold[~np.isnan(hold)].sum())
+        for name, span in self._spans.items():
+            span.add(cols[name])
+        if self._hists is None:
+            self._parts.append(cols)
+            if self.requests > EXACT_LIMIT:
+                self._to_histograms()
+        else:
+            for name, hist in self._hists.items():
+                hist.add(cols[name])
+
+    def _to_histograms(self) -> None:
+        self._hists = {name: LogHistogram() for name in SUMMARY_INPUTS}
+        for part in self._parts:
+            for name, hist in self._hists.items():
+                hist.add(part[name])
+        self._parts = []
+
+    @property
+    def exact(self) -> bool:
+        """Whether :meth:`summary` is exactly ``summarize_requests`` of the same records."""
+        return self._hists is None
+
+    def _errors_text(self) -> str:
+        return ";".join(f"{k}={v}" for k, v in self._errors.most_common())
+
+    def summary(self, elapsed_s: float) -> dict[str, float]:
+        if self._hists is None:
+            cols = {
+                name: np.concatenate([p[name] for p in self._parts]) if self._parts else np.zeros(0)
+                for name in (*SUMMARY_INPUTS, *self._spans)
+            }
+            return summarize_columns(
+                cols, self.requests, self.failed, self._errors_text(), elapsed_s, self._extra
+            )
+        return self._approximate(elapsed_s)
+
+    def _approximate(self, elapsed_s: float) -> dict[str, float]:
+        h = self._hists
+        assert h is not None
+
+        def mean(name: str) -> float:
+            return h[name].total / h[name].count if h[name].count else math.nan
+
+        lat = h["latency_ms"]
+        ok = self.ok
+        p50, p90, p99 = lat.percentiles([50, 90, 99])
+        out: dict[str, float] = {
+            "requests": self.requests,
+            "ok": ok,
+            "failed": self.failed,
+            "errors": self._errors_text(),  # type: ignore[dict-item]
+            "elapsed_s": elapsed_s,
+            "throughput_rps": ok / elapsed_s if elapsed_s > 0 else math.nan,
+            "latency_mean_ms": mean("latency_ms"),
+            "latency_p50_ms": p50,
+            "latency_p90_ms": p90,
+            "latency_p99_ms": p99,
+            "latency_max_ms": lat.max if lat.count else math.nan,
+            "offered_rps": self._spans["arrival_s"].rate(),
+            "achieved_rps": self._spans["injected_s"].rate(),
+        }
+        out["inject_lag_p50_ms"], out["inject_lag_p99_ms"] = h["inject_lag_ms"].percentiles(
+            [50, 99]
+        )
+        out["gil_hold_mean_ms"] = mean("gil_hold_ms")
+        out["gil_hold_p50_ms"], out["gil_hold_p99_ms"] = h["gil_hold_ms"].percentiles([50, 99])
+        out["gil_wait_mean_ms"] = mean("gil_wait_ms")
+        out["gil_wait_p99_ms"] = h["gil_wait_ms"].percentiles([99])[0]
+        out["stage_wall_mean_ms"] = mean("stage_wall_ms")
+        out["queue_p50_ms"], out["queue_p99_ms"] = h["queue_ms"].percentiles([50, 99])
+        out["transfer_p50_ms"] = h["transfer_ms"].percentiles([50])[0]
+        cols = extra_latency_columns(self._extra)
+        wanted = [float(c[len("latency_p") : -len("_ms")]) for c in cols]
+        out.update(zip(cols, lat.percentiles(wanted), strict=True))
+        for name in SUMMARY_INPUTS:
+            if name.startswith("hold_"):
+                stem = name.removesuffix("_ms")
+                out[f"{stem}_mean_ms"] = mean(name)
+                out[f"{stem}_p99_ms"] = h[name].percentiles([99])[0]
+        out["gc_per_request"] = mean("gc")
+        return out

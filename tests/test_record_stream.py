@@ -1,0 +1,180 @@
+"""Records streamed as requests finish: the same summary and rows as holding them all,
+one record path for both modes, and output.requests choosing the rows."""
+
+from __future__ import annotations
+
+import math
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sim.config import parse_config
+from sim.model.driver import run_model_point
+from sim.rundir.outputs import read_csv
+from sim.runtime import summary_stream
+from sim.runtime.metrics import summarize_requests
+from sim.runtime.record_sink import RecordSink
+from sim.runtime.records import REQUEST_COLUMNS, RequestRecord
+from sim.sweep.experiment import run_experiment
+from sim.sweep.plan import axis_columns
+from sim.sweep.point_tables import requests_text
+from tests.test_model_mode import write_calibration
+
+NUMERIC = (
+    "latency_ms",
+    "transfer_ms",
+    "gil_hold_ms",
+    "gil_wait_ms",
+    "queue_ms",
+    "inject_lag_ms",
+    "stage_wall_ms",
+    "hold_keys_ms",
+    "hold_addresses_ms",
+    "hold_free_ms",
+    "hold_gc_ms",
+)
+
+
+def _records(n: int, seed: int = 1) -> list[RequestRecord]:
+    """Made-up finished records: some failed, some NaN cells, some zero waits."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        at = i * 0.01
+        r = RequestRecord(i, 128, 1, 10, at, injected_s=at + float(rng.random()) * 1e-3)
+        failed = rng.random() < 0.1
+        r.status = "failed" if failed else "ok"
+        r.error = "StoreError: lost" if failed else ""
+        for col in NUMERIC:
+            v = float(rng.lognormal()) if rng.random() < 0.95 else math.nan
+            setattr(r, col, v)
+        if rng.random() < 0.3:
+            r.gil_wait_ms = 0.0
+        r.gc_gen0 = int(rng.integers(0, 3))
+        out.append(r)
+    return out
+
+
+def _through_sink(records: list[RequestRecord], **kw) -> RecordSink:
+    """Add ``records`` in a finishing order: shuffled within windows of 50."""
+    order = list(records)
+    rnd = random.Random(4)
+    for k in range(0, len(order), 50):
+        window = order[k : k + 50]
+        rnd.shuffle(window)
+        order[k : k + 50] = window
+    sink = RecordSink((95.0, 99.9), **kw)
+    for r in order:
+        sink.add(r)
+    sink.close()
+    return sink
+
+
+def test_the_sink_summary_is_exactly_the_reference_below_the_limit() -> None:
+    records = _records(9000)
+    sink = _through_sink(records)
+    assert sink.stream.exact
+    assert repr(sink.summary(31.5)) == repr(summarize_requests(records, 31.5, (95.0, 99.9)))
+    assert [r.request_id for r in sink.records] == list(range(9000))  # back in id order
+    assert sink.hold_ms == pytest.approx(
+        math.fsum(r.gil_hold_ms for r in records if r.gil_hold_ms == r.gil_hold_ms)
+    )
+
+
+def test_past_the_limit_the_summary_is_within_a_histogram_bucket(monkeypatch) -> None:
+    monkeypatch.setattr(summary_stream, "EXACT_LIMIT", 1000)
+    records = _records(9000)
+    sink = _through_sink(records, keep=False)
+    assert not sink.stream.exact and sink.records == []
+    got, ref = sink.summary(31.5), summarize_requests(records, 31.5, (95.0, 99.9))
+    assert set(got) == set(ref)
+    for key, want in ref.items():
+        have = got[key]
+        if isinstance(want, str) or math.isnan(want):
+            assert have == want or (have != have and want != want), key
+        else:
+            assert have == pytest.approx(want, rel=summary_stream.RELATIVE_ERROR), key
+
+
+def test_rows_go_to_the_writer_in_id_order_every_kth_with_sampling() -> None:
+    written: list[int] = []
+    _through_sink(_records(1000), write=lambda rows: written.extend(r.request_id for r in rows))
+    assert written == list(range(1000))
+    written.clear()
+    sink = _through_sink(
+        _records(1000), write=lambda rows: written.extend(r.request_id for r in rows), stride=7
+    )
+    assert written == list(range(0, 1000, 7))
+    assert sink.summary(1.0)["requests"] == 1000  # the summary still covers every request
+
+
+@pytest.fixture
+def model_cfg(write_config, tmp_path):
+    cal = write_calibration(tmp_path / "cal.json")
+
+    def _write(output: dict | None = None, **over) -> Path:
+        base = {
+            "mode": "model",
+            "machine": {"calibration": str(cal)},
+            "workload": {"requests": 60},
+            "sweep": {"connector.workers": [1, 2]},
+            **over,
+        }
+        if output:
+            base["output"] = {"dir": str(tmp_path / "out"), **output}
+        return write_config(base)
+
+    return _write
+
+
+def test_a_streamed_requests_csv_is_byte_for_byte_the_in_memory_one(model_cfg, tmp_path) -> None:
+    path = model_cfg()
+    cfg, points = parse_config(path)
+    out = tmp_path / "run"
+    run_experiment(cfg, points, path, out)
+    for p in points:
+        rep = next((out / "points").glob(f"{p.index:03d}_*/rep-0"))
+        held = run_model_point(p).records
+        lead = {**{a: p.axes.get(a, "") for a in axis_columns(points)}, "repeat": 0}
+        assert (rep / "requests.csv").read_text() == requests_text(lead, held)
+
+
+@pytest.mark.parametrize(("choice", "rows"), [("none", 0), ("sample 12", 12), ("all", 60)])
+def test_output_requests_picks_the_rows_and_the_summary_counts_all(
+    model_cfg, tmp_path, choice, rows
+) -> None:
+    path = model_cfg({"requests": choice})
+    cfg, points = parse_config(path)
+    out = tmp_path / "run"
+    run_experiment(cfg, points, path, out)
+    table = read_csv(out / "requests.csv")
+    assert len(table) == 2 * rows
+    if rows:
+        assert {int(r["request_id"]) % (60 // rows) for r in table} == {0}
+    assert [int(r["requests"]) for r in read_csv(out / "summary.csv")] == [60, 60]
+
+
+def test_both_modes_write_the_same_requests_csv_columns(write_config, tmp_path) -> None:
+    """One record path: a real point and a model point emit the same columns, the catalogue's."""
+    cal = write_calibration(tmp_path / "cal.json")
+    path = write_config(
+        {
+            "machine": {"calibration": str(cal)},
+            "workload": {"requests": 6},
+            "sweep": {"mode": ["real", "model"]},
+        }
+    )
+    cfg, points = parse_config(path)
+    out = tmp_path / "run"
+    run_experiment(cfg, points, path, out)
+    headers = {
+        rep.parent.name: (rep / "requests.csv").read_text().splitlines()[0]
+        for rep in sorted((out / "points").glob("*/rep-0"))
+    }
+    assert len(headers) == 2 and len(set(headers.values())) == 1
+    assert headers[next(iter(headers))].split(",")[-len(REQUEST_COLUMNS) :] == REQUEST_COLUMNS
+    rows = read_csv(out / "requests.csv")
+    assert {r["mode"] for r in rows} == {"real", "model"}
+    assert all(r["status"] == "ok" and r["transfer_bytes"] == r["bytes"] for r in rows)

@@ -42,6 +42,7 @@ def test_the_public_names_are_pinned() -> None:
         "Verdict",
         "__version__",
         "build",
+        "check",
         "compare",
         "load",
         "open_run",

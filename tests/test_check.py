@@ -168,3 +168,16 @@ def test_index_variants_against_the_reference(tmp_path: Path) -> None:
         result = check_index_variant("shifted")
     assert not result.ok
     assert "component 0, token 0: expected 0, got 1" in result.failure
+
+
+def test_the_api_checks_a_plugin_for_one_call(tmp_path: Path) -> None:
+    import sim
+    from connectors import registry
+
+    path = _plugin(tmp_path, "off.py", OFF_BY_ONE)
+    result = sim.check("offbyone", plugins=[path], threads=1)
+    assert not result.ok and "chunk 1, region 2" in (result.failure or "")
+    assert "offbyone" not in registry.address_variant_names()
+    assert sim.check("numpy", threads=2).ok
+    with pytest.raises(sim.UsageError, match="no variant 'nump'; did you mean 'numpy'"):
+        sim.check("nump")

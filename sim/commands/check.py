@@ -48,46 +48,17 @@ def _options(pairs: list[str]) -> dict[str, Any]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from sim.errors import UsageError
+    import sim
 
-    if not 1 <= args.threads <= 64:
-        raise UsageError(f"--threads {args.threads}: between 1 and 64")
-    with command_plugins(args.plugin) as plugins:
-        return _check(args, plugins)
-
-
-def _check(args: argparse.Namespace, plugins: list[dict[str, str]]) -> int:
-    import difflib
-
-    from connectors import registry
-    from sim.conformance import check_index_variant, check_variant
-    from sim.errors import UsageError
-
-    address, index = registry.address_variant_names(), registry.index_variant_names()
-    if args.name in index and args.name not in address:
-        result = check_index_variant(args.name)
-    elif args.name in address:
-        cls = registry.get_address_variant(args.name)
-        if not cls.computes_addresses:
-            raise UsageError(
-                f"{args.name}: computes no addresses (a synthetic load); nothing to check"
-            )
-        try:
-            result = check_variant(args.name, _options(args.option), args.threads)
-        except ValueError as exc:
-            raise UsageError(f"--option: {exc}") from None
-    else:
-        close = difflib.get_close_matches(args.name, [*address, *index], n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
-        raise UsageError(
-            f"no variant {args.name!r}; {hint}known: {', '.join([*address, *index])} "
-            "(a variant of your own: --plugin FILE)"
-        )
+    result = sim.check(
+        args.name, plugins=args.plugin, options=_options(args.option), threads=args.threads
+    )
     print(result.summary())
     if not result.ok:
         return 1
-    if args.audit and args.name in address:
+    if args.audit and result.reference == "scalar":  # an address variant
         from sim.commands.check_audit import audit_variant
 
-        return audit_variant(args.name, _options(args.option), plugins)
+        with command_plugins(args.plugin) as plugins:
+            return audit_variant(args.name, _options(args.option), plugins)
     return 0

@@ -1,0 +1,61 @@
+"""``sim.check``: does a variant compute what the reference computes (``kvsim check``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sim.conformance.check import CheckResult
+
+__all__ = ["check"]
+
+
+def check(
+    name: str,
+    *,
+    plugins: Sequence[str | Path] = (),
+    options: Mapping[str, Any] | None = None,
+    threads: int = 4,
+) -> CheckResult:
+    """Run variant ``name`` through the corpus of docs/your-connector.md against ``scalar``
+    (an index variant: against the reference index), then again from ``threads`` threads.
+
+    ``plugins`` are files registering variants (relative to the working directory),
+    loaded for this call only. Returns a ``CheckResult`` (``.ok``, ``.failure``: the
+    first mismatch in one line, ``.summary()``). ConfigError for a broken plug-in file,
+    UsageError for an unknown name or options the variant does not take.
+    """
+    import difflib
+
+    from connectors import registry
+    from sim.config.plugins import plugin_scope, read_plugin
+    from sim.conformance import check_index_variant, check_variant
+    from sim.errors import ConfigError, UsageError
+
+    if not 1 <= threads <= 64:
+        raise UsageError(f"threads {threads}: between 1 and 64")
+    read = []
+    for path in plugins:
+        try:
+            read.append(read_plugin(str(path), Path.cwd()))
+        except ValueError as exc:
+            raise ConfigError(f"plug-in {path}: {exc}") from None
+    with plugin_scope(read):
+        address, index = registry.address_variant_names(), registry.index_variant_names()
+        if name in index and name not in address:
+            return check_index_variant(name)
+        if name not in address:
+            close = difflib.get_close_matches(name, [*address, *index], n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise UsageError(
+                f"no variant {name!r}; {hint}known: {', '.join([*address, *index])} "
+                "(a variant of your own: --plugin FILE)"
+            )
+        if not registry.get_address_variant(name).computes_addresses:
+            raise UsageError(f"{name}: computes no addresses (a synthetic load): no check")
+        try:
+            return check_variant(name, dict(options or {}), threads)
+        except ValueError as exc:
+            raise UsageError(f"options: {exc}") from None

@@ -1,12 +1,12 @@
 """A two-variant sweep built in Python — no YAML file — run in child processes and compared.
 
-    python examples/python_sweep.py                    # ~10 s: 2 variants x 2 worker counts
+    python examples/python_sweep.py              # ~30 s: 2 variants x 2 workers x 3 repeats
     python examples/python_sweep.py --requests 400 --out results/py_sweep
 
 Each point runs in its own process, which receives the resolved config itself
 (nothing is read back from disk), and the comparison printed at the end is the
-one ``kvsim compare`` writes: each variant against scalar, with 95% bootstrap
-intervals on the ratios.
+one ``kvsim compare`` writes: each variant against scalar, with the ratios' 95%
+intervals drawn from the spread between the (default three) repeats.
 """
 
 from __future__ import annotations

@@ -22,7 +22,6 @@ Errors kvsim foresaw are :class:`KvsimError` (``ConfigError``, ``RunDirError``,
 command line; see docs/design.md for how the pieces fit together.
 """
 
-from sim.analysis.verdict import Verdict, ratio_verdict
 from sim.api import (
     Experiment,
     Report,
@@ -62,3 +61,13 @@ __all__ = [
     "ratio_verdict",
     "search",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``sim.ratio_verdict`` and ``sim.Verdict`` (docs/statistics.md), imported on first
+    use: they need numpy, which ``import sim`` does not load."""
+    if name in ("Verdict", "ratio_verdict"):
+        from sim.analysis import verdict
+
+        return getattr(verdict, name)
+    raise AttributeError(f"module 'sim' has no attribute {name!r}")

@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TINY = {
     "name": "tiny",
     "seed": 3,
+    "repeats": 1,  # one run a point (the default is 3, for verdicts)
     "model": {"regions": 4, "block_len": [1024, 2048], "block_size": 16, "num_blocks": 256},
     "workload": {"requests": 8, "arrival": {"kind": "poisson", "rate_rps": 400}, "tokens": 160},
     "connector": {"variant": "numpy", "workers": 2},
@@ -160,8 +161,9 @@ def test_the_example_builds_runs_and_compares_without_yaml(tmp_path: Path) -> No
         timeout=300,
     )
     assert out.returncode == 0, out.stderr
-    assert "python-sweep: 4 point runs, 24 requests" in out.stdout
+    # 2 variants × 2 worker counts × the default 3 repeats (for the ratios' intervals).
+    assert "python-sweep: 12 point runs, 72 requests" in out.stdout
     assert "## workers=1" in out.stdout and "## workers=4" in out.stdout
-    assert "| numpy | 6 |" in out.stdout
+    assert "| numpy | 18 |" in out.stdout
     assert not list(tmp_path.glob("*.yaml"))
     assert len(read_csv(tmp_path / "run" / "summary.csv")) == 4

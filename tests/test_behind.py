@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from sim.analysis.behind import behind_note, fell_behind
+from sim.analysis.behind import behind_note, fell_behind, lag_line, lagged
 from sim.benches.harness import harness_point, measure_rate
 
 
@@ -29,16 +29,26 @@ def test_a_point_on_schedule_is_not_marked() -> None:
     assert not fell_behind({})  # nothing known: no claim
 
 
-def test_lag_or_a_short_rate_marks_the_point_and_says_by_how_much() -> None:
-    late = _row(inject_lag_p50_ms=33.0, inject_lag_p99_ms=68.0)
-    assert fell_behind(late)
-    note = behind_note("variant=scalar · workers=4", late)
-    assert note is not None
-    assert "variant=scalar · workers=4" in note and "68.0 ms" in note and "33.0 ms" in note
-    slow = _row(achieved_rps=57.8)
+def test_a_short_rate_is_loud_and_says_by_how_much() -> None:
+    slow = _row(achieved_rps=57.8, inject_lag_p50_ms=33.0, inject_lag_p99_ms=68.0)
     assert fell_behind(slow)
-    note = behind_note("p", slow)
-    assert note is not None and "57.8 of the 60.0 req/s" in note and "96.3 %" in note
+    note = behind_note("variant=scalar · workers=4", slow)
+    assert note is not None and "variant=scalar · workers=4" in note
+    assert "57.8 of the 60.0 req/s" in note and "96.3 %" in note
+    assert "68.0 ms" in note and "33.0 ms" in note
+    assert lag_line([slow]) is None  # said loudly already, not again quietly
+
+
+def test_lag_while_the_load_was_applied_is_a_figure_and_one_quiet_line() -> None:
+    # Before: a lag p99 over the limit made a per-point warning even at 100 % applied.
+    late = _row(inject_lag_p50_ms=33.0, inject_lag_p99_ms=68.0)
+    assert lagged(late) and not fell_behind(late)
+    assert behind_note("variant=scalar · workers=4", late) is None
+    rows = [late, _row(inject_lag_p99_ms=12.5), _row()]
+    line = lag_line(rows)
+    assert line is not None and "\n" not in line
+    assert line.startswith("note: on 2 of 3 points") and "up to 68.0 ms" in line
+    assert lag_line([_row()]) is None
 
 
 @pytest.mark.realthreads

@@ -46,7 +46,11 @@ def _sweep(points_per_variant: int, behind: int = 0) -> list[dict[str, Any]]:
     for variant in ("scalar", "numpy"):
         for i in range(points_per_variant):
             late = i >= points_per_variant - behind
-            rows.append(_row(variant, 10 * (i + 1), lag=5.0 + i / 10 if late else 0.2))
+            rate = 10 * (i + 1)
+            if late:  # applied 90 % of the offered rate, handed over late
+                rows.append(_row(variant, rate, lag=5.0 + i / 10, achieved=0.9 * rate))
+            else:
+                rows.append(_row(variant, rate))
     return rows
 
 
@@ -84,14 +88,15 @@ def test_many_points_behind_are_one_line_with_the_count_and_the_worst() -> None:
     notes = point_warnings(rows, AXES)
     assert len(notes) == 2
     summary, audit = notes
-    assert summary.startswith("941 of 1,000 points: the harness fell behind")
-    # The worst three by lag p99: the highest rates of each variant, numpy's first on ties
-    # broken by table order (sorted is stable).
+    assert summary.startswith("941 of 1,000 points: the load was not applied")
+    # The worst three: the smallest share applied first (rate=40 applied half), then by
+    # lag p99 among the 90 % ones: the highest rates, scalar's first on ties (sorted is
+    # stable, in table order).
     worst = summary.split("worst: ")[1].split(". ")[0]
     assert worst.split("; ") == [
-        "variant=scalar · rate=5000 (lag p99 54.9 ms, 5000.0 of 5000.0 req/s)",
-        "variant=numpy · rate=5000 (lag p99 54.9 ms, 5000.0 of 5000.0 req/s)",
-        "variant=scalar · rate=4990 (lag p99 54.8 ms, 4990.0 of 4990.0 req/s)",
+        "variant=scalar · rate=40 (lag p99 0.2 ms, 20.0 of 40.0 req/s)",
+        "variant=scalar · rate=5000 (lag p99 54.9 ms, 4500.0 of 5000.0 req/s)",
+        "variant=numpy · rate=5000 (lag p99 54.9 ms, 4500.0 of 5000.0 req/s)",
     ]
     for column in ("inject_lag_p99_ms", "offered_rps", "achieved_rps", '"behind"'):
         assert column in summary
@@ -142,10 +147,16 @@ def test_a_big_table_keeps_each_variants_ends_and_counts_the_rest() -> None:
     assert len(elisions) == 2 and all("97 behind" in ln for ln in elisions)
     assert "… N more: points not shown (988 of 1,000)" in " ".join(text.split())
     # The ratios are still taken against the baseline's row, shown or not.
-    assert body[-1].split()[-2:] == ["0.50×", "1.00×"]
+    # (the last column is now lag p99: some points were handed over late)
+    assert body[-1].split()[-3:] == ["0.50×", "1.00×", "54.9"]
     # Asked for, every row is there.
     full = _render(comparison_table(rows, AXES, "scalar", "t"))
-    assert sum(ln.split()[:1] in (["scalar"], ["numpy"]) for ln in full.splitlines()) == 1000
+    # (a row: a variant, then its rate; the caption may wrap to start with "scalar")
+    rows_shown = [ln.split()[:2] for ln in full.splitlines()]
+    assert (
+        sum(w[:1] in (["scalar"], ["numpy"]) and w[1:2] and w[1].isdigit() for w in rows_shown)
+        == 1000
+    )
     assert "more" not in full
 
 

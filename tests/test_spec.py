@@ -22,6 +22,7 @@ pytestmark = pytest.mark.realthreads
 TINY = {
     "name": "tiny",
     "seed": 3,
+    "repeats": 1,  # one run a point (the default is 3, for verdicts)
     "model": {"regions": 4, "block_len": [1024, 2048], "block_size": 16, "num_blocks": 256},
     "workload": {"requests": 8, "arrival": {"kind": "poisson", "rate_rps": 400}, "tokens": 160},
     "connector": {"variant": "numpy", "workers": 2},

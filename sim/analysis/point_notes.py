@@ -1,6 +1,6 @@
 """The warnings under the end table: one sentence per point, or one line per kind.
 
-A few points that fell behind the planned arrivals (``sim.analysis.behind``) or
+A few points that did not apply their load (``sim.analysis.behind``) or
 whose meter exceeds the py-spy audit (``sim.analysis.audit``) each get their own
 sentence, as they always have. A model sweep of a thousand points can have
 hundreds of them: a sentence each would bury the table, so above
@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sim.analysis.audit import AUDIT_FLAG_RATIO, audit_flagged, audit_note
-from sim.analysis.behind import ACHIEVED_MIN, LAG_P99_LIMIT_MS, behind_note, fell_behind
+from sim.analysis.behind import ACHIEVED_MIN, behind_note, fell_behind
 from sim.rundir.numbers import as_float
 
 __all__ = ["MANY_NOTES", "WORST_NAMED", "audit_line", "point_label", "point_warnings"]
@@ -36,11 +36,11 @@ def point_label(row: Mapping[str, Any], axes: Sequence[str]) -> str:
 
 
 def _lag_key(row: Mapping[str, Any]) -> tuple[float, float]:
-    """Sorts the worst-behind first: the largest lag p99, then the smallest share applied."""
+    """Sorts the worst-behind first: the smallest share applied, then the largest lag p99."""
     lag = _num(row.get("inject_lag_p99_ms"))
     offered, achieved = _num(row.get("offered_rps")), _num(row.get("achieved_rps"))
     share = achieved / offered if offered > 0 and not math.isnan(achieved) else math.inf
-    return (-lag if not math.isnan(lag) else math.inf, share)
+    return (share, -lag if not math.isnan(lag) else math.inf)
 
 
 def _behind_figures(row: Mapping[str, Any]) -> str:
@@ -55,12 +55,11 @@ def _behind_summary(late: Sequence[Mapping[str, Any]], total: int, axes: Sequenc
     worst = sorted(late, key=_lag_key)[:WORST_NAMED]
     named = "; ".join(f"{point_label(r, axes)} ({_behind_figures(r)})" for r in worst)
     return (
-        f"{len(late):,} of {total:,} points: the harness fell behind the planned arrivals "
-        f"(injection lag p99 above {LAG_P99_LIMIT_MS:g} ms plus the noise floor, or under "
-        f"{100 * ACHIEVED_MIN:.0f} % of the offered rate applied); worst: {named}. Latency "
-        "counts from the planned arrival, so it includes this delay. The table marks these "
-        'points "behind"; summary.csv has every point\'s inject_lag_p99_ms, offered_rps and '
-        "achieved_rps"
+        f"{len(late):,} of {total:,} points: the load was not applied (under "
+        f"{100 * ACHIEVED_MIN:.0f} % of the offered rate achieved: the harness fell behind "
+        f"the planned arrivals); worst: {named}. These points measured a lighter load than "
+        'configured. The table marks them "behind"; summary.csv has every point\'s '
+        "inject_lag_p99_ms, offered_rps and achieved_rps"
     )
 
 

@@ -7,8 +7,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from sim.analysis.behind import fell_behind
+from sim.analysis.behind import fell_behind, lagged
 from sim.analysis.condense import condense, elided_cells, shown_count
+from sim.analysis.verdict import marks
 from sim.rundir.numbers import as_float
 
 __all__ = [
@@ -99,6 +100,7 @@ def comparison_table(
     ratios = len({str(r.get("variant")) for r in rows}) >= 2  # else nothing to divide by
     stall = _present(rows, "stall_p99_ms")
     engine = _present(rows, "engine_step_p99_ms")
+    lag = any(lagged(r) for r in rows)  # a figure only when some point was handed over late
     body = []
     for r, hr, pr in zip(rows, hold_ratio, p99_ratio, strict=False):
         cells = [str(r.get(a, "")) for a in axes]
@@ -121,6 +123,8 @@ def comparison_table(
         ]
         if ratios:
             cells += [_times(hr), _times(pr)]
+        if lag:
+            cells.append(_fmt(r.get("inject_lag_p99_ms"), 1))
         if stall:
             cells.append(_with_spread(r, "stall_p99_ms", 1))
         if engine:
@@ -134,11 +138,14 @@ def comparison_table(
     fixed = len(heads) + 1  # identifying columns and ok/req keep their width
     heads += ["ok/req", "p50 ms", "p99 ms", "hold ms", "wait ms"]
     heads += ["hold ×", "p99 ×"] if ratios else []
+    heads += ["lag p99 ms"] if lag else []
     heads += ["stall p99 ms"] if stall else []
     heads += ["step p99 ms", "step ×alone"] if engine else []
     notes = ["hold/wait: GIL hold/wait per request"]
     if any(fell_behind(r) for r in rows):
-        notes.append("behind: the harness fell behind the planned arrivals (see below)")
+        notes.append("behind: the load was not applied in full (see below)")
+    if lag:
+        notes.append("lag: how late the harness handed a request over (p99, inject_lag_p99_ms)")
     if ratios:
         notes.append(f"×: ratio to {baseline} at the same other axes")
     if stall:
@@ -198,8 +205,7 @@ def _ratio_text(ratio: Any) -> str:
     text = f"{ratio.value:.2f}×"
     if not math.isnan(ratio.low):
         text += f" [{ratio.low:.2f}, {ratio.high:.2f}]"
-        # Marked only when the interval excludes 1 as printed: no "[1.00, 1.00]*".
-        if round(ratio.low, 2) > 1.0 or round(ratio.high, 2) < 1.0:
+        if marks(ratio.low, ratio.high):
             text += "*"
     return text
 

@@ -34,7 +34,7 @@ import numpy as np
 
 from sim.analysis.bootstrap import bootstrap_distribution, statistic
 
-__all__ = ["MIN_REPEATS", "Verdict", "ratio_verdict", "t_quantile"]
+__all__ = ["MIN_REPEATS", "Verdict", "marks", "ratio_verdict", "t_quantile"]
 
 #: Repeats each side needs before a ratio gets an interval (and can be called different).
 MIN_REPEATS = 2
@@ -67,6 +67,14 @@ class Verdict:
     def differs(self) -> bool:
         """The interval excludes 1: B differs from A beyond the run-to-run spread."""
         return self.has_interval and (self.low > 1.0 or self.high < 1.0)
+
+
+def marks(low: float, high: float) -> bool:
+    """Whether a table marks this interval ``*``: it excludes 1.00× as printed (two
+    decimals), so no "[1.00, 1.00]*"; an absent interval (NaN) is never marked."""
+    if math.isnan(low) or math.isnan(high):
+        return False
+    return round(low, 2) > 1.0 or round(high, 2) < 1.0
 
 
 def _two_sided_t_cdf(t: float, df: int) -> float:

@@ -88,6 +88,7 @@ def sweep_config(calibration: str, points: int, requests: int, rate: float) -> d
     return {
         **synthetic_config(calibration, requests, rate, True),
         "name": "bench-model-sweep",
+        "repeats": 1,  # the pace of points, not verdicts
         "sweep": {
             "connector.options.hold_ms": [round(40.0 * i / holds, 3) for i in range(holds)],
             "connector.workers": list(WORKERS),

@@ -15,6 +15,7 @@ TARGETS: dict[str, str] = {
     "connectors": "connectors",
     "harness": "harness",
     "model": "model",
+    "verdicts": "verdicts",
 }
 
 #: Targets that measure variants, so take ``--plugin FILE``.

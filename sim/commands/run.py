@@ -202,7 +202,32 @@ def _dry_run(plan: Any) -> int:
         )
     else:
         out.print(f"{todo} point run(s) to do; nothing has run in {out_dir} yet")
+    extra = repeats_line(plan, plan.existing)
+    if extra and plan.pending:
+        out.print(extra, soft_wrap=True, markup=False)
     return 0
+
+
+def repeats_line(plan: Any, resume: bool) -> str | None:
+    """What the repeats add to the run's expected time (real-mode points), said before
+    it starts: a verdict needs them (docs/statistics.md), and they cost wall time."""
+    from sim.config.budget import estimate_point, human_seconds
+
+    cfg = plan.config
+    todo = plan.to_run(resume)
+    real = [r for r in todo if r.rep.point.config.mode != "model"]
+    if cfg.repeats < 2 or not real:
+        return None
+    each = {
+        p.index: estimate_point(p.config, plan.requests[p.index]).expected_s for p in plan.points
+    }
+    total = sum(each[r.rep.point.index] for r in real)
+    extra = sum(each[r.rep.point.index] for r in real if r.rep.repeat > 0)
+    return (
+        f"{cfg.repeats} repeats a point, in {cfg.sweep_order} order: ≈ {human_seconds(total)} "
+        f"in all, of which the repeats beyond the first add ≈ {human_seconds(extra)} "
+        "(they give compare its intervals; docs/statistics.md)"
+    )
 
 
 #: Above this many point runs, model-mode points that end well get no line each (a
@@ -357,6 +382,9 @@ def _main(args: argparse.Namespace, plugins: Any) -> int:
 
             outcome = run_on_hosts(session, plan, args.resume, choice)
         else:
+            line = repeats_line(plan, args.resume)
+            if line:
+                print(line, file=sys.stderr)
             outcome = _run_with_progress(session, plan, args.resume, choice)
     _say_removed(out_dir, outcome.removed)
     from sim.commands.run_report import report

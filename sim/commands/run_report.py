@@ -26,14 +26,19 @@ def rerun_command(args: argparse.Namespace) -> list[str]:
 
 
 def _print_behind(out: Any, rows: list[dict[str, Any]], axes: list[str]) -> None:
-    """Warnings for points where the harness fell behind its planned arrivals or the
-    meter exceeds the py-spy audit (a sentence each, or one line per kind when many:
-    sim.analysis.point_notes); one line per reason the audit could not run."""
+    """Warnings for points that did not apply their load or whose meter exceeds the
+    py-spy audit (a sentence each, or one line per kind when many:
+    sim.analysis.point_notes); one quiet line for the points that lagged while applying
+    it (sim.analysis.behind); one line per reason the audit could not run."""
     from sim.analysis.audit import audit_problems
+    from sim.analysis.behind import lag_line
     from sim.analysis.point_notes import audit_line, point_warnings
 
     for note in point_warnings(rows, axes):
         out.print(f"[yellow]warning:[/yellow] {note}", highlight=False)
+    quiet = lag_line(rows)  # lag while the load was applied: one line, not a warning
+    if quiet:
+        out.print(quiet, highlight=False, markup=False)
     for why in audit_problems(rows):
         out.print(f"[yellow]warning:[/yellow] GIL audit not run: {why}", highlight=False)
     line = audit_line(rows)

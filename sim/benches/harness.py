@@ -19,6 +19,7 @@ import argparse
 import math
 from typing import Any
 
+from sim import columns
 from sim.console import output_console
 
 __all__ = ["HELP", "add_arguments", "harness_point", "main", "measure_rate", "sustained_rate"]
@@ -66,16 +67,8 @@ def measure_rate(rate_rps: float, seconds: float, min_requests: int = 200) -> di
 
     n = max(min_requests, int(rate_rps * seconds))
     s = run_point(harness_point(rate_rps, n)).summary
-    keys = (
-        "offered_rps",
-        "achieved_rps",
-        "inject_lag_p50_ms",
-        "inject_lag_p99_ms",
-        "harness_us_per_request",
-        "harness_cpu_us_per_request",
-        "harness_wakes_per_request",
-        "noise_floor_p99_ms",
-    )
+    # the arrivals and the harness's cost, and its noise floor (sim.columns)
+    keys = (*columns.names(columns.ARRIVAL), "noise_floor_p99_ms")
     return {"rate_rps": rate_rps, "requests": n, **{k: float(s[k]) for k in keys}}
 
 

@@ -39,6 +39,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sim import columns
 from sim.instruments.gilmeter import HoldLedger, close_ledger, open_ledger
 from sim.instruments.probe import run_delay_ns
 
@@ -56,17 +57,7 @@ __all__ = [
 ]
 
 #: Summary columns of the audit (NaN when it did not run), and its status text.
-AUDIT_METRICS = (
-    "audit_busy_requests",
-    "audit_busy_harness",
-    "audit_busy_engine",
-    "audit_busy_probe",
-    "audit_vs_meter",
-    "audit_offcore_frac",
-    "audit_vs_meter_oncore",
-    "audit_samples",
-    "audit_pyspy_cpu_frac",
-)
+AUDIT_METRICS = columns.names(columns.AUDIT)
 
 #: How to let py-spy attach, said once when it cannot.
 PTRACE_HINT = (

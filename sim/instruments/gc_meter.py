@@ -31,6 +31,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from sim import columns
+
 __all__ = [
     "GC_COLUMNS",
     "GC_SUMMARY",
@@ -182,15 +184,7 @@ def thread_role(name: str) -> str:
 
 
 #: Summary columns of the GC add-on (all threads, while the load ran).
-GC_SUMMARY = (
-    "gc_collections",
-    "gc_gen2_collections",
-    "gc_wall_ms",
-    "gc_max_ms",
-    "gc_load_ms",
-    "gc_engine_ms",
-    "gc_simulation_ms",
-)
+GC_SUMMARY = columns.names(columns.GC)
 
 
 def gc_summary(rows: list[dict[str, Any]]) -> dict[str, float]:

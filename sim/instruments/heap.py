@@ -31,6 +31,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sim import columns
+
 if TYPE_CHECKING:
     from sim.config.engine import HeapConfig
 
@@ -41,7 +43,7 @@ OBJECTS_PER_UNIT = 4
 
 #: Summary columns: containers built, objects frozen, tracked objects in the
 #: process while measuring, and the build time (not part of any measurement).
-HEAP_SUMMARY = ("heap_objects", "heap_frozen_objects", "heap_tracked_objects", "heap_build_s")
+HEAP_SUMMARY = columns.names(columns.HEAP)
 
 
 class _RequestState:

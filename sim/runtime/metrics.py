@@ -1,4 +1,5 @@
-"""Summary metrics of one experiment point; every metric name is defined here."""
+"""Summary metrics of one experiment point; their names, units and meanings are
+``sim.columns``'s."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from sim import columns
 from sim.config.sections import BASE_PERCENTILES, percentile_label
 from sim.runtime.records import HOLD_STAGE_COLUMNS, RequestRecord
-from sim.store.base import STORE_METRICS
 
 __all__ = [
     "OK_ONLY_INPUTS",
@@ -25,101 +26,14 @@ __all__ = [
     "summary_columns",
 ]
 
-#: Columns known from the workload plan alone (sim.workload.replay): requests replayed from a
-#: trace, those with nothing to load, and the token and block hit ratios of the
-#: store memory. NaN unless workload.arrival.kind is trace.
-PLANNED_METRICS = ("trace_requests", "skipped_requests", "hit_ratio", "block_hit_ratio")
+#: Columns known from the workload plan alone (sim.workload.replay); NaN unless a replay.
+PLANNED_METRICS = columns.names(columns.PLANNED)
 
 #: Mean and p99 of each stage's hold per request (requests.csv ``hold_<stage>_ms``).
-STAGE_METRICS = tuple(
-    f"{col.removesuffix('_ms')}_{stat}_ms" for col in HOLD_STAGE_COLUMNS for stat in ("mean", "p99")
-)
+STAGE_METRICS = columns.names(columns.STAGES)
 
-#: Summary columns after the axis columns, in order.
-SUMMARY_METRICS = [
-    "requests",
-    "ok",
-    "failed",
-    "errors",
-    "elapsed_s",
-    "throughput_rps",
-    "latency_mean_ms",
-    "latency_p50_ms",
-    "latency_p90_ms",
-    "latency_p99_ms",
-    "latency_max_ms",
-    # planned arrivals (sim.workload.arrivals): the load offered, the load the harness
-    # achieved, and how late it handed requests to the pipeline; its own CPU per request
-    "offered_rps",
-    "achieved_rps",
-    "inject_lag_p50_ms",
-    "inject_lag_p99_ms",
-    "harness_us_per_request",
-    "harness_cpu_us_per_request",
-    "harness_wakes_per_request",
-    "gil_hold_mean_ms",
-    "gil_hold_p50_ms",
-    "gil_hold_p99_ms",
-    "gil_wait_mean_ms",
-    "gil_wait_p99_ms",
-    # the hold by stage (requests.csv hold_*_ms), and collections per request on its thread
-    *STAGE_METRICS,
-    "gc_per_request",
-    "stage_wall_mean_ms",
-    "queue_p50_ms",
-    "queue_p99_ms",
-    "transfer_p50_ms",
-    "noise_floor_p50_ms",
-    "noise_floor_p99_ms",
-    # sentinel probe (sim.instruments.probe), when gil.probe: stalls and the GIL-busy cross-check
-    "stall_p50_ms",
-    "stall_p99_ms",
-    "stall_max_ms",
-    "gil_busy_probe",
-    "gil_busy_probe_core",
-    "gil_busy_requests",
-    "gil_busy_harness",
-    "gil_busy_engine",
-    "gil_busy_agreement",
-    "core_wait_frac",
-    # py-spy GIL audit (sim.instruments.audit), when gil.audit: pyspy
-    "audit_busy_requests",
-    "audit_busy_harness",
-    "audit_busy_engine",
-    "audit_busy_probe",
-    "audit_vs_meter",
-    "audit_offcore_frac",
-    "audit_vs_meter_oncore",
-    "audit_samples",
-    "audit_pyspy_cpu_frac",
-    "audit_status",
-    # engine step loop (sim.instruments.engine), when engine.enabled
-    "engine_steps",
-    "engine_step_p50_ms",
-    "engine_step_p99_ms",
-    "engine_alone_p50_ms",
-    "engine_alone_p99_ms",
-    "engine_p50_inflation",
-    "engine_p99_inflation",
-    "engine_build_p50_us",
-    "engine_stall_p99_ms",
-    # garbage collection on every thread while the load ran (sim.instruments.gc_meter)
-    "gc_collections",
-    "gc_gen2_collections",
-    "gc_wall_ms",
-    "gc_max_ms",
-    "gc_load_ms",
-    "gc_engine_ms",
-    "gc_simulation_ms",
-    # the production-like heap (sim.instruments.heap, engine.heap)
-    "heap_objects",
-    "heap_frozen_objects",
-    "heap_tracked_objects",
-    "heap_build_s",
-    *PLANNED_METRICS,
-    # the store behind the load path (sim.store): its own figures, NaN where they do not apply
-    *STORE_METRICS,
-]
+#: Summary columns after the axis columns, in order (their units and meanings: sim.columns).
+SUMMARY_METRICS = list(columns.names(columns.SUMMARY))
 
 
 def _numbers(values: Iterable[float]) -> np.ndarray:

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Protocol
 
+from sim import columns
+
 __all__ = [
     "HOLD_STAGE_COLUMNS",
     "REQUEST_COLUMNS",
@@ -24,7 +26,7 @@ __all__ = [
 ]
 
 #: The columns that split ``gil_hold_ms`` by stage; they sum to it.
-HOLD_STAGE_COLUMNS = ("hold_keys_ms", "hold_addresses_ms", "hold_free_ms", "hold_gc_ms")
+HOLD_STAGE_COLUMNS = columns.names(columns.HOLD_STAGES)
 
 
 @dataclass

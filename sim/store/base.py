@@ -18,22 +18,14 @@ import numpy as np
 import simpy
 
 from connectors.base import AddressVariant, LoadJob, mark_stage
+from sim import columns
 from sim.config.sections import StoreConfig
 from sim.store.model import TransferOutcome
 
 __all__ = ["STORE_METRICS", "LoadStore", "cpu_stages", "nan_store_summary"]
 
 #: Summary columns every store fills (NaN where a figure does not apply to it).
-STORE_METRICS = (
-    "store_kind",
-    "store_get_p50_ms",
-    "store_get_p99_ms",
-    "store_get_gbps",
-    "store_bytes",
-    "store_put_s",
-    "store_verified_blocks",
-    "store_netns",
-)
+STORE_METRICS = columns.names(columns.STORE)
 
 
 def nan_store_summary(kind: str) -> dict[str, Any]:

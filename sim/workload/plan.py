@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from connectors.base import LoadJob
+from sim.columns import PLANNED, names
 from sim.config.experiment import ExperimentConfig
 from sim.config.geometry import GeometryConfig
 from sim.config.workload import (
@@ -34,7 +35,6 @@ from sim.config.workload import (
     TraceArrival,
     UniformTokens,
 )
-from sim.runtime.metrics import PLANNED_METRICS
 from sim.workload.arrivals import open_loop_block, open_loop_times
 from sim.workload.replay import replay_trace
 from sim.workload.trace import read_trace
@@ -122,9 +122,9 @@ class Workload:
     requests: Sequence[PlannedRequest]
     closed_clients: int | None
     think_s: float
-    #: Summary columns known from the plan alone (PLANNED_METRICS; NaN when not a trace).
+    #: Summary columns known from the plan alone (sim.columns.PLANNED; NaN when not a trace).
     stats: Mapping[str, float] = field(
-        default_factory=lambda: dict.fromkeys(PLANNED_METRICS, float("nan"))
+        default_factory=lambda: dict.fromkeys(names(PLANNED), float("nan"))
     )
 
     def __iter__(self) -> Iterator[PlannedRequest]:
@@ -174,7 +174,7 @@ def plan_workload(cfg: ExperimentConfig, rng: np.random.Generator) -> Workload:
     failure draws — each for all requests at once, so a plan depends on config and seed only.
     """
     arrival = cfg.workload.arrival
-    stats: dict[str, float] = dict.fromkeys(PLANNED_METRICS, float("nan"))
+    stats: dict[str, float] = dict.fromkeys(names(PLANNED), float("nan"))
     clients, think = None, 0.0
     times: list[float | None]
     lines: list[int | None]
@@ -266,7 +266,7 @@ class _BlockPlan(Sequence[PlannedRequest]):
 @dataclass(frozen=True)
 class WorkloadPreview:
     """What a point's plan will be, known without drawing anything: its request count,
-    the PLANNED_METRICS, and for a trace replay the span and the tokens loaded. It is a
+    the sim.columns.PLANNED figures, and for a trace replay the span and the tokens loaded. It is a
     ``sim.config.budget.PlannedLoad`` (the same fields), which the budget estimates from."""
 
     requests: int
@@ -295,7 +295,7 @@ def preview_workload(
     """
     arrival = cfg.workload.arrival
     if not isinstance(arrival, TraceArrival):
-        return WorkloadPreview(cfg.workload.requests, dict.fromkeys(PLANNED_METRICS, math.nan))
+        return WorkloadPreview(cfg.workload.requests, dict.fromkeys(names(PLANNED), math.nan))
     key = arrival.model_dump_json() + cfg.model.model_dump_json()
     if memo is not None and key in memo:
         return memo[key]
@@ -320,6 +320,7 @@ def preview_workload(
 def planned_requests(
     cfg: ExperimentConfig, memo: dict[str, WorkloadPreview] | None = None
 ) -> tuple[int, Mapping[str, float]]:
-    """(requests a point will run, PLANNED_METRICS): :func:`preview_workload`'s count."""
+    """(requests a point will run, the sim.columns.PLANNED figures), as
+    :func:`preview_workload` counts them."""
     preview = preview_workload(cfg, memo)
     return preview.requests, preview.stats

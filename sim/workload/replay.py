@@ -28,9 +28,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sim.columns import PLANNED, names
 from sim.config.geometry import GeometryConfig
 from sim.config.workload import PrefixCacheConfig, TraceArrival
-from sim.runtime.metrics import PLANNED_METRICS
 from sim.workload.prefix_cache import PrefixCache
 from sim.workload.trace import Trace, TraceError, read_trace
 
@@ -125,7 +125,7 @@ def plan_replay(trace: Trace, arrival: TraceArrival, geometry: GeometryConfig) -
         float(hit_tokens / inputs.sum()),
         float(hit_blocks / max(measured_blocks, 1)),
     )
-    stats = dict(zip(PLANNED_METRICS, values, strict=True))
+    stats = dict(zip(names(PLANNED), values, strict=True))
     lines = trace.lines if trace.lines is not None else np.arange(1, len(trace) + 1, dtype=np.int64)
     lines = lines[warm:]
     return ReplayPlan(chosen + warm, lines[chosen], loads[chosen], t[chosen], stats)

@@ -1,0 +1,321 @@
+"""Every column of requests.csv and summary.csv: its name, its unit and what it means.
+
+The one catalogue (docs/design.md §6): the code that fills a column takes its name
+from here (``sim.runtime.records`` and ``sim.runtime.metrics`` for the request
+and the point, the instruments and the store for theirs, the benches for what
+they read back), and ``docs/columns.md`` is generated from it
+(``python -m sim.columns > docs/columns.md``; tests/test_columns.py keeps it
+true). A new column is one entry here plus the code that measures it. It sits on
+the ground floor, beside ``sim.errors``: it imports nothing of kvsim, so every
+package may name a column without importing the package that measures it.
+
+Summary columns are grouped by what measures them; ``SUMMARY`` lists them in
+the order summary.csv has them, after the axis columns. Latency percentiles
+beyond p50/p90/p99 (``output.percentiles``) add ``latency_p<q>_ms`` columns
+next to these; every metric gets a ``<metric>_std`` column over repeats.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "ARRIVAL",
+    "AUDIT",
+    "AUDIT_STATUS",
+    "ENGINE",
+    "GC",
+    "GIL",
+    "HEAP",
+    "HOLD_STAGES",
+    "LATENCY",
+    "NOISE",
+    "PLANNED",
+    "PROBE",
+    "REQUESTS",
+    "STAGES",
+    "STORE",
+    "SUMMARY",
+    "Column",
+    "names",
+    "render",
+]
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: the name it has in the CSV file, its unit, one line on what it is."""
+
+    name: str
+    unit: str
+    meaning: str
+
+
+#: Units read from a name's suffix (the names carry their units: docs/design.md §6).
+_SUFFIX_UNITS = (
+    ("_ms", "ms"),
+    ("_us", "µs"),
+    ("_s", "s"),
+    ("_rps", "req/s"),
+    ("_gbps", "GB/s"),
+    ("_frac", "fraction"),
+)
+
+
+def _unit(name: str) -> str:
+    for suffix, unit in _SUFFIX_UNITS:
+        if name.endswith(suffix):
+            return unit
+    return "count"
+
+
+def _c(name: str, meaning: str, unit: str | None = None) -> Column:
+    return Column(name, unit if unit is not None else _unit(name), meaning)
+
+
+def names(columns: tuple[Column, ...]) -> tuple[str, ...]:
+    """The names of ``columns``, in order."""
+    return tuple(c.name for c in columns)
+
+
+#: The columns that split ``gil_hold_ms`` by stage (sim.instruments.stages); they sum to it.
+HOLD_STAGES = (
+    _c("hold_keys_ms", "GIL hold of the chunk list and the store keys"),
+    _c("hold_addresses_ms", "GIL hold of the variant computing the addresses"),
+    _c("hold_free_ms", "GIL hold of the hand-off (the results dropped)"),
+    _c("hold_gc_ms", "GIL hold of the collections that ran inside the CPU stages"),
+)
+
+#: requests.csv, one row per request, after the axis columns and ``repeat``
+#: (sim.runtime.records.RequestRecord fills them, in both modes).
+REQUESTS = (
+    _c("request_id", "the request's number within the point"),
+    _c("tokens", "tokens whose KV blocks the request loads"),
+    _c("chunks", "chunks of block_size tokens the load is cut into"),
+    _c("bytes", "bytes the load moves", "bytes"),
+    _c("arrival_s", "planned arrival, from the start of the load (latency counts from it)"),
+    _c("injected_s", "when the harness handed the request to the pipeline"),
+    _c("inject_lag_ms", "injected_s minus arrival_s: how late the harness was"),
+    _c("start_s", "when a load thread started the request's CPU stages"),
+    _c("cpu_done_s", "when its CPU stages ended"),
+    _c("done_s", "when its transfer ended"),
+    _c("queue_ms", "from the planned arrival to the start of its CPU stages"),
+    _c("stage_wall_ms", "wall time of the CPU stages: GIL hold plus GIL wait, not CPU time"),
+    _c("gil_hold_ms", "thread CPU time of the CPU stages minus declared GIL-free sections"),
+    _c("gil_wait_ms", "time the load thread waited for the GIL during its CPU stages"),
+    *HOLD_STAGES,
+    _c("gc_gen0", "generation-0 collections on the request's thread during its CPU stages"),
+    _c("gc_gen1", "generation-1 collections on the request's thread during its CPU stages"),
+    _c("gc_gen2", "generation-2 collections on the request's thread during its CPU stages"),
+    _c("gc_addresses", "of those collections, the ones inside the addresses stage"),
+    _c("store_wait_ms", "time waiting for a free store slot"),
+    _c("transfer_ms", "the store's transfer (a real store: the get, timed in the load thread)"),
+    _c("attempts", "times the transfer was tried"),
+    _c("transfer_bytes", "bytes the store reported moving", "bytes"),
+    _c("verified_blocks", "blocks whose content was checked after a real store's get"),
+    _c("latency_ms", "from the planned arrival to the end of the transfer"),
+    _c("thread", "the load thread that ran the CPU stages", "text"),
+    _c("status", "ok, failed or pending", "text"),
+    _c("error", "why the request failed (empty when ok)", "text"),
+    _c("trace_line", "1-based line of the trace file replayed (empty: not a replay)", "line"),
+)
+
+#: Requests and their latency (sim.runtime.metrics); latency counts finished requests.
+LATENCY = (
+    _c("requests", "requests the point ran"),
+    _c("ok", "requests that finished"),
+    _c("failed", "requests that failed (their error column says why)"),
+    _c("errors", "failed requests by kind of error", "text"),
+    _c("elapsed_s", "wall time of the load"),
+    _c("throughput_rps", "finished requests over elapsed_s"),
+    _c("latency_mean_ms", "mean latency of the finished requests"),
+    _c("latency_p50_ms", "median latency"),
+    _c("latency_p90_ms", "90th percentile of latency"),
+    _c("latency_p99_ms", "99th percentile of latency"),
+    _c("latency_max_ms", "longest latency"),
+)
+
+#: The arrivals as planned and as achieved, and what the harness cost (sim.runtime.metrics).
+ARRIVAL = (
+    _c("offered_rps", "rate of the planned arrivals over their span"),
+    _c("achieved_rps", "rate at which the harness handed requests over, over their span"),
+    _c("inject_lag_p50_ms", "median of inject_lag_ms"),
+    _c("inject_lag_p99_ms", "99th percentile of inject_lag_ms (above 1 ms: fell behind)"),
+    _c("harness_us_per_request", "the simulation thread's GIL time per request", "µs"),
+    _c("harness_cpu_us_per_request", "all its CPU per request, sleeps and wake-ups", "µs"),
+    _c("harness_wakes_per_request", "times it slept for the next event, per request"),
+)
+
+#: The GIL as the meter sees it (sim.instruments.gilmeter, docs/gil-method.md).
+GIL = (
+    _c("gil_hold_mean_ms", "mean GIL hold per request"),
+    _c("gil_hold_p50_ms", "median GIL hold per request"),
+    _c("gil_hold_p99_ms", "99th percentile of GIL hold per request"),
+    _c("gil_wait_mean_ms", "mean GIL wait per request"),
+    _c("gil_wait_p99_ms", "99th percentile of GIL wait per request"),
+)
+
+#: Mean and p99 of each stage's hold per request.
+STAGES = tuple(
+    _c(
+        f"{col.name.removesuffix('_ms')}_{stat}_ms",
+        f"{'mean' if stat == 'mean' else '99th percentile'} of {col.name} per request",
+    )
+    for col in HOLD_STAGES
+    for stat in ("mean", "p99")
+)
+
+#: Collections, stages, queue and transfer (sim.runtime.metrics).
+_PIPELINE = (
+    _c("gc_per_request", "collections on a request's thread during its CPU stages, mean"),
+    _c("stage_wall_mean_ms", "mean of stage_wall_ms"),
+    _c("queue_p50_ms", "median of queue_ms"),
+    _c("queue_p99_ms", "99th percentile of queue_ms"),
+    _c("transfer_p50_ms", "median transfer of the finished requests"),
+)
+
+#: The harness's own latency: a request that does nothing (sim.instruments.noise).
+NOISE = (
+    _c("noise_floor_p50_ms", "median latency of a request that does nothing"),
+    _c("noise_floor_p99_ms", "its 99th percentile: no figure below it means anything"),
+)
+
+#: The sentinel probe and the GIL-busy cross-check (sim.instruments.probe), gil.probe.
+PROBE = (
+    _c("stall_p50_ms", "median lateness of the probe thread's wake-ups"),
+    _c("stall_p99_ms", "99th percentile of that lateness: the stall a Python thread suffers"),
+    _c("stall_max_ms", "the longest stall"),
+    _c("gil_busy_probe", "fraction of the window the probe found the GIL busy", "fraction"),
+    _c("gil_busy_probe_core", "part of it that may be the probe's wait for a core", "fraction"),
+    _c("gil_busy_requests", "summed request holds over the window", "fraction"),
+    _c("gil_busy_harness", "the simulation thread's CPU over the window", "fraction"),
+    _c("gil_busy_engine", "the engine's step holds over the window (NaN: no engine)", "fraction"),
+    _c("gil_busy_agreement", "probe over requests + harness + engine (1: they agree)", "ratio"),
+    _c("core_wait_frac", "time other threads were runnable but waited for a core"),
+)
+
+#: The py-spy GIL audit (sim.instruments.audit), gil.audit: pyspy; NaN when it did not run.
+AUDIT = (
+    _c("audit_busy_requests", "load threads' share of GIL samples", "fraction"),
+    _c("audit_busy_harness", "the simulation thread's share of GIL samples", "fraction"),
+    _c("audit_busy_engine", "the engine thread's share of GIL samples", "fraction"),
+    _c("audit_busy_probe", "the probe thread's share of GIL samples", "fraction"),
+    _c("audit_vs_meter", "audited GIL time of the load threads over their metered holds", "ratio"),
+    _c("audit_offcore_frac", "load threads' off-core time over the window"),
+    _c("audit_vs_meter_oncore", "audit_vs_meter with the off-core time taken off", "ratio"),
+    _c("audit_samples", "py-spy samples kept"),
+    _c("audit_pyspy_cpu_frac", "py-spy's own CPU over the window"),
+)
+#: Why the audit did not run, or ``ok``.
+AUDIT_STATUS = _c("audit_status", "ok, or why py-spy could not attach and how to allow it", "text")
+
+#: The engine step loop (sim.instruments.engine), engine.enabled.
+ENGINE = (
+    _c("engine_steps", "engine steps while the load ran"),
+    _c("engine_step_p50_ms", "median step time under load"),
+    _c("engine_step_p99_ms", "99th percentile of step time under load"),
+    _c("engine_alone_p50_ms", "median step time before the load (the baseline)"),
+    _c("engine_alone_p99_ms", "99th percentile of step time before the load"),
+    _c("engine_p50_inflation", "engine_step_p50_ms over engine_alone_p50_ms", "ratio"),
+    _c("engine_p99_inflation", "engine_step_p99_ms over engine_alone_p99_ms", "ratio"),
+    _c("engine_build_p50_us", "median time to build a step's token index"),
+    _c(
+        "engine_stall_p99_ms",
+        "99th percentile of the engine's wake-up and GIL take-back after a forward",
+    ),
+)
+
+#: Collections on every thread while the load ran (sim.instruments.gc_meter).
+GC = (
+    _c("gc_collections", "collections on every thread"),
+    _c("gc_gen2_collections", "of those, generation 2"),
+    _c("gc_wall_ms", "wall time in collections (a stall for every thread)"),
+    _c("gc_max_ms", "the longest collection"),
+    _c("gc_load_ms", "CPU time in collections on the load threads"),
+    _c("gc_engine_ms", "CPU time in collections on the engine thread"),
+    _c("gc_simulation_ms", "CPU time in collections on the simulation thread"),
+)
+
+#: The production-like heap (sim.instruments.heap), engine.heap.
+HEAP = (
+    _c("heap_objects", "containers built to stand in for an engine's heap"),
+    _c("heap_frozen_objects", "of those, moved to the permanent generation (gc.freeze)"),
+    _c("heap_tracked_objects", "objects the collector tracked while measuring"),
+    _c("heap_build_s", "time to build the heap (not part of any measurement)"),
+)
+
+#: Known from the workload plan alone (sim.workload.replay); NaN unless a trace replay.
+PLANNED = (
+    _c("trace_requests", "requests replayed from the trace"),
+    _c("skipped_requests", "trace requests with nothing to load"),
+    _c("hit_ratio", "tokens found in the store memory over tokens asked", "fraction"),
+    _c("block_hit_ratio", "blocks found in the store memory over blocks asked", "fraction"),
+)
+
+#: The store behind the load path (sim.store); NaN where a figure does not apply to it.
+STORE = (
+    _c("store_kind", "which store served the loads", "text"),
+    _c("store_get_p50_ms", "median get time the store measured"),
+    _c("store_get_p99_ms", "99th percentile of its get time"),
+    _c("store_get_gbps", "bytes got over the time spent getting them"),
+    _c("store_bytes", "bytes the store moved in its gets", "bytes"),
+    _c("store_put_s", "time to fill the store before the load"),
+    _c("store_verified_blocks", "blocks checked after a get"),
+    _c("store_netns", "1 when the store ran in a private network namespace", "flag"),
+)
+
+#: summary.csv, one row per point, after the axis columns, in order.
+SUMMARY = (
+    *LATENCY,
+    *ARRIVAL,
+    *GIL,
+    *STAGES,
+    *_PIPELINE,
+    *NOISE,
+    *PROBE,
+    *AUDIT,
+    AUDIT_STATUS,
+    *ENGINE,
+    *GC,
+    *HEAP,
+    *PLANNED,
+    *STORE,
+)
+
+
+def _table(columns: tuple[Column, ...]) -> list[str]:
+    lines = ["| column | unit | what it is |", "|---|---|---|"]
+    lines += [f"| `{c.name}` | {c.unit} | {c.meaning} |" for c in columns]
+    return lines
+
+
+def render() -> str:
+    """docs/columns.md: both files' columns, from this catalogue."""
+    lines = [
+        "# Result columns",
+        "",
+        "Generated from `sim/columns.py` (`python -m sim.columns > docs/columns.md`);",
+        "edit the catalogue, not this file. Every table starts with the sweep's axis",
+        "columns (`variant`, `workers`, …). Units are in the names (docs/design.md §6).",
+        "",
+        "## requests.csv",
+        "",
+        "One row per request of every finished point run, after the axis columns and",
+        "`repeat`. Both modes write the same columns.",
+        "",
+        *_table(REQUESTS),
+        "",
+        "## summary.csv",
+        "",
+        "One row per point: the mean over repeats of each metric, `<metric>_std` beside it",
+        "when `repeats > 1`, then `status` and `error`; `summary_repeats.csv` has one row",
+        "per point × repeat. `output.percentiles` adds `latency_p<q>_ms` columns.",
+        "",
+        *_table(SUMMARY),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(render(), end="")

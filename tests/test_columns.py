@@ -1,0 +1,49 @@
+"""One catalogue of result columns (sim/columns.py): the code takes its names from it,
+and docs/columns.md is generated from it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sim import columns
+from sim.runtime.metrics import SUMMARY_METRICS
+from sim.runtime.records import HOLD_STAGE_COLUMNS, REQUEST_COLUMNS
+
+ROOT = Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "columns.md"
+
+
+def test_reference_is_up_to_date() -> None:
+    assert DOC.read_text(encoding="utf-8") == columns.render(), (
+        "docs/columns.md is stale: run `python -m sim.columns > docs/columns.md`"
+    )
+
+
+def test_the_request_record_has_the_catalogue_columns_in_order() -> None:
+    assert list(columns.names(columns.REQUESTS)) == REQUEST_COLUMNS
+    assert columns.names(columns.HOLD_STAGES) == HOLD_STAGE_COLUMNS
+
+
+def test_what_the_measuring_code_fills_is_the_catalogue() -> None:
+    from sim.instruments.engine import summarize_steps
+    from sim.instruments.gc_meter import gc_summary
+
+    assert set(summarize_steps([])) == set(columns.names(columns.ENGINE))
+    assert set(gc_summary([])) == set(columns.names(columns.GC))
+    assert {"stall_p99_ms", "noise_floor_p99_ms", "store_kind"} <= set(SUMMARY_METRICS)
+
+
+def test_every_column_is_named_once_with_a_unit_and_a_meaning() -> None:
+    for table in (columns.REQUESTS, columns.SUMMARY):
+        names = columns.names(table)
+        assert len(names) == len(set(names))
+        for c in table:
+            assert c.unit and c.meaning, c.name
+            # the units are in the names (docs/design.md §6)
+            if c.name.endswith("_ms"):
+                assert c.unit == "ms", c.name
+
+
+def test_the_readme_points_to_the_generated_reference() -> None:
+    results = (ROOT / "README.md").read_text(encoding="utf-8").split("## Results", 1)[1]
+    assert "docs/columns.md" in results.split("\n## ", 1)[0]

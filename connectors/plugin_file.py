@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import hashlib
 import sys
+import sysconfig
 import traceback
 import types
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 from .base import AddressVariant
 from .registry import ADDRESS_VARIANTS, INDEX_VARIANTS, Registry
@@ -64,12 +66,28 @@ def is_plugin(cls: type) -> bool:
     return cls.__module__.startswith(MODULE_PREFIX)
 
 
+def _not_users(filename: str) -> bool:
+    """A frame of kvsim, of Python itself or of an installed package (not the user's)."""
+    if filename.startswith("<"):
+        return True
+    own = str(Path(__file__).resolve().parent.parent)
+    roots = {own, sys.prefix, sys.base_prefix, sys.exec_prefix, *sysconfig.get_paths().values()}
+    resolved = str(Path(filename).resolve())
+    return any(resolved.startswith(r + "/") for r in roots if r)
+
+
 def _user_frames(exc: BaseException, path: str, source: str) -> list[str]:
-    """Traceback lines of the frames in the user's file (kvsim's own frames left out)."""
+    """Traceback lines of the user's frames: the plug-in file (its lines from the text
+    that ran) and any module of theirs it imported; kvsim's, Python's and installed
+    packages' frames are left out."""
     lines = source.splitlines()
     out = []
     for frame in traceback.extract_tb(exc.__traceback__):
         if frame.filename != path:
+            if not _not_users(frame.filename):
+                out.append(f'  File "{frame.filename}", line {frame.lineno}, in {frame.name}')
+                if frame.line:
+                    out.append(f"    {frame.line.strip()}")
             continue
         out.append(f'  File "{path}", line {frame.lineno}, in {frame.name}')
         if frame.lineno and 0 < frame.lineno <= len(lines):

@@ -161,3 +161,13 @@ def test_a_plugin_point_runs_in_its_child_and_resume_names_the_edited_file(
     assert main(["run", "--resume", str(path)]) == 2
     err = capsys.readouterr().err
     assert f"plugins[0] {plugin}: the file's contents changed" in err
+
+
+def test_a_syntax_error_shows_the_line(tmp_path: Path) -> None:
+    text = "x = 1\ndef f(:\n    pass\n"
+    path = write(tmp_path, "syn.py", text)
+    with pytest.raises(PluginError) as err, plugins_loaded([PluginCode(str(path), text)]):
+        pass
+    lines = str(err.value).splitlines()
+    assert lines[0].startswith(f"{path}: the file raised SyntaxError: ")
+    assert lines[1:] == [f'  File "{path}", line 2', "    def f(:"]

@@ -45,20 +45,34 @@ def rate_run(path):
     return path
 
 
-def test_hockey_stick_has_a_line_per_variant_the_floor_band_and_measured_x(tmp_path) -> None:
+def test_hockey_stick_is_a_panel_per_variant_with_the_floor_band_and_measured_x(tmp_path) -> None:
     res = load_results(rate_run(tmp_path / "run"))
     assert figures_load.rate_axis(res) == "rate_rps"
     fig = figures_load.latency_vs_rate(plt, res, "rate_rps")
-    left, right = fig.axes
-    labels = [ln.get_label() for ln in left.get_lines()]
-    assert labels == ["scalar p99", "scalar p50", "numpy p99", "numpy p50"]
-    p99 = left.get_lines()[0]
+    top_scalar, top_numpy, got_scalar, got_numpy = fig.axes  # small multiples, not overlaid
+    assert [ax.get_title() for ax in (top_scalar, top_numpy)] == ["scalar", "numpy"]
+    assert [ln.get_label() for ln in top_scalar.get_lines()] == ["p99", "p50"]
+    p99 = top_scalar.get_lines()[0]
     assert np.allclose(p99.get_xdata(), np.array([10, 20, 40, 80, 160]) * 1.01)  # offered_rps
-    assert "measured" in left.get_xlabel()
-    band = [c for c in left.collections if c.get_label().startswith("harness noise floor")]
-    assert len(band) == 1
-    assert [ln.get_label() for ln in right.get_lines()][:2] == ["scalar", "numpy"]
-    assert np.allclose(right.get_lines()[0].get_ydata(), [10, 20, 40, 40, 40])  # achieved
+    assert "measured" in got_scalar.get_xlabel()
+    for top in (top_scalar, top_numpy):
+        band = [c for c in top.collections if c.get_label().startswith("harness noise floor")]
+        assert len(band) == 1
+    assert np.allclose(got_scalar.get_lines()[0].get_ydata(), [10, 20, 40, 40, 40])  # achieved
+    assert np.allclose(got_numpy.get_lines()[0].get_ydata(), [10, 20, 40, 80, 160])
+    assert top_scalar.get_ylim() == top_numpy.get_ylim()  # one scale: columns compare
+    plt.close(fig)
+
+
+def test_a_log_axis_over_less_than_a_decade_still_has_several_labels(tmp_path) -> None:
+    """The CCDF of a tail from 40 to 300 ms had one x label ("100")."""
+    fig, ax = plt.subplots()
+    ax.plot([40, 300], [1, 0.01])
+    figures_load.plain_log_x(ax)
+    fig.canvas.draw()
+    lo, hi = ax.get_xlim()
+    shown = [t.get_text() for t in ax.get_xticklabels() if lo <= t.get_position()[0] <= hi]
+    assert len([t for t in shown if t]) >= 3, shown
     plt.close(fig)
 
 
@@ -132,4 +146,40 @@ def test_engine_step_markers_are_not_clipped(tmp_path) -> None:
         lo, hi = ax.get_xlim()
         xs = [x for ln in data for x in np.atleast_1d(ln.get_xdata())]
         assert top < ax.get_ylim()[1] and lo < min(xs) and max(xs) < hi
+    plt.close(fig)
+
+
+def test_a_run_in_a_directory_of_its_name_is_named_once(tmp_path) -> None:
+    run = rate_run(tmp_path / "load")  # results/<name>: the usual place
+    titles = {}
+    real = matplotlib.figure.Figure.savefig
+
+    def spy(fig, path, *a, **kw):
+        titles[str(path).rsplit("/", 1)[-1]] = fig.get_suptitle()
+        return real(fig, path, *a, **kw)
+
+    matplotlib.figure.Figure.savefig = spy
+    try:
+        assert main(["plot", str(run)]) == 0
+    finally:
+        matplotlib.figure.Figure.savefig = real
+    assert titles and all(t.endswith("run load") for t in titles.values()), titles
+
+
+def test_the_step_inflation_shows_the_interval_its_short_baseline_allows(tmp_path) -> None:
+    """Step p99 ÷ the p99 of a 50-step 'alone' phase read 0.94× and 2.12× for the same step
+    p99: the ratio is drawn with its bootstrap interval, both phases resampled."""
+    res = load_results(write_run(tmp_path / "run", n=40, steps=True))
+    fig = figures.engine_steps(plt, res, Layout(list(res.axes), "workers"), 300, 0)
+    right = fig.axes[1]
+    assert "95% bootstrap interval" in right.get_title()
+    assert "steps per point" in right.get_title()
+    assert right.containers
+    for drawn in right.containers:  # one errorbar per series: a bar around every ratio
+        ratios = np.atleast_1d(drawn.lines[0].get_ydata())
+        (bars,) = drawn.lines[2]
+        assert len(bars.get_segments()) == len(ratios) > 0
+        for seg, ratio in zip(bars.get_segments(), ratios, strict=True):
+            low, high = sorted(seg[:, 1])
+            assert low <= ratio <= high and high > low  # an interval, not a point
     plt.close(fig)

@@ -141,3 +141,49 @@ def test_search_over_workers_scans_and_names_the_best(write_config, tmp_path, ca
         assert f"numpy: best workers = {best} under p99 load latency ≤ 100000 ms" in text
     else:
         assert "numpy misses p99 load latency ≤ 100000 ms" in text
+
+
+def test_the_search_figure_is_a_panel_per_variant(tmp_path, monkeypatch) -> None:
+    """Six series on one pair of axes under a legend as large could not be read apart."""
+    import json
+
+    import matplotlib.figure
+
+    from sim.slo_search.figure import draw_search
+
+    def tried(cap: float) -> list[dict]:
+        return [
+            {"index": i, "value": v, "meets": v <= cap, "values": {"latency_p99_ms": 10 * v / cap}}
+            for i, v in enumerate((20, 40, 80))
+        ]
+
+    series = [
+        {"axes": {"variant": v, "workers": w}, "label": f"{v} · workers={w}", "goal": "max",
+         "tried": tried(cap * w), "result": {"kind": "found", "value": 20}}
+        for v, cap in (("scalar", 10), ("numpy", 30), ("rows", 60))
+        for w in (1, 4)
+    ]  # fmt: skip
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "search.json").write_text(
+        json.dumps({"over": "workload.arrival.rate_rps", "axis": "rate_rps",
+                    "slo": ["latency_p99_ms<=10"], "series": series, "points": []})
+    )  # fmt: skip
+    seen = []
+    real = matplotlib.figure.Figure.savefig
+    monkeypatch.setattr(
+        matplotlib.figure.Figure,
+        "savefig",
+        lambda fig, *a, **k: (seen.append(fig), real(fig, *a, **k)),
+    )
+    draw_search(run)
+    (fig,) = seen
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title(loc="left") for ax in panels] == ["scalar · ", "numpy · ", "rows · "]
+    for ax, variant in zip(panels, ("scalar", "numpy", "rows"), strict=True):
+        lines = [ln.get_label() for ln in ax.get_lines() if not ln.get_label().startswith("_")]
+        assert lines == [
+            f"{variant} · workers=1",
+            f"{variant} · workers=4",
+            "limit: p99 load latency ≤ 10 ms",
+        ]

@@ -1,7 +1,8 @@
 """Figures of latency against load: the hockey stick and the tail (CCDF).
 
 * :func:`latency_vs_rate` — p50 and p99 load latency and the achieved rate against
-  the offered rate, one line per series (variant and any other axis that varies),
+  the offered rate, a column of panels per variant (small multiples; a line per value
+  of any other axis that varies),
   with the harness noise floor (its own p99 latency) as a grey band: a latency
   inside the band is the harness, not the connector. The offered rate is the
   measured rate of the planned arrivals (``offered_rps``) when the run has it,
@@ -13,6 +14,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -20,12 +22,20 @@ import numpy as np
 from sim.analysis.layout import Layout, label, rows_by_point
 from sim.rundir.reader import RunResults, as_float, column
 
-__all__ = ["RATE_AXES", "latency_ccdf", "latency_vs_rate", "plain_log_x", "rate_axis"]
+__all__ = [
+    "RATE_AXES",
+    "latency_ccdf",
+    "latency_vs_rate",
+    "panel_axis",
+    "plain_log_x",
+    "rate_axis",
+]
 
 #: Axes that are an offered rate, in the order they are looked for.
 RATE_AXES = ("rate_rps",)
 
 _MARKERS = "osD^vP*Xh"
+_MAX_PANELS = 12
 
 
 def _colour(i: int) -> Any:
@@ -47,84 +57,121 @@ def _varying(res: RunResults, axes: list[str]) -> list[str]:
 
 
 def plain_log_x(ax: Any) -> None:
-    """Log x with ticks written as plain numbers (50, 100, 200), no minor labels."""
-    from matplotlib.ticker import FuncFormatter, NullFormatter
+    """Log x with ticks written as plain numbers (50, 100, 200), no minor labels.
+
+    Ticks only at powers of ten left a tail that spans less than a decade (40-300 ms)
+    with one label ("100"): the ticks are as dense as the data's span needs (1-2-5 within
+    three decades, every digit within one). Call it after the data is drawn.
+    """
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     ax.set_xscale("log")
+    lo, hi = ax.dataLim.intervalx
+    span = hi / lo if lo > 0 and np.isfinite(hi / lo) else math.inf
+    subs = (1.0,) if span > 1000 else (1.0, 2.0, 5.0) if span > 10 else tuple(range(1, 10))
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=subs))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
     ax.xaxis.set_minor_formatter(NullFormatter())
 
 
+def panel_axis(varying: list[str]) -> str | None:
+    """The axis that splits a figure into small multiples: the variant when it varies,
+    else the first axis that does (None: one panel). A dozen series on one pair of axes,
+    under a legend as large, could not be read apart."""
+    if "variant" in varying:
+        return "variant"
+    return varying[0] if varying else None
+
+
 def latency_vs_rate(plt: Any, res: RunResults, rate: str) -> Any:
-    """Left: p50 (dashed) and p99 (solid) latency vs offered rate; right: achieved vs offered."""
-    series_axes = _varying(res, [a for a in res.axes if a != rate]) or ["variant"]
-    series = list(dict.fromkeys(res.key(r, series_axes) for r in res.summary))
+    """Small multiples, one column per variant (or the first other axis that varies): top,
+    p50 (dashed) and p99 (solid) latency vs offered rate, with the harness noise floor as a
+    band; bottom, achieved vs offered rate. A line per value of the remaining axes; the
+    rows share their y axis, so the columns compare at a glance."""
+    varying = _varying(res, [a for a in res.axes if a != rate])
+    split = panel_axis(varying)
+    line_axes = [a for a in varying if a != split]
+    panels = list(dict.fromkeys(r.get(split, "") for r in res.summary)) if split else [""]
+    panels = panels[:_MAX_PANELS]
     has_offered = any(np.isfinite(as_float(r.get("offered_rps"))) for r in res.summary)
     achieved_col = (
         "achieved_rps"
         if any(np.isfinite(as_float(r.get("achieved_rps"))) for r in res.summary)
         else "throughput_rps"
     )
-    fig, (left, right) = plt.subplots(1, 2, figsize=(13.0, 5.0))
-    all_x, floor_x, floor_y = [], [], []
-    for si, key in enumerate(series):
-        rows = [r for r in res.summary if res.key(r, series_axes) == key]
-        pts = []
-        for r in rows:
-            x = as_float(r.get("offered_rps")) if has_offered else np.nan
-            x = x if np.isfinite(x) else as_float(r.get(rate))
-            pts.append(
-                (
-                    x,
-                    as_float(r.get("latency_p50_ms")),
-                    as_float(r.get("latency_p99_ms")),
-                    as_float(r.get(achieved_col)),
-                    as_float(r.get("noise_floor_p99_ms")),
-                )
-            )
-        pts = sorted(p for p in pts if np.isfinite(p[0]))
-        if not pts:
-            continue
-        x, p50, p99, got, floor = (np.array(v) for v in zip(*pts, strict=True))
-        all_x += list(x)
-        floor_x += list(x)
-        floor_y += list(floor)
-        name = label(series_axes, key)
-        style = {"color": _colour(si), "marker": _MARKERS[si % len(_MARKERS)], "ms": 5}
-        left.plot(x, p99, "-", label=f"{name} p99", **style)
-        left.plot(x, p50, "--", alpha=0.7, label=f"{name} p50", **{**style, "mfc": "white"})
-        right.plot(x, got, "-", label=name, **style)
-    band: dict[float, float] = {}
-    for fx, fy in zip(floor_x, floor_y, strict=True):
-        if np.isfinite(fy):
-            band[fx] = max(band.get(fx, 0.0), fy)  # the worst point measured at that rate
-    if band:
-        bx = np.array(sorted(band))
-        left.fill_between(
-            bx, 0, [band[v] for v in bx], color="grey", alpha=0.2, lw=0,
-            label="harness noise floor (p99 of a no-op request)",
-        )  # fmt: skip
+    cols = len(panels)
+    fig, grid = plt.subplots(
+        2, cols, figsize=(max(6.5, 4.3 * cols), 7.6), sharex=True, sharey="row", squeeze=False
+    )
+    all_x: list[float] = []
+    for col, panel in enumerate(panels):
+        top, bottom = grid[0][col], grid[1][col]
+        rows = [r for r in res.summary if not split or r.get(split, "") == panel]
+        keys = list(dict.fromkeys(res.key(r, line_axes) for r in rows)) if line_axes else [()]
+        band: dict[float, float] = {}
+        for li, key in enumerate(keys):
+            mine = [r for r in rows if not line_axes or res.key(r, line_axes) == key]
+            pts = sorted(
+                p for p in (_rate_point(r, rate, has_offered, achieved_col) for r in mine)
+                if np.isfinite(p[0])
+            )  # fmt: skip
+            if not pts:
+                continue
+            x, p50, p99, got, floor = (np.array(v) for v in zip(*pts, strict=True))
+            all_x += list(x)
+            for fx, fy in zip(x, floor, strict=True):
+                if np.isfinite(fy):
+                    band[fx] = max(band.get(fx, 0.0), fy)  # the worst point at that rate
+            name = label(line_axes, key) if line_axes else ""
+            style = {"color": _colour(li), "marker": _MARKERS[li % len(_MARKERS)], "ms": 5}
+            top.plot(x, p99, "-", label=f"{name} p99".strip(), **style)
+            top.plot(x, p50, "--", alpha=0.7, label=f"{name} p50".strip(),
+                     **{**style, "mfc": "white"})  # fmt: skip
+            bottom.plot(x, got, "-", label=name or "achieved", **style)
+        if band:
+            bx = np.array(sorted(band))
+            top.fill_between(
+                bx, 0, [band[v] for v in bx], color="grey", alpha=0.2, lw=0,
+                label="harness noise floor (p99 of a no-op request)",
+            )  # fmt: skip
+        top.set_title(label([split], [panel]) if split else "")
+        top.legend(loc="upper left", fontsize=8)
     if all_x:
         lo, hi = min(all_x), max(all_x)
         # Many points, so that the diagonal stays y = x on a log x axis as well.
         diag = np.geomspace(lo, hi, 64) if lo > 0 else np.linspace(lo, hi, 64)
-        right.plot(diag, diag, ":", color="grey", label="achieved = offered")
+        for bottom in grid[1]:
+            bottom.plot(diag, diag, ":", color="grey", label="achieved = offered")
+        grid[1][0].legend(loc="upper left", fontsize=8)
     log = bool(all_x) and min(all_x) > 0 and max(all_x) / min(all_x) >= 8
     xlabel = "offered rate (req/s" + (", measured)" if has_offered else ", configured)")
-    for ax in (left, right):
+    for ax in (*grid[0], *grid[1]):
         if log:
             plain_log_x(ax)
-        ax.set_xlabel(xlabel)
         ax.margins(x=0.05, y=0.08)
         ax.set_ylim(bottom=0)
-    left.set_ylabel("load latency (ms)")
-    left.set_title("Latency against offered load (p99 solid, p50 dashed)")
-    right.set_ylabel(f"achieved rate (req/s, {achieved_col})")
-    right.set_title("Achieved against offered rate")
-    left.legend(loc="upper left", fontsize=8)
-    right.legend(loc="upper left", fontsize=8)
+    for bottom in grid[1]:
+        bottom.set_xlabel(xlabel)
+    grid[0][0].set_ylabel("load latency (ms; p99 solid, p50 dashed)")
+    grid[1][0].set_ylabel(f"achieved rate (req/s, {achieved_col})")
+    fig.suptitle("Latency and achieved rate against offered load")
     fig.tight_layout()
     return fig
+
+
+def _rate_point(
+    r: dict[str, str], rate: str, has_offered: bool, achieved_col: str
+) -> tuple[float, float, float, float, float]:
+    """(offered, p50, p99, achieved, noise floor p99) of one summary row."""
+    x = as_float(r.get("offered_rps")) if has_offered else np.nan
+    x = x if np.isfinite(x) else as_float(r.get(rate))
+    return (
+        x,
+        as_float(r.get("latency_p50_ms")),
+        as_float(r.get("latency_p99_ms")),
+        as_float(r.get(achieved_col)),
+        as_float(r.get("noise_floor_p99_ms")),
+    )
 
 
 def latency_ccdf(plt: Any, res: RunResults, layout: Layout) -> Any:

@@ -46,7 +46,8 @@ __all__ = [
 
 def _name_the_run(fig: Any, res: RunResults, note: str) -> None:
     """Every figure says which run it shows (a PNG travels without its directory)."""
-    run = f"run {res.name} · {res.dir.name}" + (f" · {note}" if note else "")
+    where = f" · {res.dir.name}" if res.dir.name != res.name else ""  # not "quickstart" twice
+    run = f"run {res.name}{where}" + (f" · {note}" if note else "")
     existing = fig.get_suptitle()
     fig.suptitle(f"{existing}\n{run}" if existing else run, fontsize=10)
     fig.tight_layout()
@@ -92,7 +93,7 @@ def plot_results(
         rate = figures_load.rate_axis(res)
         if rate is not None:
             drawn.append(("latency_vs_rate.png", figures_load.latency_vs_rate(plt, res, rate)))
-        steps = figures.engine_steps(plt, res, layout)
+        steps = figures.engine_steps(plt, res, layout, n_boot, seed)
         if steps is not None:
             drawn.append(("engine_steps.png", steps))
         try:

@@ -28,13 +28,26 @@ __all__ = ["Experiment", "Overrides", "build", "load"]
 Overrides = Mapping[str, Any] | Sequence[str]
 
 
+def _as_json(key: str, value: Any) -> str:
+    """``value`` as the text of a ``--set`` (JSON is YAML); ConfigError when it has none."""
+    from sim.config import ConfigError
+    from sim.files.read import excerpt
+
+    try:
+        return json.dumps(value)
+    except (ValueError, TypeError, RecursionError):
+        raise ConfigError(
+            f"overrides: {excerpt(key)}: {excerpt(value)} cannot be written as a config value"
+        ) from None
+
+
 def _override_strings(overrides: Overrides | None) -> tuple[str, ...]:
     """``KEY=VALUE`` strings (the value as JSON, which is YAML) — what ``--set`` takes,
     and what the manifest records so a resume can repeat them."""
     if not overrides:
         return ()
     if isinstance(overrides, Mapping):
-        return tuple(f"{k}={json.dumps(v)}" for k, v in overrides.items())
+        return tuple(f"{k}={_as_json(k, v)}" for k, v in overrides.items())
     if isinstance(overrides, str):
         return (overrides,)
     return tuple(overrides)

@@ -67,7 +67,7 @@ def _gil_arguments(p: argparse.ArgumentParser) -> None:
 def _gil_main(args: argparse.Namespace) -> int:
     from connectors import registry
     from sim.config import ConfigError
-    from sim.model.measure import calibrate
+    from sim.model.measure import calibrate, check_grid
     from sim.rundir.claim import claim_outputs
     from sim.rundir.outputs import write_json
 
@@ -87,6 +87,10 @@ def _gil_main(args: argparse.Namespace) -> int:
             f"--handlers: {bad[0] if bad else '(none)'}; allowed: per_group, per_chunk"
         )
 
+    if not 1 <= args.reps <= 1000:
+        raise ConfigError(f"--reps {args.reps}: allowed 1 to 1000 requests per geometry")
+    check_grid(args.chunks, args.regions, args.groups)
+
     def say(msg: str) -> None:
         print(f"calibrate: {msg}", file=sys.stderr, flush=True)
 
@@ -96,7 +100,7 @@ def _gil_main(args: argparse.Namespace) -> int:
         args.chunks,
         args.regions,
         args.groups,
-        max(1, args.reps),
+        args.reps,
         engine=not args.no_engine,
         say=say,
     )

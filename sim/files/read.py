@@ -58,7 +58,12 @@ def excerpt(value: object, limit: int = 60, *, quote: bool = True) -> str:
     """``repr(value)`` (``str`` without ``quote``) cut to ``limit`` characters, saying how
     long it was: what an error message may echo of a value the user gave (never
     megabytes on one line)."""
-    text = repr(value) if quote else str(value).replace("\n", " ")
+    if isinstance(value, int) and value.bit_length() > 4000:  # repr would raise past 4300 digits
+        return f"an integer of about {int(value.bit_length() * 0.30103)} digits"
+    try:
+        text = repr(value) if quote else str(value).replace("\n", " ")
+    except (ValueError, RecursionError):  # an object too large or deep to show
+        return f"a {type(value).__name__} too large to show"
     if len(text) <= limit:
         return text
     return f"{text[: max(limit - 1, 1)]}… ({len(text)} characters)"

@@ -83,6 +83,33 @@ def _config(variant: str, handler: str, chunks: int, regions: int, groups: int, 
     )
 
 
+#: The calibrate argument each geometry field comes from (for its error message).
+_ARGUMENT = {"tokens": "--chunks", "num_blocks": "--chunks", "regions": "--regions"}
+
+
+def check_grid(chunks: Sequence[int], regions: Sequence[int], groups: Sequence[int]) -> None:
+    """Refuse (ConfigError, one line naming the argument) a grid whose largest or smallest
+    geometry is not a valid config, before minutes of measuring (``--chunks 1000000000``
+    asked for 1.28e11 tokens a request)."""
+    from pydantic import ValidationError
+
+    from sim.config import ConfigError
+
+    for c, r, g in ((max(chunks), max(regions), max(groups)), (min(chunks), min(regions), 1)):
+        try:
+            _config("scalar", "per_group", c, r, g)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            field = next((str(x) for x in reversed(err["loc"]) if str(x) in _ARGUMENT), "")
+            arg = _ARGUMENT.get(field, "--groups" if "kv_groups" in map(str, err["loc"]) else "")
+            shown = {"--chunks": c, "--regions": r, "--groups": g}.get(arg, "")
+            where = ".".join(str(x) for x in err["loc"])
+            raise ConfigError(
+                f"{arg or 'calibrate'} {shown}: out of range for a request's geometry "
+                f"({where}: {err['msg']})"
+            ) from None
+
+
 def _job_samples(cfg: Any, reps: int) -> tuple[list[float], list[float]]:
     """(hold_ms, free_cpu_ms) of ``reps`` requests of ``cfg``, each run alone on this thread.
 

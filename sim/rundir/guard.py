@@ -20,7 +20,7 @@ import stat
 from pathlib import Path
 
 from sim.errors import RunDirError
-from sim.files.read import first_link, read_bounded
+from sim.files.read import first_link, read_bounded, shown_path
 from sim.rundir.layout import (
     FIGURES_DIR,
     LEDGER_FILE,
@@ -55,9 +55,24 @@ MAX_LEDGER_BYTES = 16 << 20
 CORE_FILES = (REQUESTS_FILE, SUMMARY_FILE, SUMMARY_REPEATS_FILE)
 
 
+#: Longest path (bytes) and path component Linux accepts (PATH_MAX, NAME_MAX).
+_PATH_MAX, _NAME_MAX = 4096, 255
+
+
 def normalize_dir(path: str | Path) -> Path:
-    """``~`` expanded and ``a/b/../..`` folded, so that no stray directory is created."""
-    return Path(os.path.normpath(os.path.expanduser(str(path))))
+    """``~`` expanded and ``a/b/../..`` folded, so that no stray directory is created;
+    RunDirError (exit 2) for a path the OS would refuse (a NUL byte, too long)."""
+    text = str(path)
+    if "\x00" in text:
+        raise RunDirError(f"{shown_path(text)}: a path may not contain a NUL byte")
+    out = Path(os.path.normpath(os.path.expanduser(text)))
+    full = os.fsencode(str(out.absolute()))
+    if len(full) >= _PATH_MAX or any(len(part) > _NAME_MAX for part in full.split(b"/")):
+        raise RunDirError(
+            f"{shown_path(out)}: path too long (at most {_PATH_MAX} bytes, {_NAME_MAX} per "
+            "directory name)"
+        )
+    return out
 
 
 def _is_link(path: Path) -> bool:

@@ -90,16 +90,42 @@ def _parser(chosen: str | None) -> argparse.ArgumentParser:
     return parser
 
 
+def _short_of_memory(exc: BaseException) -> bool:
+    """A library that could not load because the process may not map more memory
+    (``ulimit -v``): numpy's ImportError says "failed to map segment"."""
+    text = str(exc)
+    return (
+        isinstance(exc, MemoryError)
+        or isinstance(exc.__cause__, MemoryError)
+        or "failed to map segment" in text
+        or "Cannot allocate memory" in text
+    )
+
+
+def _no_memory() -> int:
+    print(
+        "kvsim: error: not enough memory to start (a library could not be loaded); "
+        "raise the limit on virtual memory (ulimit -v)",
+        file=sys.stderr,
+    )
+    return 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     chosen = next((a for a in argv if not a.startswith("-")), None)
     chosen = chosen if chosen in COMMANDS else None
-    parser = _parser(chosen)
-    args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help()
-        return 2
-    mod = importlib.import_module(f"sim.commands.{COMMANDS[args.command]}")
+    try:
+        parser = _parser(chosen)
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help()
+            return 2
+        mod = importlib.import_module(f"sim.commands.{COMMANDS[args.command]}")
+    except (ImportError, MemoryError) as exc:
+        if not _short_of_memory(exc):
+            raise
+        return _no_memory()
     try:
         with sigterm_unwinds():  # SIGTERM ends a command as Ctrl-C does, with the same words
             return int(mod.main(args) or 0)
@@ -128,6 +154,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MemoryError:
         print("kvsim: error: out of memory; lower the config's sizes", file=sys.stderr)
         return 1
+    except ImportError as exc:  # numpy or torch loaded late, under a low ulimit -v
+        if not _short_of_memory(exc):
+            raise
+        return _no_memory()
 
 
 def _broken_pipe() -> int:

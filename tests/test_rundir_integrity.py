@@ -110,6 +110,12 @@ def test_force_removes_only_what_kvsim_wrote(write_config, tmp_path) -> None:
         "points/NOTES.txt": b"notes",
         "compare_notes.md": b"md",
         "points/000_variant-numpy_workers-2/rep-0/mine.txt": b"mine",
+        # issue 30 item 14: by exact name, not by pattern
+        "points/000_variant-numpy_workers-2/rep-0/analysis.csv": b"a,b\n1,2\n",
+        "points/000_variant-numpy_workers-2/rep-0/.gc.csv.mine.tmp": b"t",
+        "points/000_variant-numpy_workers-2/rep-9/requests.csv": b"not this run's\n",
+        "points/999_mine/rep-0/summary.csv": b"not this run's\n",
+        ".summary.csv.mine.tmp": b"tmp of mine",
     }
     for rel, data in mine.items():
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -118,6 +124,27 @@ def test_force_removes_only_what_kvsim_wrote(write_config, tmp_path) -> None:
     for rel, data in mine.items():
         assert (out / rel).read_bytes() == data
     assert len(read_csv(out / REQUESTS_FILE)) == 8
+
+
+def test_force_removes_kvsims_temporaries_by_their_exact_shape(write_config, tmp_path) -> None:
+    """A write killed mid-way leaves ``.<name>.<8 random characters>.tmp``: those go,
+    names of another shape stay."""
+    from sim.rundir.guard import remove_owned
+    from sim.rundir.outputs import is_temporary_of
+
+    path = write_config()
+    out = tmp_path / "out"
+    assert _run(path) == 0
+    rep = out / "points" / "000_variant-numpy_workers-2" / "rep-0"
+    killed = [out / ".summary.csv.ab12_x9z.tmp", rep / ".requests.csv.q1w2e3r4.tmp"]
+    for p in killed:
+        p.write_text("half")
+    assert is_temporary_of(killed[0].name, "summary.csv")
+    assert not is_temporary_of(".summary.csv.mine.tmp", "summary.csv")
+    assert not is_temporary_of(".summary.csv.ab12_x9z.tmp", "requests.csv")
+    remove_owned(out)
+    assert not any(p.exists() for p in killed)
+    assert not (out / "points").exists()  # nothing else was there: all of it was kvsim's
 
 
 def test_force_never_follows_a_link(write_config, tmp_path, capsys) -> None:
@@ -164,13 +191,13 @@ def test_a_crash_before_the_manifest_is_recoverable(write_config, tmp_path, caps
         (out / LEDGER_FILE).write_text(f"{MANIFEST_FILE}\n{REQUESTS_FILE}\nsteps.csv\n")
         (out / REQUESTS_FILE).write_text("half,a,row\n1,2")
         (out / "steps.csv").write_text("x\n")
-        (out / ".requests.csv.abc123.tmp").write_text("partial")
+        (out / ".requests.csv.abc123de.tmp").write_text("partial")
         capsys.readouterr()
         assert _run(path, "--out", str(out)) == 2
         assert "previous kvsim run" in capsys.readouterr().err
         assert _run(path, "--out", str(out), flag) == 0
         assert len(read_csv(out / REQUESTS_FILE)) == 8
-        assert not (out / ".requests.csv.abc123.tmp").exists() or flag == "--resume"
+        assert not (out / ".requests.csv.abc123de.tmp").exists() or flag == "--resume"
 
 
 def test_remove_owned_keeps_foreign_files_beside_tables(tmp_path) -> None:

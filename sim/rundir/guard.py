@@ -2,11 +2,15 @@
 
 kvsim refuses to write into a directory that is not one of its own runs, and
 replaces a previous run only when asked (``--force``), removing only the files
-it wrote itself: the ones its ledger (``.kvsim-files``, appended to BEFORE each
-top-level write, so a crash at any moment leaves it complete) or its manifest
-lists, and kvsim's own files under ``points/``. It never follows a symbolic link
-and never removes a directory that still holds anything else. ``--resume`` keeps
-a previous run so that its finished points are not run again.
+it wrote itself, by exact name: the ones its ledger (``.kvsim-files``, appended to
+BEFORE each top-level write, so a crash at any moment leaves it complete) or its
+manifest lists, under ``points/`` the files of the point runs the manifest planned
+(``sim.rundir.layout.rep_file_names``: never a user's ``analysis.csv``, nor a
+``rep-9`` of a run of three repeats), and the temporaries of those names that a
+killed write leaves (``.<name>.<8 random characters>.tmp``, nothing looser). It
+never follows a symbolic link and never removes a directory that still holds
+anything else. ``--resume`` keeps a previous run so that its finished points are
+not run again.
 
 Every writer holds the run's lock (``sim.rundir.lock``) from before it looks at
 the directory until it ends.
@@ -18,6 +22,7 @@ import contextlib
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 from sim.errors import RunDirError
 from sim.files.read import first_link, read_bounded, shown_path
@@ -34,6 +39,7 @@ from sim.rundir.layout import (
 )
 from sim.rundir.lock import RunLock
 from sim.rundir.manifest import read_manifest
+from sim.rundir.outputs import is_temporary_of
 
 __all__ = [
     "CORE_FILES",
@@ -151,18 +157,43 @@ def _unlink_file(path: Path) -> None:
     os.unlink(path)
 
 
-def _remove_points(run_dir: Path) -> None:
+def _planned_reps(manifest: dict[str, Any]) -> list[tuple[str, str]]:
+    """(slug, rep-k) of every point run the manifest planned: the only directories under
+    points/ that are kvsim's (a rep-9 of a run with 3 repeats is not)."""
+    repeats = manifest.get("repeats")
+    points = manifest.get("points")
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or not isinstance(points, list):
+        return []
+    slugs = [p.get("slug") for p in points if isinstance(p, dict)]
+    return [
+        (slug, f"rep-{k}")
+        for slug in slugs
+        if isinstance(slug, str) and _safe_name(slug) and "/" not in slug
+        for k in range(max(0, min(repeats, 10_000)))
+    ]
+
+
+def _remove_points(run_dir: Path, manifest: dict[str, Any]) -> None:
+    """Remove the planned point runs' files by exact name (``remove_rep_files``), then
+    each directory left empty; anything else under points/ stays."""
     root = run_dir / POINTS_DIR
     if _is_link(root) or not root.is_dir():
         return
-    for slug in os.scandir(root):
-        if not slug.is_dir(follow_symlinks=False):
-            continue
-        for rep in os.scandir(slug.path):
-            if rep.is_dir(follow_symlinks=False) and rep.name.startswith("rep-"):
-                remove_rep_files(Path(rep.path))
-        with contextlib.suppress(OSError):
-            os.rmdir(slug.path)
+    tables = [
+        name
+        for name in manifest.get("tables") or {}
+        if isinstance(name, str) and name.endswith(".csv") and name != SUMMARY_REPEATS_FILE
+    ]
+    slugs: dict[str, None] = {}
+    for slug, rep in _planned_reps(manifest):
+        rep_dir = root / slug / rep
+        if first_link(run_dir, rep_dir) is None and rep_dir.is_dir():
+            remove_rep_files(rep_dir, tables)
+        slugs[slug] = None
+    for slug in slugs:
+        if first_link(run_dir, root / slug) is None:
+            with contextlib.suppress(OSError):
+                os.rmdir(root / slug)
     with contextlib.suppress(OSError):
         os.rmdir(root)
 
@@ -175,6 +206,7 @@ def remove_owned(path: Path) -> None:
                 f"{path / name}: is a symbolic link; kvsim neither follows nor removes links "
                 "in a run directory: remove it yourself, or pass --out to write elsewhere"
             )
+    manifest = read_manifest(path) or {}
     names = [*dict.fromkeys([*CORE_FILES, *owned_files(path)])]
     for name in names:
         if first_link(path, (path / name).parent) is not None:
@@ -184,20 +216,20 @@ def remove_owned(path: Path) -> None:
     for name in sorted({n.rsplit("/", 1)[0] for n in names if "/" in n}, reverse=True):
         with contextlib.suppress(OSError):
             os.rmdir(path / name)
-    _remove_points(path)
+    _remove_points(path, manifest)
     _unlink_file(path / MANIFEST_FILE)
     _remove_temporaries(path / MANIFEST_FILE)
     _unlink_file(path / LEDGER_FILE)
 
 
 def _remove_temporaries(target: Path) -> None:
-    """Temporary files an atomic write of ``target`` left behind when it was killed."""
+    """Temporary files an atomic write of ``target`` left behind when it was killed
+    (by their exact shape: ``sim.rundir.outputs.is_temporary_of``)."""
     parent = target.parent
     if _is_link(parent) or not parent.is_dir():
         return
-    prefix = f".{target.name}."
     for entry in os.scandir(parent):
-        ours = entry.name.startswith(prefix) and entry.name.endswith(".tmp")
+        ours = is_temporary_of(entry.name, target.name)
         if ours and entry.is_file(follow_symlinks=False):
             os.unlink(entry.path)
 

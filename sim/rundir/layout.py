@@ -28,6 +28,7 @@ import contextlib
 import json
 import os
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ import numpy as np
 from sim.config import Point
 from sim.errors import RunDirError
 from sim.files.read import read_bounded
-from sim.rundir.outputs import write_json
+from sim.rundir.outputs import is_temporary_of, write_json
 from sim.rundir.verify import first_link, record_files, verify_files
 
 __all__ = [
@@ -48,6 +49,7 @@ __all__ = [
     "LOG_FILE",
     "MANIFEST_FILE",
     "POINTS_DIR",
+    "REP_FILES",
     "REQUESTS_FILE",
     "RESULTS_FILE",
     "SPEC_FILE",
@@ -58,6 +60,8 @@ __all__ = [
     "clear_rep_dir",
     "in_run_order",
     "read_status",
+    "remove_rep_files",
+    "rep_file_names",
     "rep_runs",
     "table_file",
     "verify_rep",
@@ -201,24 +205,35 @@ def verify_rep(rep_dir: Path) -> tuple[str, str]:
     return ("damaged", why) if why else ("done", "")
 
 
-def is_kvsim_rep_file(name: str) -> bool:
-    """Names kvsim writes inside a rep directory (and its temporary files)."""
-    return (
-        name in (SPEC_FILE, STATUS_FILE, LOG_FILE)
-        or (name.endswith(".csv") and not name.startswith("."))
-        or (name.startswith(".") and name.endswith(".tmp"))
-    )
+#: Files every point run may hold, whatever it measured.
+REP_FILES = (SPEC_FILE, STATUS_FILE, LOG_FILE, REQUESTS_FILE, SUMMARY_FILE)
 
 
-def remove_rep_files(rep_dir: Path) -> None:
-    """Remove kvsim's files from a rep directory (never following a link), then the
+def rep_file_names(rep_dir: Path, tables: Iterable[str] = ()) -> set[str]:
+    """The exact names kvsim may have written in ``rep_dir``: :data:`REP_FILES`, the
+    files its ``status.json`` records, and ``tables`` (the run's add-on tables, e.g.
+    ``gc.csv``). Any other name there is not kvsim's (a user's ``analysis.csv``)."""
+    names = {*REP_FILES, *tables}
+    status = read_status(rep_dir)
+    files = status.get("files") if status is not None else None
+    if isinstance(files, dict):
+        names.update(n for n in files if isinstance(n, str) and n == Path(n).name)
+    return {n for n in names if n and not n.startswith(".")}
+
+
+def remove_rep_files(rep_dir: Path, tables: Iterable[str] = ()) -> None:
+    """Remove kvsim's files from a rep directory by exact name (:func:`rep_file_names`,
+    and the temporaries their atomic writes leave), never following a link; then the
     directory itself when nothing else is left in it."""
+    names = rep_file_names(rep_dir, tables)
     try:
         entries = list(os.scandir(rep_dir))
     except FileNotFoundError:
         return
     for entry in entries:
-        if is_kvsim_rep_file(entry.name) and not entry.is_dir(follow_symlinks=False):
+        if entry.is_dir(follow_symlinks=False):
+            continue
+        if entry.name in names or any(is_temporary_of(entry.name, n) for n in names):
             os.unlink(entry.path)
     with contextlib.suppress(OSError):  # something that is not kvsim's is in there: leave it
         os.rmdir(rep_dir)

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -21,10 +22,27 @@ __all__ = [
     "atomic_write_text",
     "csv_table_text",
     "format_value",
+    "is_temporary_of",
     "read_csv",
     "write_csv",
     "write_json",
 ]
+
+
+#: What ``tempfile.mkstemp`` puts between a temporary's prefix and suffix.
+_TEMP_MIDDLE = re.compile(r"[a-z0-9_]{8}")
+
+
+def is_temporary_of(name: str, target: str) -> bool:
+    """``name`` is a temporary that an atomic write of ``target`` (in the same directory)
+    leaves when killed mid-way: ``.<target>.<8 random characters>.tmp``, exactly; a
+    user's ``.summary.csv.mine.tmp`` is not one."""
+    prefix = f".{target}."
+    return (
+        name.startswith(prefix)
+        and name.endswith(".tmp")
+        and _TEMP_MIDDLE.fullmatch(name[len(prefix) : -len(".tmp")]) is not None
+    )
 
 
 def atomic_write_text(path: Path, text: str, durable: bool = True) -> None:

@@ -10,12 +10,13 @@ serving engine turns into load latency and engine stalls. From Python::
         workload={"requests": 40},
         sweep={"connector.variant": ["scalar", "numpy"], "connector.workers": [1, 4]},
     )
-    exp.plan("results/demo")                          # what would run; writes nothing
+    print(exp.plan("results/demo"))                   # what would run (the dry-run table)
     run = exp.run("results/demo", force=True)         # each point in its own process
     print(run.compare())                              # ratios with intervals over repeats
     run.plot()                                        # PNGs into results/demo/figures
 
-    sim.open_run("results/demo").points               # summary.csv rows of a finished run
+    sim.open_run("results/demo").points               # summary.csv rows, figures as numbers
+    run.frame()                                       # a DataFrame (pandas or polars), if installed
 
 Errors kvsim foresaw are :class:`KvsimError` (``ConfigError``, ``RunDirError``,
 ``UsageError``, …) with a one-line message. The same API backs the ``kvsim``

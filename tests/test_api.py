@@ -167,3 +167,41 @@ def test_the_example_builds_runs_and_compares_without_yaml(tmp_path: Path) -> No
     assert "| numpy | 18 |" in out.stdout
     assert not list(tmp_path.glob("*.yaml"))
     assert len(read_csv(tmp_path / "run" / "summary.csv")) == 4
+
+
+def test_a_plan_prints_as_the_dry_run_table(tmp_path: Path, capsys) -> None:
+    exp = sim.build(TINY, sweep={"connector.variant": ["scalar", "numpy"]})
+    out = tmp_path / "run"
+    plan = exp.plan(out)
+    assert repr(plan) == f"<RunPlan 'tiny' into {str(out)!r}: 2 point run(s), 2 to do>"
+    text = str(plan)
+    assert len(text) < 2000  # the table, not every field of the config
+    from sim.cli import main
+
+    config = tmp_path / "tiny.yaml"
+    config.write_text(json.dumps({**TINY, "sweep": {"connector.variant": ["scalar", "numpy"]}}))
+    assert main(["run", str(config), "--dry-run", "--out", str(out)]) == 0
+    printed = "\n".join(line.rstrip() for line in capsys.readouterr().out.splitlines())
+    assert text == printed.strip("\n")
+    assert "variant=scalar,workers=2,mode=real" in text and "2 point run(s) to do" in text
+
+
+def test_points_carry_numbers_and_a_frame_when_a_library_is_there(
+    tmp_path: Path, monkeypatch
+) -> None:
+    run = sim.build(TINY).run(tmp_path / "run")
+    (point,) = sim.open_run(tmp_path / "run").points
+    assert isinstance(point["latency_p99_ms"], float) and point["latency_p99_ms"] > 0
+    assert point["requests"] == 8 and point["variant"] == "numpy" and point["workers"] == 2
+    assert all(isinstance(r["latency_ms"], float) for r in run.requests())
+
+    import types
+
+    monkeypatch.setitem(sys.modules, "pandas", None)  # neither library: said in one line
+    monkeypatch.setitem(sys.modules, "polars", None)
+    with pytest.raises(sim.UsageError, match="needs pandas or polars"):
+        run.frame()
+    fake = types.ModuleType("polars")
+    fake.DataFrame = lambda rows: ("frame", rows)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "polars", fake)
+    assert run.frame() == ("frame", run.points)

@@ -60,17 +60,41 @@ class Run:
         return self.manifest.get("status") == "complete"
 
     @property
-    def points(self) -> list[dict[str, str]]:
-        """``summary.csv``: one row per finished point (aggregated over repeats)."""
-        return self.results.summary
+    def points(self) -> list[dict[str, Any]]:
+        """``summary.csv``: one row per finished point (aggregated over repeats), its
+        figures as numbers (int or float; None for an empty cell), words as text."""
+        return self.table("summary")
 
-    def requests(self) -> list[dict[str, str]]:
-        """``requests.csv``: one row per request of every point."""
-        return self.results.table("requests")
+    def requests(self) -> list[dict[str, Any]]:
+        """``requests.csv``: one row per request of every point, typed as :attr:`points`."""
+        return self.table("requests")
 
-    def table(self, stem: str) -> list[dict[str, str]]:
-        """Rows of ``<stem>.csv`` (``summary_repeats``, ``steps``, …); empty when absent."""
-        return self.results.table(stem)
+    def table(self, stem: str) -> list[dict[str, Any]]:
+        """Rows of ``<stem>.csv`` (``summary``, ``summary_repeats``, ``steps``, …), typed as
+        :attr:`points`; empty when absent."""
+        from sim.rundir.numbers import typed_row
+
+        rows = self.results.summary if stem == "summary" else self.results.table(stem)
+        return [typed_row(r) for r in rows]
+
+    def frame(self, stem: str = "summary") -> Any:
+        """:meth:`table` as a DataFrame: pandas when installed, else polars (kvsim needs
+        neither; UsageError when both are missing)."""
+        import importlib
+
+        rows = self.table(stem)
+        for library in ("pandas", "polars"):
+            try:
+                module = importlib.import_module(library)
+            except ImportError:
+                continue
+            return module.DataFrame(rows)
+        from sim.errors import UsageError
+
+        raise UsageError(
+            f"Run.frame({stem!r}) needs pandas or polars (pip install pandas); "
+            "Run.table gives the same rows as dicts"
+        )
 
     def warnings(self, by: str = "variant") -> list[str]:
         """How the run falls short of what its config planned, and where a comparison by

@@ -147,87 +147,13 @@ def check_baseline(baseline: str | None, points: list[Any]) -> None:
 
 
 def _dry_run(plan: Any) -> int:
-    from rich import box
-    from rich.table import Table
+    from sim.sweep.plan_view import plan_lines, plan_table
 
-    cfg, points, out_dir, counts = plan.config, plan.points, plan.out_dir, plan.requests
-    table = Table(
-        box=box.SIMPLE_HEAD, title=f"kvsim · {cfg.name} · {out_dir}", title_justify="left"
-    )
-    widest = max((len(p.label) for p in points), default=5)
-    for col in ("#", "point", "repeat", "requests", "state"):
-        table.add_column(
-            col,
-            justify="right" if col in ("#", "repeat", "requests") else "left",
-            min_width=widest if col == "point" else None,
-            no_wrap=col != "state",
-        )
-    colour = {
-        "done": "green",
-        "failed": "red",
-        "interrupted": "yellow",
-        "damaged": "red",
-        "pending": "default",
-    }
-    for run in plan.runs:
-        state = f"[{colour[run.state]}]{run.state}[/]"
-        if run.error:
-            state += f" ({run.error})"
-        table.add_row(
-            str(run.rep.point.index),
-            run.rep.point.label,
-            str(run.rep.repeat),
-            str(counts[run.rep.point.index]),
-            state,
-        )
     out = output_console()
-    out.print(table)
-    from sim.rundir.state import run_state_note
-
-    note = run_state_note(out_dir)
-    if note:
-        out.print(note, soft_wrap=True, markup=False)
-    todo = len(plan.pending)
-    if plan.existing and plan.difference:
-        out.print(
-            f"{out_dir} holds a run of a different config ({plan.difference}): "
-            "--resume would refuse; --force replaces it"
-        )
-    elif plan.existing and not todo:
-        out.print(f"all {len(plan.runs)} point run(s) are done in {out_dir}")
-    elif plan.existing:
-        out.print(
-            f"{todo} of {len(plan.runs)} point run(s) to do in {out_dir}; "
-            "`--resume` runs only those"
-        )
-    else:
-        out.print(f"{todo} point run(s) to do; nothing has run in {out_dir} yet")
-    extra = repeats_line(plan, plan.existing)
-    if extra and plan.pending:
-        out.print(extra, soft_wrap=True, markup=False)
+    out.print(plan_table(plan))
+    for line in plan_lines(plan):
+        out.print(line, soft_wrap=True, markup=False)
     return 0
-
-
-def repeats_line(plan: Any, resume: bool) -> str | None:
-    """What the repeats add to the run's expected time (real-mode points), said before
-    it starts: a verdict needs them (docs/statistics.md), and they cost wall time."""
-    from sim.config.budget import estimate_point, human_seconds
-
-    cfg = plan.config
-    todo = plan.to_run(resume)
-    real = [r for r in todo if r.rep.point.config.mode != "model"]
-    if cfg.repeats < 2 or not real:
-        return None
-    each = {
-        p.index: estimate_point(p.config, plan.requests[p.index]).expected_s for p in plan.points
-    }
-    total = sum(each[r.rep.point.index] for r in real)
-    extra = sum(each[r.rep.point.index] for r in real if r.rep.repeat > 0)
-    return (
-        f"{cfg.repeats} repeats a point, in {cfg.sweep_order} order: ≈ {human_seconds(total)} "
-        f"in all, of which the repeats beyond the first add ≈ {human_seconds(extra)} "
-        "(they give compare its intervals; docs/statistics.md)"
-    )
 
 
 #: Above this many point runs, model-mode points that end well get no line each (a
@@ -382,6 +308,8 @@ def _main(args: argparse.Namespace, plugins: Any) -> int:
 
             outcome = run_on_hosts(session, plan, args.resume, choice)
         else:
+            from sim.sweep.plan_view import repeats_line
+
             line = repeats_line(plan, args.resume)
             if line:
                 print(line, file=sys.stderr)

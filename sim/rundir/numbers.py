@@ -8,9 +8,10 @@ word (a status, an error). Every reader turns a cell into a float here, so that
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
-__all__ = ["as_float", "parse_number"]
+__all__ = ["as_float", "parse_number", "typed_row"]
 
 
 def parse_number(v: Any) -> float | None:
@@ -31,3 +32,28 @@ def as_float(v: Any) -> float:
     """The cell as a float; NaN when it is empty or not a number."""
     n = parse_number(v)
     return math.nan if n is None else n
+
+
+def typed_row(row: dict[str, str]) -> dict[str, Any]:
+    """A CSV row with its cells as Python values: an integer as int, another number as
+    float, an empty cell as None, anything else (a variant, a status) as the text.
+
+    What the Python API hands out (``Run.points``): ``'38.091'`` is a figure to compute
+    with, not a string to convert first.
+    """
+    out: dict[str, Any] = {}
+    for key, cell in row.items():
+        if cell is None or cell == "":
+            out[key] = None
+            continue
+        if _INTEGER.fullmatch(cell):
+            out[key] = int(cell)
+            continue
+        number = parse_number(cell) if _NUMBER.fullmatch(cell) else None
+        out[key] = cell if number is None else number
+    return out
+
+
+_INTEGER = re.compile(r"-?[0-9]+")
+#: What the tables write for a float: 38.091, 1e-05, nan, inf (not "1_000" or " 12 ").
+_NUMBER = re.compile(r"[-+]?([0-9]+\.?[0-9]*([eE][-+]?[0-9]+)?|\.[0-9]+([eE][-+]?[0-9]+)?|nan|inf)")

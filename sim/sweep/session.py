@@ -62,6 +62,18 @@ class RunPlan:
     #: The ``KEY=VALUE`` overrides the config was parsed with (a resume hint repeats them).
     overrides: tuple[str, ...] = ()
 
+    def __str__(self) -> str:
+        """The table ``kvsim run --dry-run`` prints, and what a run would do."""
+        from sim.sweep.plan_view import plan_text  # rich loads only when a plan is printed
+
+        return plan_text(self)
+
+    def __repr__(self) -> str:
+        return (
+            f"<RunPlan {self.config.name!r} into {str(self.out_dir)!r}: "
+            f"{len(self.runs)} point run(s), {len(self.pending)} to do>"
+        )
+
     @property
     def runs(self) -> list[PlannedRun]:
         """Every point × repeat, with its state: done, failed, interrupted or pending."""

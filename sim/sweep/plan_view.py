@@ -1,0 +1,112 @@
+"""A run plan as ``kvsim run --dry-run`` prints it: one row per point run, then what a run
+would do. ``print(plan)`` in Python gives the same text (sim.sweep.session.RunPlan)."""
+
+from __future__ import annotations
+
+import io
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sim.sweep.session import RunPlan
+
+__all__ = ["plan_lines", "plan_table", "plan_text", "repeats_line"]
+
+_COLOUR = {
+    "done": "green",
+    "failed": "red",
+    "interrupted": "yellow",
+    "damaged": "red",
+    "pending": "default",
+}
+
+
+def plan_table(plan: RunPlan) -> Any:
+    """The rich table: #, point, repeat, requests, state (with the error of a failed run)."""
+    from rich import box  # rich loads only when a plan is shown
+    from rich.table import Table
+
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        title=f"kvsim · {plan.config.name} · {plan.out_dir}",
+        title_justify="left",
+    )
+    widest = max((len(p.label) for p in plan.points), default=5)
+    for col in ("#", "point", "repeat", "requests", "state"):
+        table.add_column(
+            col,
+            justify="right" if col in ("#", "repeat", "requests") else "left",
+            min_width=widest if col == "point" else None,
+            no_wrap=col != "state",
+        )
+    for run in plan.runs:
+        state = f"[{_COLOUR[run.state]}]{run.state}[/]"
+        if run.error:
+            state += f" ({run.error})"
+        table.add_row(
+            str(run.rep.point.index),
+            run.rep.point.label,
+            str(run.rep.repeat),
+            str(plan.requests[run.rep.point.index]),
+            state,
+        )
+    return table
+
+
+def plan_lines(plan: RunPlan) -> list[str]:
+    """What follows the table: the directory's state, and what a run or resume would do."""
+    from sim.rundir.state import run_state_note
+
+    out_dir, todo = plan.out_dir, len(plan.pending)
+    lines = [note] if (note := run_state_note(out_dir)) else []
+    if plan.existing and plan.difference:
+        lines.append(
+            f"{out_dir} holds a run of a different config ({plan.difference}): "
+            "--resume would refuse; --force replaces it"
+        )
+    elif plan.existing and not todo:
+        lines.append(f"all {len(plan.runs)} point run(s) are done in {out_dir}")
+    elif plan.existing:
+        lines.append(
+            f"{todo} of {len(plan.runs)} point run(s) to do in {out_dir}; "
+            "`--resume` runs only those"
+        )
+    else:
+        lines.append(f"{todo} point run(s) to do; nothing has run in {out_dir} yet")
+    extra = repeats_line(plan, plan.existing)
+    if extra and plan.pending:
+        lines.append(extra)
+    return lines
+
+
+def repeats_line(plan: Any, resume: bool) -> str | None:
+    """What the repeats add to the run's expected time (real-mode points), said before
+    it starts: a verdict needs them (docs/statistics.md), and they cost wall time."""
+    from sim.config.budget import estimate_point, human_seconds
+
+    cfg = plan.config
+    todo = plan.to_run(resume)
+    real = [r for r in todo if r.rep.point.config.mode != "model"]
+    if cfg.repeats < 2 or not real:
+        return None
+    each = {
+        p.index: estimate_point(p.config, plan.requests[p.index]).expected_s for p in plan.points
+    }
+    total = sum(each[r.rep.point.index] for r in real)
+    extra = sum(each[r.rep.point.index] for r in real if r.rep.repeat > 0)
+    return (
+        f"{cfg.repeats} repeats a point, in {cfg.sweep_order} order: ≈ {human_seconds(total)} "
+        f"in all, of which the repeats beyond the first add ≈ {human_seconds(extra)} "
+        "(they give compare its intervals; docs/statistics.md)"
+    )
+
+
+def plan_text(plan: RunPlan) -> str:
+    """The table and the lines as plain text, whole (no colour, no width limit)."""
+    from rich.console import Console
+
+    from sim.console import PIPE_WIDTH
+
+    buf = io.StringIO()
+    Console(file=buf, width=PIPE_WIDTH, color_system=None).print(plan_table(plan))
+    text = "\n".join(line.rstrip() for line in buf.getvalue().splitlines())
+    return "\n".join([text, *plan_lines(plan)])

@@ -1,8 +1,9 @@
 """``figures/search.png``: every value a search tried, per series, against the limit.
 
 A row of panels per objective, a panel per variant (small multiples): the metric
-against the searched value, a line per series of that variant, a filled marker where the point met every objective and a hollow one
-where it did not, the limit as a dashed line and each series' answer as a star.
+against the searched value, a line per series of that variant, a filled marker where
+the point met every objective and a hollow one where it did not, the limit as a dashed
+line and each series' answer as a star.
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ from sim.sweep import (
 from sim.sweep.executors import ExecutorChoice, build_executor
 from sim.sweep.executors.parallel import ParallelModelExecutor, model_workers
 from sim.sweep.hostinfo import host_base
+from sim.sweep.identity import DataDigests
 from sim.sweep.plan import PlannedRun, SweepPlan, axis_columns, check_resumable, plan_sweep
 from sim.sweep.result import ExperimentResult
 from sim.sweep.run_manifest import RunManifest
@@ -74,6 +75,7 @@ def run_experiment(
     executor: ExecutorChoice | None = None,
     lock: RunLock | None = None,
     plan: SweepPlan | None = None,
+    digests: DataDigests | None = None,
 ) -> ExperimentResult:
     """Run every unfinished point × repeat; the caller has prepared ``out_dir`` (see rundir).
 
@@ -94,13 +96,17 @@ def run_experiment(
     the lock itself (and refuses when another process holds it).
     ``plan`` is the caller's ``plan_sweep`` of this resume, read and checked under
     the lock (``sim.sweep.session``); without it the resume is planned and checked here.
+    ``digests``: the data files' hashes read when the sweep was planned (the session's
+    plan); without them they are read here, once, before any point runs.
     """
     own = lock is None or not lock.held
     held = RunLock(out_dir).acquire() if own else lock
     try:
+        if digests is None:
+            digests = DataDigests().plan(p.config for p in points)
         if resume and plan is None:
-            check_resumable(cfg, out_dir)
-            plan = plan_sweep(cfg, points, out_dir)
+            check_resumable(cfg, out_dir, digests)
+            plan = plan_sweep(cfg, points, out_dir, digests)
         source = str(config_path) if config_path is not None else ""
         sweep = _Sweep(
             cfg,
@@ -110,6 +116,7 @@ def run_experiment(
             events or SweepEvents(),
             isolate,
             tuple(child_command) if child_command is not None else None,
+            digests,
         )
         choice = executor or ExecutorChoice()
         previous = read_manifest(out_dir) if resume else None
@@ -150,6 +157,7 @@ class _Sweep:
         events: SweepEvents,
         isolate: bool,
         child_command: tuple[str, ...] | None,
+        digests: DataDigests,
     ) -> None:
         self.cfg = cfg
         self.points = points
@@ -167,6 +175,10 @@ class _Sweep:
         self.host: dict[str, Any] | None = None
         self.rewrites = _Rewrites(time.monotonic())
         self.manifest: RunManifest | None = None
+        #: The data files' planned hashes; each point's spec carries them (and the
+        #: run's config hash), and its child refuses to run when its files differ.
+        self.digests = digests
+        self.run_hash = ""
 
     def run(
         self,
@@ -181,9 +193,17 @@ class _Sweep:
             self.child_command = runner.CHILD_COMMAND
         out_dir, combiner = self.out_dir, self.combiner
         manifest = RunManifest(
-            self.cfg, self.source, self.points, out_dir, previous, overrides, choice.name
+            self.cfg,
+            self.source,
+            self.points,
+            out_dir,
+            previous,
+            overrides,
+            choice.name,
+            self.digests,
         )
         self.manifest = manifest
+        self.run_hash = str(manifest.data["config_hash"])
         finished = {
             (run.rep.point.index, run.rep.repeat)
             for run in (plan.runs if plan is not None else [])
@@ -230,7 +250,13 @@ class _Sweep:
             self.host = host_base()
             self.note(f"{len(todo)} model-mode point runs in {workers} worker processes")
             return ParallelModelExecutor(
-                workers, self.out_dir, self.axes, self.source, self.host, self.run_one
+                workers,
+                self.out_dir,
+                self.axes,
+                self.source,
+                self.host,
+                self.run_one,
+                (self.digests, self.run_hash),
             )
         return build_executor(choice, self)
 
@@ -265,11 +291,13 @@ class _Sweep:
             isolate=self.isolate,
             child_command=self.child_command,
             host=self.host,
+            digests=self.digests,
+            run_hash=self.run_hash,
         )
 
     def prepare(self, rep: RepRun) -> Path:
         clear_rep_dir(self.out_dir, rep.dir)
-        return write_spec(rep, self.axes, self.source)
+        return write_spec(rep, self.axes, self.source, digests=self.digests, run_hash=self.run_hash)
 
     def started(self, rep: RepRun, host: str) -> None:
         self.events.started(rep, host)

@@ -8,12 +8,18 @@ identity also carries a content hash of each: an edited trace is a different
 experiment even though the config text is the same. A plug-in's text is in the
 config itself (sim.config.plugins); the identity keeps its hash beside the data
 files', so a resume after an edit names the file.
+
+A sweep reads each data file once, when it is planned (:class:`DataDigests`): the
+manifest, every point's spec and the resume check use those hashes, and each point's
+child hashes its files again and refuses to run when they differ — so a trace
+replaced while point 0 ran fails point 1 instead of giving it another workload.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +30,7 @@ from sim.files.read import MAX_DATA_BYTES, open_bounded
 
 __all__ = [
     "DATA_FILES_KEY",
+    "DataDigests",
     "config_hash",
     "config_identity",
     "data_files",
@@ -58,23 +65,50 @@ def _file_digest(path: Path) -> str:
     return f"sha256:{h.hexdigest()}"
 
 
+class DataDigests:
+    """The content hash of each data file of a sweep, read once: at planning.
+
+    Everything the parent says about the sweep (manifest, specs, resume) uses these;
+    a point's child reads its files again (``config_hash`` without digests) and
+    compares. Picklable, so the model-mode worker processes get the planned hashes."""
+
+    def __init__(self) -> None:
+        self._by_path: dict[str, str] = {}
+
+    def __call__(self, path: Path) -> str:
+        key = str(Path(path).absolute())
+        found = self._by_path.get(key)
+        if found is None:
+            found = self._by_path[key] = _file_digest(Path(key))
+        return found
+
+    def plan(self, configs: Iterable[ExperimentConfig]) -> DataDigests:
+        """Hash every data file ``configs`` name (each file once); return self."""
+        for cfg in configs:
+            for _field, path in data_files(cfg):
+                self(path)
+        return self
+
+
 def plugin_digest(text: str) -> str:
     """``sha256:<hex>`` of a plug-in's text (as ``_file_digest`` is of a data file's bytes)."""
     return f"sha256:{hashlib.sha256(text.encode('utf-8')).hexdigest()}"
 
 
-def config_identity(cfg: ExperimentConfig) -> dict[str, Any]:
+def config_identity(cfg: ExperimentConfig, digests: DataDigests | None = None) -> dict[str, Any]:
     """The resolved config without ``output`` (but with ``output.percentiles`` when they
     add columns), plus the data files' content hashes
     (under ``data_files``, present only when the config names any, so that the
-    identity of a config without data files is what it always was)."""
+    identity of a config without data files is what it always was). ``digests``: the
+    sweep's planned hashes; without them the files are read now."""
     data = cfg.model_dump(mode="json")
     for key in _IGNORED:
         data.pop(key, None)
     if cfg.output.all_percentiles != BASE_PERCENTILES:
         # The percentiles change summary.csv's columns: a resume must not mix two sets.
         data["output_percentiles"] = list(cfg.output.all_percentiles)
-    files = {field: _file_digest(path) for field, path in data_files(cfg)}
+    digest = digests if digests is not None else _file_digest
+    files = {field: digest(path) for field, path in data_files(cfg)}
     if cfg.plugins:
         # The text is in the config; the identity keeps each file's path and a hash of
         # its text, so an edited plug-in is reported as that file, not as a text diff.
@@ -86,9 +120,11 @@ def config_identity(cfg: ExperimentConfig) -> dict[str, Any]:
     return data
 
 
-def config_hash(cfg: ExperimentConfig) -> str:
+def config_hash(cfg: ExperimentConfig, digests: DataDigests | None = None) -> str:
     """SHA-256 of the identity, as canonical JSON (sorted keys)."""
-    text = json.dumps(config_identity(cfg), sort_keys=True, separators=(",", ":"), default=str)
+    text = json.dumps(
+        config_identity(cfg, digests), sort_keys=True, separators=(",", ":"), default=str
+    )
     return hashlib.sha256(text.encode()).hexdigest()
 
 

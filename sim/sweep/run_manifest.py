@@ -14,7 +14,7 @@ from typing import Any
 from sim.config.experiment import ExperimentConfig, Point
 from sim.rundir.guard import owned_files
 from sim.rundir.manifest import MANIFEST_TOOL, machine_info, write_manifest
-from sim.sweep.identity import config_hash, config_identity
+from sim.sweep.identity import DataDigests, config_hash, config_identity
 from sim.sweep.plan import axis_columns
 
 __all__ = ["RunManifest"]
@@ -32,6 +32,7 @@ class RunManifest:
         previous: dict[str, Any] | None,
         overrides: Sequence[str] = (),
         executor: str = "local",
+        digests: DataDigests | None = None,
     ) -> None:
         self._dir = out_dir
         self._started = time.time()
@@ -41,8 +42,8 @@ class RunManifest:
             "status": "running",
             "config_path": source,
             "overrides": list(overrides),
-            "config": config_identity(cfg),
-            "config_hash": config_hash(cfg),
+            "config": config_identity(cfg, digests),
+            "config_hash": config_hash(cfg, digests),
             "seed": cfg.seed,
             "switch_interval_ms": cfg.gil.switch_interval_ms,
             "repeats": cfg.repeats,

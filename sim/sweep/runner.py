@@ -22,6 +22,7 @@ from sim.files.read import read_tail
 from sim.process.lifeline import PARENT_PID_ENV
 from sim.process.signals import deferred_signals
 from sim.rundir.layout import LOG_FILE, RepRun, clear_rep_dir, read_status, write_status
+from sim.sweep.identity import DataDigests
 from sim.sweep.spec import write_spec
 
 __all__ = [
@@ -143,6 +144,8 @@ def run_rep(
     isolate: bool = True,
     child_command: Sequence[str] = CHILD_COMMAND,
     host: dict[str, Any] | None = None,
+    digests: DataDigests | None = None,
+    run_hash: str = "",
 ) -> RepOutcome:
     """Run ``rep`` from a clean directory and return how it ended.
 
@@ -150,7 +153,8 @@ def run_rep(
     ``source`` names where the config came from, for messages only: the child
     gets the resolved config itself in its spec. ``host``: what
     ``sim.sweep.hostinfo.host_base`` read earlier in this process, for a point
-    run here (a child reads its own).
+    run here (a child reads its own). ``digests`` and ``run_hash``: what the sweep
+    planned, written into the spec (``sim.sweep.spec.write_spec``).
 
     On KeyboardInterrupt (or any other exception in the parent) the child is
     stopped, the directory is marked ``interrupted`` and the exception re-raised.
@@ -158,7 +162,7 @@ def run_rep(
     clear_rep_dir(run_dir, rep.dir)
     model = rep.point.config.mode == "model"
     # A model-mode point's files go without fsync (sim.sweep.child.execute_spec says why).
-    spec = write_spec(rep, columns, source, durable=not model)
+    spec = write_spec(rep, columns, source, durable=not model, digests=digests, run_hash=run_hash)
     t0 = time.perf_counter()
     # A model-mode point starts no thread and touches no GIL state: a child process
     # would cost more to start than the point takes to run.

@@ -33,6 +33,7 @@ from sim.rundir.reader import as_float
 from sim.sweep import experiment
 from sim.sweep.executors import ExecutorChoice
 from sim.sweep.experiment import ExperimentResult, PlannedRun, SweepPlan, plan_sweep
+from sim.sweep.identity import DataDigests
 
 __all__ = [
     "RunPlan",
@@ -61,6 +62,9 @@ class RunPlan:
     source: Path | None = None
     #: The ``KEY=VALUE`` overrides the config was parsed with (a resume hint repeats them).
     overrides: tuple[str, ...] = ()
+    #: The data files' content hashes, read once at planning: the manifest, the specs
+    #: and a resume use them, and each point's child checks its files against them.
+    digests: DataDigests = field(default_factory=DataDigests)
 
     def __str__(self) -> str:
         """The table ``kvsim run --dry-run`` prints, and what a run would do."""
@@ -135,9 +139,10 @@ def plan_run(
         check_points(points)  # refuse what the calibration does not cover, before anything
     memo: dict[str, Any] = {}  # points that share a trace replay read it once
     counts = {p.index: planned_requests(p.config, memo)[0] for p in points}
-    sweep = plan_sweep(cfg, points, out_dir)
+    digests = DataDigests().plan(p.config for p in points)
+    sweep = plan_sweep(cfg, points, out_dir, digests)
     path = Path(source) if source is not None else None
-    return RunPlan(cfg, list(points), out_dir, sweep, counts, path, tuple(overrides))
+    return RunPlan(cfg, list(points), out_dir, sweep, counts, path, tuple(overrides), digests)
 
 
 class Session:
@@ -185,7 +190,8 @@ class Session:
         removed: list[Path] = []
         resume = self.resume
         if resume:
-            plan = replace(plan, sweep=plan_sweep(plan.config, plan.points, plan.out_dir))
+            sweep = plan_sweep(plan.config, plan.points, plan.out_dir, plan.digests)
+            plan = replace(plan, sweep=sweep)
             plan.check_resumable()
             if plan.pending:
                 removed = remove_stale_derived(plan.out_dir)
@@ -202,6 +208,7 @@ class Session:
             executor=executor,
             lock=self.lock,
             plan=plan.sweep if resume else None,
+            digests=plan.digests,
         )
         self.resume = True  # a later sweep into this directory keeps what this one did
         return sweep_outcome(plan, result, removed)
@@ -289,7 +296,7 @@ def sweep_outcome(
     """What a caller wants to know of a finished sweep beyond its tables."""
     unfinished = []
     if result.crashed_points or result.incomplete:
-        for run in plan_sweep(plan.config, plan.points, plan.out_dir).pending:
+        for run in plan_sweep(plan.config, plan.points, plan.out_dir, plan.digests).pending:
             unfinished.append((run.rep, run.state, run.error))
     rows = result.summary_rows
     return SweepOutcome(

@@ -24,7 +24,13 @@ from sim.config import ExperimentConfig
 from sim.errors import SpecError
 from sim.files.read import read_bounded
 from sim.rundir.layout import SPEC_FILE, RepRun
-from sim.sweep.identity import DATA_FILES_KEY, config_hash, config_identity, first_difference
+from sim.sweep.identity import (
+    DATA_FILES_KEY,
+    DataDigests,
+    config_hash,
+    config_identity,
+    first_difference,
+)
 
 __all__ = [
     "SPEC_VERSION",
@@ -61,19 +67,31 @@ class PointSpec:
     data_files: dict[str, str]
     #: Where the config came from (a file path), or "" when it was built in Python.
     source: str = ""
+    #: ``config_hash`` of the whole sweep's config (the manifest's): a resume counts this
+    #: point run only when it belongs to this run (sim.sweep.plan).
+    run_hash: str = ""
 
     @classmethod
-    def for_rep(cls, rep: RepRun, columns: Sequence[str], source: str | Path = "") -> PointSpec:
-        identity = config_identity(rep.point.config)
+    def for_rep(
+        cls,
+        rep: RepRun,
+        columns: Sequence[str],
+        source: str | Path = "",
+        digests: DataDigests | None = None,
+        run_hash: str = "",
+    ) -> PointSpec:
+        """``digests``: the sweep's planned data-file hashes (without: read now)."""
+        identity = config_identity(rep.point.config, digests)
         return cls(
             config=rep.point.config,
             index=rep.point.index,
             repeat=rep.repeat,
             axes=dict(rep.point.axes),
             columns=tuple(columns),
-            point_hash=config_hash(rep.point.config),
+            point_hash=config_hash(rep.point.config, digests),
             data_files=dict(identity.get(DATA_FILES_KEY, {})),
             source=str(source),
+            run_hash=run_hash,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -86,6 +104,7 @@ class PointSpec:
             "point_hash": self.point_hash,
             "data_files": self.data_files,
             "source": self.source,
+            "run_hash": self.run_hash,
             "config": self.config.model_dump(mode="json"),
         }
 
@@ -109,6 +128,7 @@ class PointSpec:
                 point_hash=str(data["point_hash"]),
                 data_files={str(k): str(v) for k, v in dict(data.get("data_files", {})).items()},
                 source=str(data.get("source", "")),
+                run_hash=str(data.get("run_hash", "")),
             )
         except ValidationError as exc:
             err = exc.errors()[0]
@@ -138,13 +158,20 @@ class PointSpec:
 
 
 def write_spec(
-    rep: RepRun, columns: Sequence[str], source: str | Path = "", durable: bool = True
+    rep: RepRun,
+    columns: Sequence[str],
+    source: str | Path = "",
+    durable: bool = True,
+    *,
+    digests: DataDigests | None = None,
+    run_hash: str = "",
 ) -> Path:
     """Write ``rep``'s spec.json (parent side) and return its path (``durable=False``:
-    without fsync, see ``sim.rundir.outputs.atomic_write_text``)."""
+    without fsync, see ``sim.rundir.outputs.atomic_write_text``; ``digests`` and
+    ``run_hash``: what the sweep planned, see :meth:`PointSpec.for_rep`)."""
     from sim.rundir.outputs import write_json
 
-    spec = PointSpec.for_rep(rep, columns, source)
+    spec = PointSpec.for_rep(rep, columns, source, digests, run_hash)
     write_json(rep.dir / SPEC_FILE, spec.to_json(), durable)
     return rep.dir / SPEC_FILE
 

@@ -33,6 +33,7 @@ from sim.events import SweepEvents
 from sim.process.lifeline import die_with_parent
 from sim.rundir.layout import RepRun, read_status, write_status
 from sim.sweep.executors.base import LOCAL_HOST, RunOne
+from sim.sweep.identity import DataDigests
 from sim.sweep.runner import RepOutcome, run_rep
 
 __all__ = ["MIN_PARALLEL_REQUESTS", "MIN_PARALLEL_RUNS", "ParallelModelExecutor", "model_workers"]
@@ -68,9 +69,17 @@ def _worker_init(parent: int) -> None:
 
 
 def _run(
-    rep: RepRun, run_dir: Path, columns: list[str], source: str, host: dict[str, Any] | None
+    rep: RepRun,
+    run_dir: Path,
+    columns: list[str],
+    source: str,
+    host: dict[str, Any] | None,
+    planned: tuple[DataDigests | None, str],
 ) -> RepOutcome:
-    return run_rep(rep, run_dir, columns, None, source=source, host=host)
+    digests, run_hash = planned
+    return run_rep(
+        rep, run_dir, columns, None, source=source, host=host, digests=digests, run_hash=run_hash
+    )
 
 
 class ParallelModelExecutor:
@@ -86,9 +95,11 @@ class ParallelModelExecutor:
         source: str,
         host: dict[str, Any] | None,
         run_one: RunOne,
+        planned: tuple[DataDigests | None, str] = (None, ""),
     ) -> None:
+        """``planned``: the sweep's data-file hashes and config hash, for the specs."""
         self._workers = workers
-        self._args = (run_dir, list(columns), source, host)
+        self._args = (run_dir, list(columns), source, host, planned)
         #: Runs a point here, for what a broken pool leaves.
         self._run_one = run_one
 

@@ -111,3 +111,35 @@ def test_sigterm_to_kvsim_exits_143_with_the_words_of_ctrl_c(write_config, tmp_p
     assert "--resume" in err and "Traceback" not in err
     assert json.loads((tmp_path / "out" / MANIFEST_FILE).read_text())["status"] == "interrupted"
     assert wait_for(lambda: not tagged(tag), 30), "a process the run started survived"
+
+
+def test_a_stopped_child_is_stopped_at_its_budget_and_the_sweep_goes_on(
+    write_config, tmp_path
+) -> None:
+    """SIGSTOP to a point's child: the sweep waits its budget (limits.max_point_s +
+    request_timeout_s: 4 s here), fails that point run, runs the next."""
+    from sim.rundir.outputs import read_csv
+
+    path = write_config(
+        {
+            "workload": {"requests": 12, "arrival": {"kind": "poisson", "rate_rps": 8}},
+            "sweep": {"seed": [1, 2]},
+            "limits": {"max_point_s": 3, "request_timeout_s": 1},
+        }
+    )
+    tag = new_tag()
+    proc = _start([sys.executable, "-m", "sim", "run", "-q", str(path)], tag)
+    try:
+        child = _first_child(proc)
+        os.kill(child, signal.SIGSTOP)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        kill_tagged(tag)
+    assert proc.returncode == 1, err
+    rows = read_csv(tmp_path / "out" / "summary_repeats.csv")
+    assert sorted(r["status"] for r in rows) == ["failed", "ok"], rows
+    failed = next(r for r in rows if r["status"] == "failed")
+    assert "no result within 4 s" in failed["error"], failed
+    assert not tagged(tag)  # the stopped child was ended, not left behind

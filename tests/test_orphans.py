@@ -7,6 +7,7 @@ ends normally. Processes are found through /proc by a tag in their environment
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -80,3 +81,27 @@ def test_a_finished_model_sweep_leaves_no_process(sweep_config) -> None:  # noqa
         if proc.poll() is None:
             proc.kill()
         kill_tagged(tag)
+
+
+def test_a_stopped_model_worker_does_not_hang_the_sweep(sweep_config, tmp_path) -> None:  # noqa: F811
+    """SIGSTOP to a model-mode worker while points run: after the points' budget with
+    no result (limits: 8 + 1 s), the workers are ended and the rest run in the sweep's
+    process; the sweep ends, its exit code matching its manifest, nothing left behind."""
+    path = sweep_config(
+        workload={"requests": 3000}, limits={"max_point_s": 8, "request_timeout_s": 1}
+    )
+    tag = new_tag()
+    proc = _driver(path, tag)
+    try:
+        assert wait_for(lambda: list((tmp_path / "out").glob("points/*/rep-0/status.json")), 120)
+        workers = children(proc.pid, "spawn_main")
+        assert workers, "the sweep ended before a worker could be stopped"
+        os.kill(workers[0], signal.SIGSTOP)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        kill_tagged(tag)
+    status = json.loads((tmp_path / "out" / "manifest.json").read_text())["status"]
+    assert (status, proc.returncode) in (("complete", 0), ("failed", 1)), (status, err)
+    assert wait_for(lambda: not tagged(tag), 30), tagged(tag)

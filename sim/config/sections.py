@@ -161,7 +161,10 @@ class LimitsConfig(FrozenModel):
         description="Wall time one point run may need at least, estimated from its plan "
         "before anything runs (modelled time is wall time): the arrivals' span (a trace's "
         "span over its speedup) and the last transfer, all transfers at the slowest "
-        "configured bandwidth, the engine's baseline steps.",
+        "configured bandwidth, the engine's baseline steps. Also the sweep's bound on a "
+        "started point run (real or model mode): past it plus request_timeout_s without a "
+        "result, the run is stopped and failed (a stopped or hung process never hangs the "
+        "sweep).",
     )
     max_memory_gib: PosFloat | None = Field(
         None,

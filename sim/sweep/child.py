@@ -13,8 +13,10 @@ the config names, so a trace edited mid-sweep fails the point instead of
 silently mixing experiments.
 
 Protocol: the process's original stdout carries JSON lines to the parent
-(``{"progress": [done, total]}``); fd 1 is then pointed at stderr, so stray
-prints from connector code land in ``stderr.log`` and cannot corrupt it.
+(``{"started": true}`` once, when the point begins: the parent's wait runs on the
+point's budget from then, sim.sweep.deadline; then ``{"progress": [done, total]}``);
+fd 1 is then pointed at stderr, so stray prints from connector code land in
+``stderr.log`` and cannot corrupt it.
 """
 
 from __future__ import annotations
@@ -182,6 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if not alive:
             raise _Stopped("the parent ended before the point started")
+        # The parent's wait on this point runs from here on its budget (sim.sweep.deadline).
+        channel.write(json.dumps({"started": True}) + "\n")
+        channel.flush()
         execute(rep_dir, _Reporter(channel))
     except (Exception, KeyboardInterrupt) as exc:
         if isinstance(exc, (_Stopped, KeyboardInterrupt)) and os.getppid() == parent:

@@ -7,8 +7,10 @@ marker that says so, and the sweep goes on to the next point.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import selectors
 import signal
 import subprocess
 import sys
@@ -22,6 +24,7 @@ from sim.files.read import read_tail
 from sim.process.lifeline import PARENT_PID_ENV
 from sim.process.signals import deferred_signals
 from sim.rundir.layout import LOG_FILE, RepRun, clear_rep_dir, read_status, write_status
+from sim.sweep.deadline import START_ALLOWANCE_S, Deadline, over_budget_error, wait_bound_s
 from sim.sweep.identity import DataDigests
 from sim.sweep.spec import write_spec
 
@@ -80,27 +83,69 @@ def start_child(
 
 
 def stop_child(proc: subprocess.Popen[str]) -> None:
-    """SIGTERM (the child marks its point interrupted), then SIGKILL after the grace."""
+    """SIGTERM (the child marks its point interrupted), then SIGKILL after the grace.
+
+    SIGCONT follows the SIGTERM, so a child stopped by SIGSTOP handles it too; every
+    wait is bounded (a process the kernel cannot end is left, not waited for)."""
     if proc.poll() is not None:
         return
     proc.terminate()
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(proc.pid, signal.SIGCONT)
     try:
         proc.wait(TERMINATE_GRACE_S)
     except subprocess.TimeoutExpired:
         proc.kill()
-        proc.wait()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(TERMINATE_GRACE_S)
 
 
-def _relay(proc: subprocess.Popen[str], progress: ProgressFn | None) -> None:
+def _relay(
+    proc: subprocess.Popen[str], progress: ProgressFn | None, deadline: Deadline, bound_s: float
+) -> bool:
+    """Pass the child's progress lines on until its stdout ends (True) or the deadline
+    passes first (False). Reads the pipe's bytes, never blocking past the deadline; the
+    child's ``started`` line restarts it with the point's ``bound_s``."""
     assert proc.stdout is not None
-    for line in proc.stdout:
-        try:
-            msg = json.loads(line)
-        except ValueError:
-            continue
-        done_total = msg.get("progress") if isinstance(msg, dict) else None
-        if progress is not None and isinstance(done_total, list) and len(done_total) == 2:
-            progress(int(done_total[0]), int(done_total[1]))
+    fd = proc.stdout.fileno()
+    pending = b""
+    with selectors.DefaultSelector() as sel:
+        sel.register(fd, selectors.EVENT_READ)
+        while True:
+            if deadline.passed:
+                return False
+            if not sel.select(min(deadline.left(), 1.0)):
+                continue
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return True
+            *lines, pending = (pending + chunk).split(b"\n")
+            for line in lines:
+                if _protocol_line(line, progress) == "started":
+                    deadline.restart(bound_s, "run")
+
+
+def _protocol_line(line: bytes, progress: ProgressFn | None) -> str:
+    """Act on one line of the child's protocol; say which kind it was."""
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        return ""
+    if isinstance(msg, dict) and msg.get("started") is True:
+        return "started"
+    done_total = msg.get("progress") if isinstance(msg, dict) else None
+    if progress is not None and isinstance(done_total, list) and len(done_total) == 2:
+        progress(int(done_total[0]), int(done_total[1]))
+    return "progress"
+
+
+def _waited(proc: subprocess.Popen[str], deadline: Deadline) -> bool:
+    """The child ended (its stdout closed) before the deadline: reap it, within it."""
+    try:
+        proc.wait(deadline.left())
+    except subprocess.TimeoutExpired:
+        return False
+    return True
 
 
 def _in_process(
@@ -175,11 +220,16 @@ def run_rep(
             # held until the child exists, then delivered inside the try below.
             with deferred_signals() as arrived:
                 proc = start_child([*_child_command(rep, child_command), str(spec)], log)
+            deadline = Deadline(START_ALLOWANCE_S, "start")
+            bound_s = wait_bound_s(rep.point.config)
             try:
                 if arrived:
                     signal.raise_signal(arrived[0])  # its own handler: Ctrl-C or SIGTERM
-                _relay(proc, progress)
-                proc.wait()
+                ended = _relay(proc, progress, deadline, bound_s) and _waited(proc, deadline)
+                if not ended:
+                    with deferred_signals():
+                        stop_child(proc)
+                        write_status(rep.dir, "failed", error=over_budget_error(deadline))
             except BaseException:
                 # A second Ctrl-C must not cut this short: the point ends finished and
                 # verified, or marked interrupted, never without a status.

@@ -15,16 +15,22 @@ sweep stops them (SIGTERM: they end at once), marks every point run they had
 not finished ``interrupted``, reports each, and re-raises — what the serial
 executor does. A worker that dies (a crash of the interpreter) breaks the pool:
 the runs not yet reported then run one after the other in the sweep's own
-process, so a point that crashes Python fails as it would have serially.
+process, so a point that crashes Python fails as it would have serially. No
+result from any worker for the points' budget (sim.sweep.deadline: a worker stopped
+by SIGSTOP, or hung) ends the workers: the run awaited fails with that reason and
+the rest run here too. Every wait on a worker is bounded.
 """
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import signal
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import TimeoutError as FuturesTimeout
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
@@ -32,9 +38,10 @@ from typing import Any
 from sim.events import SweepEvents
 from sim.process.lifeline import die_with_parent
 from sim.rundir.layout import RepRun, read_status, write_status
+from sim.sweep.deadline import Deadline, over_budget_error, wait_bound_s
 from sim.sweep.executors.base import LOCAL_HOST, RunOne
 from sim.sweep.identity import DataDigests
-from sim.sweep.runner import RepOutcome, run_rep
+from sim.sweep.runner import TERMINATE_GRACE_S, RepOutcome, run_rep
 
 __all__ = ["MIN_PARALLEL_REQUESTS", "MIN_PARALLEL_RUNS", "ParallelModelExecutor", "model_workers"]
 
@@ -110,31 +117,68 @@ class ParallelModelExecutor:
         )
         futures: list[Future[RepOutcome]] = []
         reported = 0
+        why = "a model-mode worker process died"
+        # No result from any worker for this long means one is stopped or hung.
+        bound_s = max(wait_bound_s(r.point.config) for r in reps) if reps else 0.0
         try:
             futures = [pool.submit(_run, rep, *self._args) for rep in reps]
             for rep, fut in zip(reps, futures, strict=True):
+                hung = False
                 try:
-                    outcome = fut.result()
+                    outcome = _result(fut, futures, bound_s)
                 except BrokenProcessPool:
                     break
+                except _Hung:  # the workers are ended; this run failed, the rest run here
+                    why, hung = "a model-mode worker gave no result within its budget", True
+                    _end(pool, 0.0)
+                    outcome = _failed_over_budget(rep, bound_s)
                 events.started(rep, LOCAL_HOST)
                 events.finished(rep, outcome)
                 reported += 1
+                if hung:
+                    break
         except BaseException:
             from sim.process.signals import deferred_signals
 
             with deferred_signals():  # a second Ctrl-C must not leave runs unmarked
-                _stop(pool)
+                _end(pool, 0.0)
                 for rep, fut in zip(reps[reported:], futures[reported:], strict=False):
                     if _settle(rep, fut):
                         events.finished(rep, None)
             raise
-        pool.shutdown(wait=True)
+        _end(pool, TERMINATE_GRACE_S)
         if reported < len(reps):
-            events.note(
-                "a model-mode worker process died; the remaining points run in this process"
-            )
+            events.note(f"{why}; the remaining points run in this process")
             _serially(reps[reported:], events, self._run_one)
+
+
+class _Hung(Exception):
+    """No worker returned a result for longer than the points' budget."""
+
+
+def _result(fut: Future[RepOutcome], futures: Sequence[Future[Any]], bound_s: float) -> RepOutcome:
+    """``fut``'s outcome, waited for while the pool makes progress: _Hung once no future
+    at all has ended for ``bound_s`` (a worker stopped by SIGSTOP, or hung)."""
+    last_done, last_change = -1, time.monotonic()
+    while True:
+        try:
+            return fut.result(timeout=min(1.0, bound_s))
+        except FuturesTimeout:
+            done = sum(f.done() for f in futures)
+            if done != last_done:
+                last_done, last_change = done, time.monotonic()
+            elif time.monotonic() - last_change > bound_s:
+                raise _Hung from None
+
+
+def _failed_over_budget(rep: RepRun, bound_s: float) -> RepOutcome:
+    """Mark ``rep`` failed at its bound (unless its worker finished it just before)."""
+    status = read_status(rep.dir)
+    if status is not None and status.get("status") == "ok":
+        return RepOutcome("ok", "", 0.0)
+    error = over_budget_error(Deadline(bound_s))
+    write_status(rep.dir, "failed", error=error)
+    return RepOutcome("failed", error, bound_s)
 
 
 def _settle(rep: RepRun, fut: Future[RepOutcome]) -> bool:
@@ -157,15 +201,25 @@ def _settle(rep: RepRun, fut: Future[RepOutcome]) -> bool:
     return status.get("status") == "ok"
 
 
-def _stop(pool: ProcessPoolExecutor) -> None:
-    """End the workers now (they ignore SIGINT) and wait for them."""
-    procs = list(getattr(pool, "_processes", {}).values())  # no public way before 3.14
+def _end(pool: ProcessPoolExecutor, grace_s: float) -> None:
+    """Shut the pool down: idle workers get ``grace_s`` to leave on their own, then
+    SIGTERM (and SIGCONT, for one stopped by SIGSTOP), then SIGKILL; every wait is
+    bounded, so a stopped worker cannot hang the sweep's end."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())  # none public before 3.14
+    pool.shutdown(wait=False, cancel_futures=True)
+    end = time.monotonic() + grace_s
+    for proc in procs:
+        proc.join(max(0.0, end - time.monotonic()))
     for proc in procs:
         if proc.is_alive():
             proc.terminate()
+            with contextlib.suppress(ProcessLookupError, TypeError):
+                os.kill(proc.pid, signal.SIGCONT)  # type: ignore[arg-type]
     for proc in procs:
-        proc.join()
-    pool.shutdown(wait=True, cancel_futures=True)
+        proc.join(TERMINATE_GRACE_S)
+        if proc.is_alive():
+            proc.kill()
+            proc.join(TERMINATE_GRACE_S)
 
 
 def _serially(

@@ -132,3 +132,21 @@ def test_a_late_loop_never_shifts_later_arrivals() -> None:
     assert all(handed >= stall for at, handed in pipe.seen[1:] if at < stall)
     # ...and none is ever handed over before its planned time.
     assert all(handed >= at - 1e-9 for at, handed in pipe.seen)
+
+
+def test_a_curve_follows_its_rate_step_by_step_and_repeats() -> None:
+    from sim.config.workload import CurveArrival
+    from sim.workload.arrivals import open_loop_block, open_loop_times
+
+    arr = CurveArrival(rate_rps=(10.0, 100.0), step_s=10.0)
+    times = np.asarray(open_loop_times(arr, np.random.default_rng(0), 11_000))
+    # 1,100 arrivals a 20 s cycle: 10 cycles, 1:10 between the steps
+    assert times[-1] == pytest.approx(200.0, rel=0.05)
+    low = np.count_nonzero(times % 20 < 10)
+    assert low / len(times) == pytest.approx(1 / 11, rel=0.1)
+    # drawn in blocks, continuing the clock: the same process
+    rng, clock, parts = np.random.default_rng(0), 0.0, []
+    for first in range(0, 11_000, 4096):
+        part, clock = open_loop_block(arr, rng, first, min(4096, 11_000 - first), clock)
+        parts.append(part)
+    assert np.allclose(np.concatenate(parts), times, rtol=1e-9)

@@ -96,3 +96,14 @@ def test_a_capped_transfer_counts_at_the_cap(write_config):
     nbytes = 8 * 1024 * 4  # 8 chunks × 1024 bytes × 4 regions
     assert estimate_point(capped, 4).wall_s >= 4 * nbytes / 1e6
     assert estimate_point(free, 4).wall_s < estimate_point(capped, 4).wall_s
+
+
+def test_a_curves_span_follows_its_steps(write_config) -> None:
+    arrival = {"kind": "curve", "rate_rps": [10.0, 100.0], "step_s": 10.0}
+    _, (point,) = parse_config(write_config({"workload": {"requests": 51, "arrival": arrival}}))
+    assert "on the curve" in estimate_point(point.config, 51).wall_why
+    service = estimate_point(point.config, 1).wall_s  # one request: its transfer alone
+    assert estimate_point(point.config, 51).wall_s == pytest.approx(5.0 + service)
+    assert estimate_point(point.config, 1101).wall_s == pytest.approx(20.0 + service)
+    assert estimate_point(point.config, 1201).wall_s == pytest.approx(30.0 + service)
+    assert estimate_point(point.config, 1211).wall_s == pytest.approx(30.1 + service)

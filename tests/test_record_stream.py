@@ -178,3 +178,37 @@ def test_both_modes_write_the_same_requests_csv_columns(write_config, tmp_path) 
     rows = read_csv(out / "requests.csv")
     assert {r["mode"] for r in rows} == {"real", "model"}
     assert all(r["status"] == "ok" and r["transfer_bytes"] == r["bytes"] for r in rows)
+
+
+def test_window_s_writes_latency_per_window_counting_every_request(model_cfg, tmp_path) -> None:
+    path = model_cfg({"window_s": 0.5}, workload={"requests": 300})
+    cfg, points = parse_config(path)
+    out = tmp_path / "run"
+    run_experiment(cfg, points, path, out)
+    rows = read_csv(out / "windows.csv")
+    for workers in ("1", "2"):
+        mine = [r for r in rows if r["workers"] == workers]
+        assert sum(int(r["requests"]) for r in mine) == 300
+        starts = [float(r["window_start_s"]) for r in mine]
+        assert starts == sorted(starts) and all(s % 0.5 == 0 for s in starts)
+        assert all(float(r["latency_p50_ms"]) <= float(r["latency_p99_ms"]) for r in mine)
+
+
+def test_a_long_plan_is_drawn_in_blocks_the_same_each_time(write_config, monkeypatch) -> None:
+    from sim.workload import plan as plan_mod
+
+    monkeypatch.setattr(plan_mod, "PLAN_HELD", 100)
+    monkeypatch.setattr(plan_mod, "PLAN_BLOCK", 64)
+    path = write_config(
+        {"workload": {"requests": 300, "tokens": {"dist": "uniform", "low": 16, "high": 4096}}}
+    )
+    _, (point,) = parse_config(path)
+    wl = plan_mod.plan_workload(point.config, np.random.default_rng(0))
+    first, again = list(wl), list(wl)
+    assert first == again and len(wl) == 300 and wl.requests[123] == first[123]
+    assert [r.request_id for r in first] == list(range(300))
+    times = [r.at_s for r in first]
+    assert times == sorted(times)  # arrivals continue from block to block
+    gaps = np.diff([0.0, *times])
+    assert np.mean(gaps) == pytest.approx(1 / 400, rel=0.2)  # TINY's rate: 400/s
+    assert plan_mod.tokens_range(wl) == (min(r.tokens for r in first), max(r.tokens for r in first))

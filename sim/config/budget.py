@@ -50,6 +50,8 @@ __all__ = [
 BYTES_PER_ADDRESS = 16
 #: Bytes kept per request (its record, its planned arrival, its row).
 BYTES_PER_REQUEST = 1024
+#: Requests a model-mode point holds at most (sim.workload.plan.PLAN_HELD).
+MODEL_HELD = 1 << 16
 #: Seconds a real-mode point run costs besides its load: the child interpreter and its
 #: imports, the variants' warm-up, the jobs built before the load, the noise floor before
 #: and after (measured on this 2-core machine for quickstart and trace_replay, scalar and
@@ -182,6 +184,20 @@ def _arrival_span(
         )
     if kind in ("poisson", "constant"):
         return (n - 1) / arr.rate_rps, f"{n} requests at workload.arrival.rate_rps {arr.rate_rps:g}"
+    if kind == "curve":
+        per_cycle = sum(r * arr.step_s for r in arr.rate_rps)
+        cycles, rest = divmod(max(n - 1, 0), per_cycle)
+        span = cycles * arr.period_s
+        for r in arr.rate_rps:  # the steps the rest of the requests need
+            if rest <= r * arr.step_s:
+                span += rest / r
+                break
+            rest -= r * arr.step_s
+            span += arr.step_s
+        return span, (
+            f"{n} requests on the curve workload.arrival.rate_rps (mean {arr.mean_rps:.3g}/s) "
+            f"in steps of workload.arrival.step_s {arr.step_s:g}"
+        )
     if kind == "onoff":
         rate = arr.rate_rps * arr.on_ms / (arr.on_ms + arr.off_ms)
         return (n - 1) / rate, (
@@ -210,7 +226,11 @@ def estimate_point(cfg: Any, load: int | PlannedLoad) -> Estimate:
     chunks = max(1, max_tokens // geo.block_size)
     in_flight = max(cfg.connector.workers, 1)
     per_request = chunks * geo.regions * geo.kv_groups * BYTES_PER_ADDRESS
-    memory = in_flight * per_request + requests * BYTES_PER_REQUEST
+    # Real mode keeps every request's state until the load ends; model mode streams its
+    # records and draws long plans in blocks (docs/design.md §6): it holds at most
+    # MODEL_HELD_REQUESTS requests' worth, whatever the count.
+    held = requests if getattr(cfg, "mode", "real") != "model" else min(requests, MODEL_HELD)
+    memory = in_flight * per_request + held * BYTES_PER_REQUEST
     memory_why = (
         f"{in_flight} request(s) in flight × {chunks} chunks × {geo.regions} regions × "
         f"{geo.kv_groups} group(s) × {BYTES_PER_ADDRESS} B"

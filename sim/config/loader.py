@@ -135,7 +135,7 @@ def _in_words(kind: str, loc: tuple[Any, ...], err: dict[str, Any]) -> str | Non
 
 
 _UNION_TAGS = {
-    *("poisson", "closed", "constant", "onoff", "trace"),
+    *("poisson", "closed", "constant", "onoff", "curve", "trace"),
     *("fixed", "uniform", "lognormal", "empirical"),
 }
 

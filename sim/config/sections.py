@@ -204,6 +204,14 @@ class OutputConfig(FrozenModel):
         "k-th request by id). The summary covers every request whichever is chosen.",
     )
 
+    window_s: PosFloat | None = Field(
+        None,
+        le=1e9,
+        description="Also write windows.csv: per window of this many seconds of run time "
+        "(by planned arrival), the requests, those ok and their latency p50/p99 (from "
+        "histograms, within 0.05 %): latency over a load curve. Default: none.",
+    )
+
     @field_validator("requests")
     @classmethod
     def _rows(cls, v: str) -> str:

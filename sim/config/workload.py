@@ -13,6 +13,7 @@ __all__ = [
     "ArrivalConfig",
     "ClosedLoopArrival",
     "ConstantArrival",
+    "CurveArrival",
     "EmpiricalTokens",
     "FixedTokens",
     "LognormalTokens",
@@ -85,6 +86,29 @@ class WarmConfig(FrozenModel):
         description="The first this many trace lines only fill the store (no load, no row, "
         "no time); the measured window starts at the next line, at run time zero.",
     )
+
+
+class CurveArrival(FrozenModel):
+    """Open loop that follows a load curve: Poisson arrivals whose rate is ``rate_rps[k]``
+    during step k (each ``step_s`` long), the curve repeating after its last step — a
+    day's traffic in hourly steps, say. The run starts at the first step."""
+
+    kind: Literal["curve"] = "curve"
+    rate_rps: tuple[Annotated[float, Field(gt=0, le=1e6, allow_inf_nan=False)], ...] = Field(
+        ...,
+        min_length=1,
+        max_length=100_000,
+        description="Mean arrivals per second in each step of the curve, in order.",
+    )
+    step_s: PosFloat = Field(3600.0, le=1e7, description="Length of each step of the curve.")
+
+    @property
+    def period_s(self) -> float:
+        return self.step_s * len(self.rate_rps)
+
+    @property
+    def mean_rps(self) -> float:
+        return sum(self.rate_rps) / len(self.rate_rps)
 
 
 class PrefixCacheConfig(FrozenModel):
@@ -170,7 +194,12 @@ class TraceArrival(FrozenModel):
 
 
 ArrivalConfig = Annotated[
-    PoissonArrival | ClosedLoopArrival | ConstantArrival | OnOffArrival | TraceArrival,
+    PoissonArrival
+    | ClosedLoopArrival
+    | ConstantArrival
+    | OnOffArrival
+    | CurveArrival
+    | TraceArrival,
     Field(discriminator="kind"),
 ]
 
@@ -230,7 +259,8 @@ class WorkloadConfig(FrozenModel):
     )
     arrival: ArrivalConfig = Field(
         default_factory=PoissonArrival,
-        description="Arrival process (kind: poisson | constant | onoff | closed | trace); "
+        description="Arrival process (kind: poisson | constant | onoff | curve | closed | "
+        "trace); "
         "without kind, poisson.",
     )
     tokens: TokensConfig = Field(

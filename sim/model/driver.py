@@ -350,7 +350,7 @@ def _simulate(
     summary["noise_floor_p50_ms"] = floor
     summary["noise_floor_p99_ms"] = floor
     summary.update(workload.stats)
-    tables: dict[str, list[dict[str, Any]]] = {}
+    tables: dict[str, list[dict[str, Any]]] = dict(sink.tables())
     for addon in addons:
         summary.update(addon.summary(elapsed, sink.hold_ms, sim.harness))
         for stem, rows in addon.tables().items():

@@ -186,7 +186,7 @@ def run_point(
     summary.update(workload.stats)
     summary.update(heap.summary())
     summary.update(store_summary)
-    tables: dict[str, list[dict[str, Any]]] = {}
+    tables: dict[str, list[dict[str, Any]]] = dict(sink.tables())
     for addon in addons:
         summary.update(addon.summary())
         for stem, rows in addon.tables().items():

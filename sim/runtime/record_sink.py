@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 
 from sim.config.experiment import ExperimentConfig
 from sim.runtime.records import RequestRecord
-from sim.runtime.summary_stream import SummaryStream
+from sim.runtime.summary_stream import SummaryStream, WindowTable
 
 __all__ = ["BATCH", "RecordSink", "RowWriter", "point_sink"]
 
@@ -46,8 +46,10 @@ class RecordSink:
         write: RowWriter | None = None,
         stride: int = 1,
         keep: bool = True,
+        window_s: float | None = None,
     ) -> None:
         self.stream = SummaryStream(extra_percentiles)
+        self.windows = WindowTable(window_s) if window_s else None
         self._write = write
         self._stride = stride
         self._keep = keep
@@ -82,6 +84,8 @@ class RecordSink:
         self._batch = []
         self.hold_ms += math.fsum(h for r in batch if (h := r.gil_hold_ms) == h)  # not NaN
         self.stream.add(batch)
+        if self.windows is not None:
+            self.windows.add(batch)
         if self._write is not None and self._stride:
             step = self._stride
             rows = batch if step == 1 else [r for r in batch if r.request_id % step == 0]
@@ -97,6 +101,10 @@ class RecordSink:
             self._pending.clear()
         self._flush()
 
+    def tables(self) -> dict[str, list[dict[str, float]]]:
+        """The sink's own tables: windows.csv when ``output.window_s`` is set."""
+        return {"windows": self.windows.rows()} if self.windows is not None else {}
+
     def summary(self, elapsed_s: float) -> dict[str, float]:
         """The point's request metrics (sim.runtime.metrics), over every request added."""
         return self.stream.summary(elapsed_s)
@@ -110,4 +118,5 @@ def point_sink(cfg: ExperimentConfig, total: int, write_rows: RowWriter | None) 
         write_rows,
         cfg.output.request_stride(total),
         keep=write_rows is None,
+        window_s=cfg.output.window_s,
     )

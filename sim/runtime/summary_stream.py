@@ -33,7 +33,7 @@ from sim.runtime.metrics import (
 )
 from sim.runtime.records import RequestRecord
 
-__all__ = ["EXACT_LIMIT", "RELATIVE_ERROR", "LogHistogram", "SummaryStream"]
+__all__ = ["EXACT_LIMIT", "RELATIVE_ERROR", "LogHistogram", "SummaryStream", "WindowTable"]
 
 #: Requests whose values are kept as they are (about 100 bytes each): the summary of a
 #: point of at most this many is exact.
@@ -232,4 +232,47 @@ class SummaryStream:
                 out[f"{stem}_mean_ms"] = mean(name)
                 out[f"{stem}_p99_ms"] = h[name].percentiles([99])[0]
         out["gc_per_request"] = mean("gc")
+        return out
+
+
+class WindowTable:
+    """Latency by window of run time (``output.window_s``): the rows of windows.csv.
+
+    A request counts in the window of its planned arrival; its latency (ok requests)
+    goes into that window's :class:`LogHistogram`. Memory: one histogram per window.
+    """
+
+    def __init__(self, window_s: float) -> None:
+        self._width = window_s
+        self._hists: dict[int, LogHistogram] = {}
+        self._requests: dict[int, int] = {}
+
+    def add(self, records: Sequence[RequestRecord]) -> None:
+        at = np.fromiter((r.arrival_s for r in records), float, len(records))
+        lat = np.fromiter(
+            (r.latency_ms if r.status == "ok" else math.nan for r in records), float, len(records)
+        )
+        win = np.floor(at / self._width).astype(np.int64)
+        for w in np.unique(win).tolist():
+            mask = win == w
+            self._requests[w] = self._requests.get(w, 0) + int(mask.sum())
+            self._hists.setdefault(w, LogHistogram()).add(lat[mask])
+
+    def rows(self) -> list[dict[str, float]]:
+        out = []
+        for w in sorted(self._requests):
+            h = self._hists[w]
+            p50, p99 = h.percentiles([50, 99])
+            out.append(
+                {
+                    "window_start_s": w * self._width,
+                    "window_s": self._width,
+                    "requests": self._requests[w],
+                    "ok": h.count,
+                    "offered_rps": self._requests[w] / self._width,
+                    "latency_p50_ms": p50,
+                    "latency_p99_ms": p99,
+                    "latency_max_ms": h.max if h.count else math.nan,
+                }
+            )
         return out

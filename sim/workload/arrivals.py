@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.config.workload import ConstantArrival, OnOffArrival, PoissonArrival
+from sim.config.workload import ConstantArrival, CurveArrival, OnOffArrival, PoissonArrival
 
 __all__ = [
+    "curve_times",
     "gaps_from_times",
     "onoff_times",
     "open_loop_block",
@@ -23,7 +24,7 @@ __all__ = [
     "open_loop_times",
 ]
 
-OpenLoopArrival = PoissonArrival | ConstantArrival | OnOffArrival
+OpenLoopArrival = PoissonArrival | ConstantArrival | OnOffArrival | CurveArrival
 
 
 def onoff_times(on_time_s: np.ndarray, on_s: float, off_s: float) -> np.ndarray:
@@ -33,6 +34,18 @@ def onoff_times(on_time_s: np.ndarray, on_s: float, off_s: float) -> np.ndarray:
     off periods; the run starts at the beginning of an on period.
     """
     return on_time_s + np.floor(on_time_s / on_s) * off_s
+
+
+def curve_times(arrival: CurveArrival, unit_time: np.ndarray) -> np.ndarray:
+    """Times of events placed at ``unit_time`` on a clock that runs at the curve's rate:
+    a unit-rate Poisson process mapped through the inverse of the cumulative rate (time
+    rescaling), exact for a rate constant within each step; the curve repeats."""
+    rates = np.asarray(arrival.rate_rps, dtype=np.float64)
+    cum = np.concatenate(([0.0], np.cumsum(rates * arrival.step_s)))
+    edges = np.arange(len(rates) + 1, dtype=np.float64) * arrival.step_s
+    cycles = np.floor(unit_time / cum[-1])
+    within = unit_time - cycles * cum[-1]
+    return cycles * arrival.period_s + np.interp(within, cum, edges)
 
 
 def gaps_from_times(times_s: np.ndarray) -> list[float]:
@@ -53,6 +66,8 @@ def open_loop_times(arrival: OpenLoopArrival, rng: np.random.Generator, n: int) 
     if isinstance(arrival, OnOffArrival):
         on_time = np.cumsum(rng.exponential(1.0 / arrival.rate_rps, size=n))
         return onoff_times(on_time, arrival.on_ms / 1e3, arrival.off_ms / 1e3).tolist()
+    if isinstance(arrival, CurveArrival):
+        return curve_times(arrival, np.cumsum(rng.exponential(1.0, size=n))).tolist()
     raise TypeError(f"not an open-loop arrival process: {arrival!r}")
 
 
@@ -65,6 +80,9 @@ def open_loop_block(
     the clock to continue from."""
     if isinstance(arrival, ConstantArrival):
         return np.arange(first, first + n, dtype=np.float64) / arrival.rate_rps, clock
+    if isinstance(arrival, CurveArrival):
+        unit = clock + np.cumsum(rng.exponential(1.0, size=n))
+        return curve_times(arrival, unit), float(unit[-1]) if n else clock
     on_time = clock + np.cumsum(rng.exponential(1.0 / arrival.rate_rps, size=n))
     end = float(on_time[-1]) if n else clock
     if isinstance(arrival, PoissonArrival):

@@ -174,7 +174,7 @@ _PIPELINE = (
     _c("transfer_p50_ms", "median transfer of the finished requests"),
 )
 
-#: The harness's own latency: a request that does nothing (sim.instruments.noise).
+#: The harness's own latency: a request that does nothing (sim.runtime.noise).
 NOISE = (
     _c("noise_floor_p50_ms", "median latency of a request that does nothing"),
     _c("noise_floor_p99_ms", "its 99th percentile: no figure below it means anything"),

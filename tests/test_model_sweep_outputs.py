@@ -20,9 +20,9 @@ import pytest
 
 from sim.config import parse_config
 from sim.events import SweepEvents
+from sim.model.driver import run_model_point
 from sim.rundir.layout import REQUESTS_FILE, SUMMARY_FILE, SUMMARY_REPEATS_FILE, rep_runs
 from sim.rundir.state import verify_tables
-from sim.runtime.point import run_point
 from sim.sweep import experiment
 from sim.sweep.experiment import run_experiment
 from sim.sweep.hostinfo import host_base, host_info
@@ -75,7 +75,7 @@ def test_point_and_combined_tables_are_the_reference_bytes(sweep_config, tmp_pat
     axes = list(json.loads((out / "manifest.json").read_text())["axes"])
     for rep in reps:
         # The point run again (model mode is deterministic), written the reference way.
-        again = run_point(rep.point, rep.repeat)
+        again = run_model_point(rep.point, rep.repeat)
         lead = {**{a: rep.point.axes.get(a, "") for a in axes}, "repeat": rep.repeat}
         ref = _ref_requests(lead, again.records)
         assert (rep.dir / REQUESTS_FILE).read_bytes().decode() == ref

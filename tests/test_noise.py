@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sim.config import parse_config
-from sim.instruments.noise import measure_noise_floor, noise_floor_summary
+from sim.runtime.noise import measure_noise_floor, noise_floor_summary
 from sim.runtime.point import run_point
 
 

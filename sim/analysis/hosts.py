@@ -24,9 +24,14 @@ from typing import Any
 from sim.errors import RunDirError
 from sim.rundir.layout import POINTS_DIR, STATUS_FILE, read_status
 from sim.rundir.reader import RunResults
-from sim.sweep.hostinfo import same_hardware_key
 
 __all__ = ["PointHost", "check_same_code", "host_warnings", "point_hosts"]
+
+
+def same_hardware_key(host: dict[str, Any]) -> tuple[str, str]:
+    """What makes two hosts' numbers comparable hardware: CPU model and usable cores."""
+    cores = host.get("cpu_affinity") or host.get("cpu_count")
+    return (str(host.get("cpu_model", "?")), str(cores))
 
 
 @dataclass(frozen=True)

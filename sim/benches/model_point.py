@@ -58,14 +58,14 @@ def measure_point(
 
 def _main(argv: list[str]) -> int:
     from sim.config import ExperimentConfig, Point
-    from sim.runtime.point import run_point
+    from sim.model.driver import run_model_point
     from sim.sweep.point_tables import RequestsFile
 
     calibration, requests, rate, out = argv[0], int(argv[1]), float(argv[2]), Path(argv[3])
     cfg = ExperimentConfig.model_validate(point_config(calibration, requests, rate))
     rows = RequestsFile(out, {"repeat": 0}, durable=False)
     t0 = time.perf_counter()
-    res = run_point(Point(0, {}, cfg), 0, None, rows)
+    res = run_model_point(Point(0, {}, cfg), 0, None, write_rows=rows)
     rows.commit()
     wall = time.perf_counter() - t0
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from connectors.base import gil_free
 from sim.instruments.gilmeter import ENGINE, measure
-from sim.runtime.metrics import percentiles
+from sim.stats import percentiles
 
 if TYPE_CHECKING:
     import simpy

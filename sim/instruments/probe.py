@@ -34,7 +34,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from sim.instruments.gilmeter import ENGINE, HoldLedger, close_ledger, open_ledger
-from sim.runtime.metrics import percentiles
+from sim.stats import percentiles
 
 if TYPE_CHECKING:
     from sim.config.experiment import ExperimentConfig

@@ -344,7 +344,7 @@ def _simulate(
         addon.detach()
     sink.close()
     summary: dict[str, Any] = sink.summary(elapsed)
-    # real mode's noise floor (sim.instruments.noise): from a planned timer's time to the
+    # real mode's noise floor (sim.runtime.noise): from a planned timer's time to the
     # end of a no-op job (the simulation thread's hand-over, the worker's wake-up)
     floor = (costs.timer_late.median + costs.wake.median + costs.arrival_s) * 1e3
     summary["noise_floor_p50_ms"] = floor

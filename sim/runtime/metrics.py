@@ -11,6 +11,7 @@ import numpy as np
 from sim import columns
 from sim.config.sections import BASE_PERCENTILES, percentile_label
 from sim.runtime.records import HOLD_STAGE_COLUMNS, RequestRecord
+from sim.stats import finite, percentiles
 
 __all__ = [
     "OK_ONLY_INPUTS",
@@ -19,7 +20,6 @@ __all__ = [
     "SUMMARY_INPUTS",
     "SUMMARY_METRICS",
     "extra_latency_columns",
-    "percentiles",
     "request_columns",
     "summarize_columns",
     "summarize_requests",
@@ -36,25 +36,8 @@ STAGE_METRICS = columns.names(columns.STAGES)
 SUMMARY_METRICS = list(columns.names(columns.SUMMARY))
 
 
-def _numbers(values: Iterable[float]) -> np.ndarray:
-    """The values that are not NaN, as an array (filtered in one vectorised step: a
-    point's summary reads some thirty columns of every request)."""
-    if isinstance(values, np.ndarray) and values.dtype == np.float64:
-        arr = values
-    else:
-        arr = np.fromiter(values, dtype=float)
-    return arr[~np.isnan(arr)]
-
-
-def percentiles(values: Iterable[float], qs: Sequence[float]) -> list[float]:
-    arr = _numbers(values)
-    if arr.size == 0:
-        return [float("nan")] * len(qs)
-    return [float(x) for x in np.percentile(arr, qs)]
-
-
 def _mean(values: Iterable[float]) -> float:
-    arr = _numbers(values)
+    arr = finite(values)
     return float(arr.mean()) if arr.size else float("nan")
 
 
@@ -91,7 +74,7 @@ def _extra_qs(qs: Sequence[float]) -> list[float]:
 
 def _rate(times_s: Sequence[float]) -> float:
     """Requests per second over a span of arrival times: (n - 1) / (last - first)."""
-    arr = np.sort(_numbers(times_s))
+    arr = np.sort(finite(times_s))
     if arr.size < 2 or arr[-1] <= arr[0]:
         return float("nan")
     return float((arr.size - 1) / (arr[-1] - arr[0]))
@@ -161,7 +144,7 @@ def summarize_columns(
     extra_percentiles: Sequence[float] = (),
 ) -> dict[str, float]:
     """:func:`summarize_requests` from the columns of :func:`request_columns`."""
-    lat = _numbers(cols["latency_ms"])
+    lat = finite(cols["latency_ms"])
     ok = len(cols["latency_ms"])
     hold = cols["gil_hold_ms"]
     wait = cols["gil_wait_ms"]

@@ -16,9 +16,9 @@ from connectors import registry
 from connectors.token_database import TokenDatabase
 from sim.config.experiment import ExperimentConfig, Point
 from sim.instruments.heap import live_heap
-from sim.instruments.noise import measure_noise_floor, noise_floor_summary
 from sim.runtime.addons import build_addons
 from sim.runtime.env import HybridEnvironment
+from sim.runtime.noise import measure_noise_floor, noise_floor_summary
 from sim.runtime.pipeline import LoadPipeline
 from sim.runtime.record_sink import RowWriter, point_sink
 from sim.runtime.result import PointResult
@@ -113,10 +113,8 @@ def run_point(
     finish (the ones ``output.requests`` keeps) and the result holds no records; without,
     the result holds them all (sim.runtime.record_sink)."""
     cfg = point.config
-    if cfg.mode == "model":  # a discrete-event simulation: no threads, no wall clock
-        from sim.model.driver import run_model_point
-
-        return run_model_point(point, repeat, progress, write_rows=write_rows)
+    if cfg.mode == "model":  # sim.sweep.child.run_in_mode picks the mode; not here
+        raise ValueError(f"{point.label}: a model-mode point runs in sim.model.driver")
     rng = np.random.default_rng([cfg.seed, repeat])
     workload = plan_workload(cfg, rng)
     addons = build_addons(cfg)

@@ -34,6 +34,7 @@ from typing import Any, TextIO
 from sim.config import Point
 from sim.process.lifeline import die_with_parent, parent_pid
 from sim.rundir.layout import write_ok, write_status
+from sim.runtime.result import PointResult
 from sim.sweep.hostinfo import host_info
 from sim.sweep.spec import (
     PointSpec,
@@ -71,6 +72,20 @@ def execute(
         return execute_spec(PointSpec.from_json(data), rep_dir, progress, host)
 
 
+def run_in_mode(point: Point, repeat: int, progress: ProgressFn | None, rows: Any) -> PointResult:
+    """Run ``point`` in its mode: real threads on this machine (sim.runtime.point), or the
+    calibrated discrete-event model (sim.model.driver). The child picks, so the runtime
+    never imports the model (docs/design.md §2)."""
+    # Each mode's code loads only in a child that runs it: a model point starts no thread.
+    if point.config.mode == "model":
+        from sim.model.driver import run_model_point
+
+        return run_model_point(point, repeat, progress, write_rows=rows)
+    from sim.runtime.point import run_point
+
+    return run_point(point, repeat, progress, rows)
+
+
 def execute_spec(
     spec: PointSpec,
     rep_dir: Path,
@@ -79,7 +94,6 @@ def execute_spec(
 ) -> dict[str, Any]:
     """Run ``spec`` and fill ``rep_dir`` (its CSVs, then the ``ok`` status, last)."""
     from sim.runtime.metrics import summary_columns
-    from sim.runtime.point import run_point
     from sim.sweep.point_tables import RequestsFile, write_point_tables
 
     spec.check()
@@ -97,7 +111,7 @@ def execute_spec(
     # the point never holds them all.
     rows = RequestsFile(rep_dir, lead, durable)
     try:
-        res = run_point(point, repeat, progress, rows)
+        res = run_in_mode(point, repeat, progress, rows)
         rows.commit()
     except BaseException:
         rows.abort()

@@ -29,7 +29,6 @@ __all__ = [
     "host_base",
     "host_info",
     "host_name",
-    "same_hardware_key",
 ]
 
 #: Environment variable that names this host in results (default: its host name).
@@ -104,9 +103,3 @@ def host_info(
         info = {**base, "recorded_at": recorded_now()}
     info["noise_floor"] = dict(noise_floor or {})
     return info
-
-
-def same_hardware_key(host: dict[str, Any]) -> tuple[str, str]:
-    """What makes two hosts' numbers comparable hardware: CPU model and usable cores."""
-    cores = host.get("cpu_affinity") or host.get("cpu_count")
-    return (str(host.get("cpu_model", "?")), str(cores))

@@ -24,8 +24,8 @@ from collections.abc import Generator, Sequence
 from typing import Any
 
 from sim.runtime.env import HybridEnvironment
-from sim.runtime.metrics import percentiles
 from sim.runtime.workers import WorkerPool
+from sim.stats import percentiles
 
 __all__ = ["NOISE_SAMPLES", "measure_noise_floor", "noise_floor_summary"]
 

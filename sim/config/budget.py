@@ -20,7 +20,7 @@ Each refusal is one line that says what the estimate is made of and what to
 change. The estimates are lower bounds: a point refused here could not have fit.
 ``kvsim validate`` prints the bound and, beside it, the expected wall time of a point
 run: the bound plus the fixed cost of starting a point (``POINT_START_S``, measured
-on the shipped configs: README, Results).
+on the shipped configs: docs/results.md).
 """
 
 from __future__ import annotations

@@ -88,3 +88,73 @@ def test_a_low_memory_limit_at_start_up_is_one_line(tmp_path: Path) -> None:
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert proc.returncode != 0 and len(lines) == 1, (proc.returncode, lines)
     assert "memory" in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "needle"),
+    [
+        (("harness", "wake_ms"), -0.05, "harness.wake_ms: -0.05 is out of range"),
+        (("harness", "sim_cpu_per_request_ms"), 1e300, "out of range"),
+        (("harness", "timer_late_ms"), float("nan"), "out of range"),
+        (("variants", "synthetic", "overhead_ms"), -1.0, "variants.synthetic.overhead_ms"),
+        (("variants", "numpy/per_group", "hold", "per_chunk"), 1e300, "hold.per_chunk"),
+        (("engine", "cached", "build_ms"), -0.03, "engine.cached.build_ms"),
+        (("machine", "cores"), 0, "machine.cores"),
+    ],
+)
+def test_calibration_figures_out_of_range_are_refused(
+    tmp_path: Path, where: tuple[str, ...], value: float, needle: str
+) -> None:
+    import json
+
+    from sim.model.calibration import CalibrationError, load_calibration
+    from tests.test_model_mode import write_calibration
+
+    path = write_calibration(tmp_path / "cal.json")
+    data = json.loads(path.read_text())
+    node = data
+    for key in where[:-1]:
+        node = node[key]
+    node[where[-1]] = value
+    path.write_text(json.dumps(data))
+    with pytest.raises(CalibrationError, match=needle.replace(".", r"\.").replace("-", r"\-")):
+        load_calibration(path)
+
+
+def test_a_fits_negative_coefficient_is_a_measurement(tmp_path: Path) -> None:
+    """A least-squares fit may have a negative term (calibrate prints '− 3.39 µs·groups')."""
+    import json
+
+    from sim.model.calibration import load_calibration
+    from tests.test_model_mode import write_calibration
+
+    path = write_calibration(tmp_path / "cal.json")
+    data = json.loads(path.read_text())
+    data["variants"]["numpy/per_group"]["hold"]["per_group"] = -0.003
+    path.write_text(json.dumps(data))
+    assert load_calibration(path).variant("numpy", "per_group")["hold"]["per_group"] == -0.003
+
+
+def _has_cuda() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+@pytest.mark.skipif(_has_cuda(), reason="this machine has a GPU: engine.device cuda is valid")
+def test_validate_and_run_refuse_a_cuda_engine_without_a_gpu(
+    tmp_path: Path, write_config, capsys
+) -> None:
+    cfg = write_config({"engine": {"enabled": True, "device": "cuda"}})
+    assert main(["validate", str(cfg)]) == 2
+    assert "engine.device: cuda, but this machine has none" in _one_error(capsys)
+    out = tmp_path / "never"
+    assert main(["run", "-q", str(cfg), "--out", str(out)]) == 2
+    _one_error(capsys)
+    assert not out.exists()  # refused before the run directory was made
+    # without the engine the device is never used: nothing to refuse
+    off = write_config({"engine": {"device": "cuda"}}, name="off.yaml")
+    assert main(["validate", str(off)]) == 0
+    capsys.readouterr()

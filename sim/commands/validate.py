@@ -53,6 +53,7 @@ def _main(args: argparse.Namespace, plugins: Any) -> int:
     from sim.commands.run import set_items
     from sim.config import parse_config
     from sim.config.plugins import plugin_scope
+    from sim.instruments.engine import check_device
     from sim.rundir.guard import normalize_dir
     from sim.store.memory import check_points
     from sim.workload.plan import preview_workload
@@ -60,6 +61,7 @@ def _main(args: argparse.Namespace, plugins: Any) -> int:
     cfg, points = parse_config(args.config, set_items(args), args.plugin)
     plugins.enter_context(plugin_scope(cfg.plugins))  # their variants, until the command ends
     memory_lines = check_points(args.config, points)  # real store: refuses what does not fit
+    check_device(args.config, points)  # engine.device: cuda where torch sees no GPU
     if any(p.config.mode == "model" for p in points):
         from sim.model.coverage import check_points as check_calibration
 

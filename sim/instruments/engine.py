@@ -20,7 +20,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -32,10 +32,17 @@ if TYPE_CHECKING:
     import simpy
 
     from sim.config.engine import EngineConfig
-    from sim.config.experiment import ExperimentConfig
+    from sim.config.experiment import ExperimentConfig, Point
     from sim.runtime.env import HybridEnvironment
 
-__all__ = ["STEP_COLUMNS", "EngineLoop", "build_step", "engine_addon", "summarize_steps"]
+__all__ = [
+    "STEP_COLUMNS",
+    "EngineLoop",
+    "build_step",
+    "check_device",
+    "engine_addon",
+    "summarize_steps",
+]
 
 #: Columns of steps.csv (after the axis columns), in order.
 STEP_COLUMNS = [
@@ -71,6 +78,26 @@ def build_step(factory: Any, variant: Any, query_lens: list[int]) -> Any:
     meta = factory.make(query_lens)
     variant.step(meta)
     return meta
+
+
+def check_device(source: str, points: Sequence[Point]) -> None:
+    """Refuse (ConfigError, before the run directory is touched) a real-mode point whose
+    engine asks for ``engine.device: cuda`` on a machine where torch sees no GPU: the run
+    would start and every such point fail. Imports torch only for such a point."""
+    from sim.config import ConfigError
+
+    wanted = [p for p in points if p.config.mode == "real" and p.config.engine.enabled]
+    if not any(p.config.engine.device == "cuda" for p in wanted):
+        return
+    from connectors.token_index import resolve_device
+
+    try:
+        resolve_device("cuda")
+    except (ValueError, ImportError) as exc:
+        raise ConfigError(
+            f"{source}: engine.device: cuda, but this machine has none ({exc}); "
+            "use auto (CUDA when there is one) or cpu"
+        ) from None
 
 
 def engine_addon(cfg: ExperimentConfig) -> EngineLoop | None:

@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 from sim.config import ConfigError
-from sim.files.read import read_bounded
+from sim.files.read import excerpt, read_bounded
 
 __all__ = [
     "CALIBRATION_KIND",
@@ -176,6 +178,47 @@ class Calibration:
                 )
 
 
+#: The largest magnitude a measured figure may have (ms: a request held 1000 s is not one).
+MAX_FIGURE = 1e6
+#: Coefficients of a least-squares fit (``LinearFit``): the only figures that may be < 0.
+_SIGNED = {"intercept", "per_chunk_region", "per_chunk", "per_group"}
+
+
+def _leaves(node: Any, where: str = "") -> Iterator[tuple[str, Any, str]]:
+    """(dotted path, value, key of the nearest mapping) of every scalar under ``node``."""
+    items: list[tuple[str, Any, str]] = []
+    if isinstance(node, dict):
+        items = [(f"{where}.{k}" if where else str(k), v, str(k)) for k, v in node.items()]
+    elif isinstance(node, list):
+        key = where.rsplit(".", 1)[-1]
+        items = [(f"{where}[{i}]", v, key) for i, v in enumerate(node)]
+    for at, value, key in items:
+        if isinstance(value, (dict, list)):
+            yield from _leaves(value, at)
+        else:
+            yield at, value, key
+
+
+def _check_values(p: Path, data: dict[str, Any]) -> None:
+    """Every measured figure a number in range: finite, at most :data:`MAX_FIGURE`, and
+    not negative unless it is a fit's coefficient (a negative wake-up made a negative
+    noise floor; 1e300 aborted the run). CalibrationError naming the field."""
+    cores = data["machine"].get("cores")
+    if isinstance(cores, bool) or not isinstance(cores, int) or not 1 <= cores <= 65536:
+        raise CalibrationError(f"{p}: machine.cores: expected 1 to 65536, got {excerpt(cores)}")
+    sections = {k: data.get(k) for k in ("harness", "variants", "engine", "switch_interval_ms")}
+    for where, value, key in _leaves(sections):
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            continue
+        low = -MAX_FIGURE if key in _SIGNED else 0.0
+        if not (math.isfinite(value) and low <= value <= MAX_FIGURE):
+            allowed = "-1e6 to 1e6" if low else "0 to 1e6"
+            raise CalibrationError(
+                f"{p}: {where}: {excerpt(value)} is out of range ({allowed}); "
+                "recalibrate (`kvsim calibrate --force`)"
+            )
+
+
 def load_calibration(path: str | Path) -> Calibration:
     p = Path(path)
     raw = read_bounded(
@@ -194,5 +237,6 @@ def load_calibration(path: str | Path) -> Calibration:
     for key in ("machine", "harness", "variants"):
         if not isinstance(data.get(key), dict):
             raise CalibrationError(f"{p}: calibration has no {key!r} section")
+    _check_values(p, data)
     digest = "sha256:" + hashlib.sha256(raw).hexdigest()
     return Calibration(str(p), digest, data)

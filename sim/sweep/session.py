@@ -215,12 +215,15 @@ class Session:
 
 
 def check_points(plan: RunPlan) -> None:
-    """Refuse a real-store point that cannot fit in memory (ConfigError naming the
-    config file), before the run directory is touched."""
+    """Refuse a real-store point that cannot fit in memory, or a real engine on a GPU
+    this machine does not have (ConfigError naming the config file), before the run
+    directory is touched."""
+    from sim.instruments.engine import check_device
     from sim.store.memory import check_points as check_store_memory
 
     source = str(plan.source) if plan.source is not None else "<python>"
     check_store_memory(source, plan.points)
+    check_device(source, plan.points)  # engine.device: cuda where there is none
 
 
 @contextmanager

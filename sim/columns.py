@@ -140,7 +140,11 @@ ARRIVAL = (
     _c("offered_rps", "rate of the planned arrivals over their span"),
     _c("achieved_rps", "rate at which the harness handed requests over, over their span"),
     _c("inject_lag_p50_ms", "median of inject_lag_ms"),
-    _c("inject_lag_p99_ms", "99th percentile of inject_lag_ms (above 1 ms: fell behind)"),
+    _c(
+        "inject_lag_p99_ms",
+        "99th percentile of inject_lag_ms (above 1 ms plus the noise floor: the end "
+        "table's lag p99 column)",
+    ),
     _c("harness_us_per_request", "the simulation thread's GIL time per request", "µs"),
     _c("harness_cpu_us_per_request", "all its CPU per request, sleeps and wake-ups", "µs"),
     _c("harness_wakes_per_request", "times it slept for the next event, per request"),
@@ -309,7 +313,8 @@ def render() -> str:
         "",
         "One row per point: the mean over repeats of each metric, `<metric>_std` beside it",
         "when `repeats > 1`, then `status` and `error`; `summary_repeats.csv` has one row",
-        "per point × repeat. `output.percentiles` adds `latency_p<q>_ms` columns.",
+        "per point × repeat, with its `round` and `started_s` (when it ran: seconds from the",
+        "run's first start). `output.percentiles` adds `latency_p<q>_ms` columns.",
         "",
         *_table(SUMMARY),
         "",

@@ -80,3 +80,16 @@ def test_two_points_repeats_alternate_in_summary_repeats(write_config, tmp_path,
         assert variants == ["scalar"] * 3 + ["numpy"] * 3
     summary = read_csv(out / "summary.csv")
     assert "round" not in summary[0] and "started_s" not in summary[0]
+
+
+def test_kvsim_run_says_what_the_repeats_add(write_config, capsys) -> None:
+    from sim.cli import main
+
+    path = write_config({**THREE_POINTS})
+    assert main(["run", "--dry-run", str(path)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "3 repeats a point, in interleaved order: ≈" in out
+    assert "of which the repeats beyond the first add ≈" in out
+    one = write_config({**THREE_POINTS, "repeats": 1}, name="one.yaml")
+    assert main(["run", "--dry-run", str(one)]) == 0
+    assert "repeats a point" not in capsys.readouterr().out

@@ -28,13 +28,16 @@ from sim.api import (
     Report,
     Run,
     SearchResult,
+    Validation,
     build,
+    calibrate,
     check,
     compare,
     load,
     open_run,
     plot,
     search,
+    validate_model,
 )
 from sim.errors import ConfigError, KvsimError, RunDirError, UsageError
 from sim.events import SweepEvents
@@ -51,9 +54,11 @@ __all__ = [
     "SearchResult",
     "SweepEvents",
     "UsageError",
+    "Validation",
     "Verdict",
     "__version__",
     "build",
+    "calibrate",
     "check",
     "compare",
     "load",
@@ -61,6 +66,7 @@ __all__ = [
     "plot",
     "ratio_verdict",
     "search",
+    "validate_model",
 ]
 
 

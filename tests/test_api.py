@@ -40,9 +40,11 @@ def test_the_public_names_are_pinned() -> None:
         "SearchResult",
         "SweepEvents",
         "UsageError",
+        "Validation",
         "Verdict",
         "__version__",
         "build",
+        "calibrate",
         "check",
         "compare",
         "load",
@@ -50,6 +52,7 @@ def test_the_public_names_are_pinned() -> None:
         "plot",
         "ratio_verdict",
         "search",
+        "validate_model",
     ]
     for name in sim.__all__:
         obj = getattr(sim, name)

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from sim.analysis.bootstrap import Interval
-from sim.commands.validate_model import render
 from sim.config import parse_config
 from sim.model.validate import TARGETS, Target, ValidationRow, summary_counts, validate_runs
+from sim.model.validate_report import render
 from sim.rundir.reader import load_results
 from sim.sweep.experiment import run_experiment
 from tests.test_model_mode import write_calibration
@@ -118,3 +118,17 @@ def test_without_the_engine_its_metrics_are_left_out(two_runs) -> None:
     text, csv_rows = render(rows, "t")
     assert "engine_step" not in text and "engine_step_p99_ms_model" not in csv_rows[0]
     assert "- stall_p99_ms: " in text and "- latency_p50_ms: " in text
+
+
+def test_the_summary_lines_count_the_mechanism_targets() -> None:
+    from sim.model.validate_report import _mechanism
+
+    rows = [_row(**{n: (1.0, 1.0) for n in TARGETS}), _row(**{n: (1.0, 2.0) for n in TARGETS})]
+    for r in rows:
+        r.real["gil_wait_p99_ms"] = r.real["engine_step_p50_ms"] = Interval(1.0, 1.0, 1.0)
+        r.model["gil_wait_p99_ms"] = r.model["engine_step_p50_ms"] = 1.0
+    line = _mechanism(summary_counts(rows))
+    assert line == "; within target: gil wait mean 1/2, stall p99 1/2, engine step p99 1/2"
+    for r in rows:  # without the engine its target is left out
+        r.real["engine_step_p99_ms"] = Interval(math.nan, math.nan, math.nan)
+    assert _mechanism(summary_counts(rows)) == "; within target: gil wait mean 1/2, stall p99 1/2"

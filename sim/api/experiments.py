@@ -81,6 +81,19 @@ class Experiment:
 
         return axis_columns(self.points)
 
+    def with_overrides(self, overrides: Overrides) -> Experiment:
+        """The same experiment with more field changes, validated again (``mode=model``:
+        its model-mode twin). A file is read again with every override; an experiment
+        built in Python is rebuilt from its resolved config."""
+        from sim.config import parse_mapping
+
+        more = _override_strings(overrides)
+        sets = (*self.overrides, *more)
+        if self.source is not None:
+            return load(self.source, sets)
+        cfg, points = parse_mapping(self.config.model_dump(mode="json"), more)
+        return Experiment(cfg, tuple(points), None, sets)
+
     def out_dir(self, out: str | Path | None = None) -> Path:
         """Where the run goes: ``out``, else ``output.dir``, else ``results/<name>``
         (``results/<name>-model`` in model mode; ``~`` expanded, ``..`` folded, made

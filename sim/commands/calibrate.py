@@ -65,47 +65,24 @@ def _gil_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _gil_main(args: argparse.Namespace) -> int:
-    from connectors import registry
-    from sim.config import ConfigError
-    from sim.model.measure import calibrate, check_grid
-    from sim.rundir.claim import claim_outputs
-    from sim.rundir.outputs import write_json
-
-    out = Path(args.out)
-    claim_outputs([out], args.force)  # before minutes of measuring
-    names = registry.address_variant_names()
-    wanted = names if not args.variants else [v.strip() for v in args.variants.split(",")]
-    unknown = [v for v in wanted if v not in names]
-    if unknown:
-        raise ConfigError(
-            f"--variants: unknown variant {unknown[0]!r}; allowed: {', '.join(names)}"
-        )
-    handlers = [h.strip() for h in args.handlers.split(",") if h.strip()]
-    bad = [h for h in handlers if h not in ("per_group", "per_chunk")]
-    if bad or not handlers:
-        raise ConfigError(
-            f"--handlers: {bad[0] if bad else '(none)'}; allowed: per_group, per_chunk"
-        )
-
-    if not 1 <= args.reps <= 1000:
-        raise ConfigError(f"--reps {args.reps}: allowed 1 to 1000 requests per geometry")
-    check_grid(args.chunks, args.regions, args.groups)
+    import sim
 
     def say(msg: str) -> None:
         print(f"calibrate: {msg}", file=sys.stderr, flush=True)
 
-    doc = calibrate(
-        wanted,
-        handlers,
-        args.chunks,
-        args.regions,
-        args.groups,
-        args.reps,
+    out = Path(args.out)
+    doc = sim.calibrate(
+        out,
+        variants=[v.strip() for v in args.variants.split(",")] if args.variants else None,
+        handlers=[h.strip() for h in args.handlers.split(",") if h.strip()],
+        chunks=args.chunks,
+        regions=args.regions,
+        groups=args.groups,
+        reps=args.reps,
         engine=not args.no_engine,
+        force=args.force,
         say=say,
     )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    write_json(out, doc)
     h = doc["harness"]
     print(
         f"wrote {out} ({doc['elapsed_s']:.0f} s; {doc['machine']['cores']} cores, "

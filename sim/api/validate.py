@@ -1,0 +1,304 @@
+"""``sim.validate_model``: run an experiment's grid in both modes and measure the model's error.
+
+The grid runs four times under one directory (default ``results/<name>-validate``),
+each through the one sweep path (``sim.sweep.session``): ``real/`` (real mode,
+child processes as usual), ``model/`` (model mode, each point given the background
+load of other processes measured just before and after its real twin, and the
+thread wake-up and timer latencies measured around the real runs: a shared machine
+is part of the conditions), ``model-idle/`` (model mode on an idle machine) and
+``model-matched/`` (as ``model/``, each point also at the speed its real twin met:
+``sim.model.validate.speed_scales``). The table pairs every real point with its
+model twin; ``validation.md`` and ``validation.csv`` are written beside them.
+``kvsim validate-model`` parses its arguments, calls :func:`validate_model` and prints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the sweep and the model load only when a validation runs
+    from sim.api.experiments import Experiment
+    from sim.events import SweepEvents
+
+__all__ = ["Validation", "validate_model"]
+
+#: Sub-directories of a validation, one run directory per mode.
+REAL_DIR, MODEL_DIR, IDLE_DIR, MATCHED_DIR = "real", "model", "model-idle", "model-matched"
+#: Files a validation writes beside its runs.
+CONDITIONS_FILE = "calibration-conditions.json"
+LOADS_FILE = "background_load.json"
+SCALES_FILE = "speed_scales.json"
+REPORT_FILE, TABLE_FILE = "validation.md", "validation.csv"
+#: What a validation writes at the top of its directory (beside the four runs).
+TOP_FILES = (LOADS_FILE, CONDITIONS_FILE, SCALES_FILE, TABLE_FILE, REPORT_FILE)
+
+
+@dataclass(frozen=True)
+class Validation:
+    """A model validation: its report and where it lies."""
+
+    #: The directory that holds the four runs and the report.
+    out_dir: Path
+    #: ``validation.md``: the table, the targets met, the idle and speed-matched lines.
+    text: str
+    #: The rows of ``validation.csv`` (one per point pair).
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def files(self) -> list[Path]:
+        """The report files written."""
+        return [self.out_dir / REPORT_FILE, self.out_dir / TABLE_FILE]
+
+
+def validate_model(
+    exp: Experiment,
+    out: str | Path | None = None,
+    *,
+    force: bool = False,
+    resume: bool = False,
+    run: bool = True,
+    boot: int = 2000,
+    events: SweepEvents | None = None,
+) -> Validation:
+    """Run ``exp`` in real and model mode (``run=False``: report on finished runs) and
+    pair the points; ``boot`` bootstrap resamples give the real values' intervals.
+
+    ``force``/``resume`` apply to each of the four run directories as for
+    ``Experiment.run``. ``events`` hears every sweep, and the machine conditions
+    measured around the real runs as a note.
+    """
+    from sim.events import SweepEvents
+    from sim.model.validate import validate_runs
+    from sim.model.validate_report import idle_line, matched_line, render
+    from sim.rundir.outputs import atomic_write_text, write_csv
+    from sim.rundir.reader import load_results
+
+    events = events or SweepEvents()
+    base = Path(out or f"results/{exp.name}-validate").absolute()
+    _claim_base(base, force, create=run)
+    if run:
+        _run_all(exp, base, force, resume, events)
+    load_note = ""
+    if (base / CONDITIONS_FILE).is_file() and (base / LOADS_FILE).is_file():
+        per_point = [x for v in _read_json(base / LOADS_FILE).values() for x in v]
+        load_note = (
+            f"Background load on this machine (runnable threads of other processes, measured "
+            f"by a fair-share spin test before and after each real point): "
+            f"{min(per_point):.1f}–{max(per_point):.1f}. Each model point was given the mean "
+            f"of its real twin's two measurements, and the wake-up and timer latencies "
+            f"measured around the real runs ({CONDITIONS_FILE})."
+            f"{_loadavg_note(base / CONDITIONS_FILE)}\n\n"
+        )
+    real = load_results(base / REAL_DIR)
+    pairs = validate_runs(real, load_results(base / MODEL_DIR), n_boot=boot)
+    text, csv_rows = render(pairs, f"kvsim validate-model · {exp.name}")
+    text = text.replace("\n\n", "\n\n" + load_note, 1) if load_note else text
+    if (base / IDLE_DIR).is_dir():
+        text += idle_line(validate_runs(real, load_results(base / IDLE_DIR), n_boot=1))
+    if (base / MATCHED_DIR).is_dir():
+        scales_file = base / SCALES_FILE
+        scales = list(_read_json(scales_file).values()) if scales_file.is_file() else []
+        matched = validate_runs(real, load_results(base / MATCHED_DIR), n_boot=1)
+        text += matched_line(matched, scales)
+    if csv_rows:
+        write_csv(base / TABLE_FILE, list(csv_rows[0]), csv_rows)
+    atomic_write_text(base / REPORT_FILE, text)
+    return Validation(base, text, csv_rows)
+
+
+def _run_all(exp: Experiment, base: Path, force: bool, resume: bool, events: Any) -> None:
+    """The four runs: real (with the machine's conditions measured around it), model
+    under those conditions, model on an idle machine, model at the real points' speed."""
+    import json
+
+    from sim.model.coverage import point_calibration
+    from sim.model.measure import measure_conditions
+    from sim.model.validate import speed_scales
+    from sim.rundir.outputs import write_json
+    from sim.rundir.reader import load_results
+
+    cal = point_calibration(exp.config)
+    base.mkdir(parents=True, exist_ok=True)
+    loadavg_before = _loadavg()
+    before = measure_conditions()
+    loads: dict[int, list[float]] = {}
+    real = exp.with_overrides(["mode=real"])
+    _run(real, base / REAL_DIR, force, resume, events, loads, measure=True)
+    after = measure_conditions()
+    loadavg_after = _loadavg()
+    write_json(base / LOADS_FILE, {str(k): v for k, v in loads.items()})
+    cond = _merge_conditions(before, after)
+    data = json.loads(json.dumps(cal.data))
+    data["harness"].update(cond)
+    data["conditions"] = {
+        "note": "harness latencies and background load re-measured around the real runs "
+        "of kvsim validate-model",
+        "from": cal.path,
+        "background_load_before": before["background_load"],
+        "background_load_after": after["background_load"],
+        # the machine's load average (1, 5, 15 min) around the real runs: a shared
+        # machine's figures are read beside it (docs/model-mode.md, Validation)
+        "loadavg_before": loadavg_before,
+        "loadavg_after": loadavg_after,
+    }
+    cal_file = base / CONDITIONS_FILE
+    write_json(cal_file, data)
+    events.note(
+        f"machine conditions: background load {before['background_load']:.1f} before "
+        f"the real runs, {after['background_load']:.1f} after; wake-up p50 "
+        f"{cond['wake_ms'] * 1e3:.0f} µs"
+    )
+    model = exp.with_overrides(["mode=model", f"machine.calibration={cal_file}"])
+    _run(model, base / MODEL_DIR, force, resume, events, loads)
+    idle = ["mode=model", f"machine.calibration={cal.path}", "machine.background_load=0.0"]
+    _run(exp.with_overrides(idle), base / IDLE_DIR, force, resume, events)
+    scales = speed_scales(load_results(base / REAL_DIR), load_results(base / MODEL_DIR))
+    write_json(base / SCALES_FILE, {",".join(k): v for k, v in scales.items()})
+    _run(model, base / MATCHED_DIR, force, resume, events, loads, scales=scales)
+
+
+def _run(
+    exp: Experiment,
+    out_dir: Path,
+    force: bool,
+    resume: bool,
+    events: Any,
+    loads: dict[int, list[float]] | None = None,
+    measure: bool = False,
+    scales: dict[tuple[str, ...], float] | None = None,
+) -> None:
+    """Run the grid of ``exp`` into ``out_dir``. With ``measure`` the background load
+    is measured before and after each point into ``loads``; without, each point of a
+    model grid is given the mean of what ``loads`` holds for it, and its
+    ``machine.cpu_scale`` from ``scales`` (by its axis values) when given."""
+    from sim.config import Point
+    from sim.events import SweepEvents
+    from sim.model.measure import measure_background_load
+    from sim.sweep.session import open_session, plan_run
+
+    points = list(exp.points)
+    if loads is not None and not measure:
+        points = [
+            Point(p.index, p.axes, _with_load(p.config, sum(loads[p.index]) / 2))
+            if p.index in loads
+            else p
+            for p in points
+        ]
+    if scales is not None:
+        points = [Point(p.index, p.axes, _with_scale(p, scales)) for p in points]
+    plan = plan_run(exp.config, points, out_dir, source=exp.source, overrides=exp.overrides)
+    if resume and plan.existing and not plan.difference and not plan.pending:
+        return
+
+    def started(rep: Any, host: str) -> None:
+        if measure and loads is not None:
+            loads[rep.point.index] = [measure_background_load()]
+        events.started(rep, host)
+
+    def finished(rep: Any, outcome: Any) -> None:
+        if measure and loads is not None:
+            loads[rep.point.index].append(measure_background_load())
+        events.finished(rep, outcome)
+
+    watch = SweepEvents(started, events.progress, finished, events.note)
+    with open_session(plan, force=force, resume=resume) as session:
+        session.run(plan, watch)
+
+
+def _with_machine(cfg: Any, **update: Any) -> Any:
+    """``cfg`` with these ``machine`` fields set (the config objects are frozen)."""
+    return cfg.model_copy(update={"machine": cfg.machine.model_copy(update=update)})
+
+
+def _with_load(cfg: Any, load: float) -> Any:
+    return _with_machine(cfg, background_load=round(load, 3))
+
+
+def _with_scale(point: Any, scales: dict[tuple[str, ...], float]) -> Any:
+    """The point's config with ``machine.cpu_scale`` from ``scales`` (unchanged if absent)."""
+    from sim.model.validate import axis_key
+
+    key = axis_key(v for a, v in point.axes.items() if a != "mode")
+    scale = scales.get(key)
+    if scale is None:
+        return point.config
+    return _with_machine(point.config, cpu_scale=round(scale, 4))
+
+
+def _loadavg() -> list[float] | None:
+    import os
+
+    return [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
+
+
+def _loadavg_note(cal_file: Path) -> str:
+    """The load average around the real runs, as recorded in ``cal_file`` ('' if not)."""
+    cond = _read_json(cal_file).get("conditions", {})
+    before, after = cond.get("loadavg_before"), cond.get("loadavg_after")
+    if not before or not after:
+        return ""
+
+    def fmt(xs: list[float]) -> str:
+        return ", ".join(f"{x:.2f}" for x in xs)
+
+    return (
+        f" Load average (1, 5, 15 min) before the real runs {fmt(before)}, after them {fmt(after)}."
+    )
+
+
+def _merge_conditions(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Conditions measured before and after the real runs, pooled."""
+    import statistics
+
+    out: dict[str, Any] = {
+        "background_load": (a["background_load"] + b["background_load"]) / 2,
+        "probe_hold_ms": (a["probe_hold_ms"] + b["probe_hold_ms"]) / 2,
+    }
+    for key, value in a.items():
+        if key.endswith("_samples_ms"):
+            pooled = sorted([*value, *b[key]])
+            out[key] = pooled
+            out[key.replace("_samples_ms", "_ms")] = statistics.median(pooled)
+    return out
+
+
+def _claim_base(base: Path, force: bool, create: bool) -> None:
+    """Make ``base`` validate-model's own before anything runs: a new or empty directory
+    gets kvsim's ledger listing :data:`TOP_FILES` (a later validate-model replaces them);
+    in any other directory a file of those names that kvsim did not write is a reason
+    to refuse unless ``force`` (``sim.rundir.claim``)."""
+    import os
+
+    from sim.errors import RunDirError
+    from sim.rundir.claim import claim_outputs
+    from sim.rundir.guard import normalize_dir, record_owned
+    from sim.rundir.layout import LOCK_FILE
+
+    try:
+        if create:
+            base.mkdir(parents=True, exist_ok=True)
+        empty = base.is_dir() and not [e for e in os.scandir(base) if e.name != LOCK_FILE]
+    except OSError as exc:
+        raise RunDirError(f"{normalize_dir(base)}: cannot write ({exc.strerror or exc})") from None
+    if empty:
+        record_owned(base, *TOP_FILES)
+    claim_outputs([base / name for name in TOP_FILES], force)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    """A JSON object validate-model wrote beside its runs (RunDirError if it is not one)."""
+    import json
+
+    from sim.errors import RunDirError
+    from sim.files.read import read_bounded
+
+    raw = read_bounded(path, what="record", limit=16 << 20, error=RunDirError, within=path.parent)
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        data = None
+    if not isinstance(data, dict):
+        raise RunDirError(f"{path}: not the JSON object validate-model wrote; rerun it")
+    return data

@@ -1,0 +1,122 @@
+"""The words of a model validation: the table pairing every real point with its model twin.
+
+``sim.validate_model`` (and ``kvsim validate-model``, which prints what it returns)
+runs the grids; this turns the pairs (``sim.model.validate``) into ``validation.md``
+and the rows of ``validation.csv``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from sim.model.validate import METRICS, TARGETS, ValidationRow, summary_counts
+
+__all__ = ["idle_line", "matched_line", "render"]
+
+
+def _fmt(x: float, digits: int = 2) -> str:
+    return "–" if math.isnan(x) else f"{x:.{digits}f}"
+
+
+def _pct(x: float) -> str:
+    return "–" if math.isnan(x) else f"{x:+.0%}"
+
+
+def render(rows: list[ValidationRow], title: str) -> tuple[str, list[dict[str, Any]]]:
+    """Markdown table and CSV rows of a validation."""
+    if not rows:
+        return f"# {title}\n\nNo point has both a real and a model run.\n", []
+    axes = list(rows[0].key)
+    heads = [*axes]
+    # a metric no point has on either side (the engine's, with the engine off) is left out
+    shown = [
+        name
+        for name, *_ in METRICS
+        if any(not (math.isnan(r.real[name].value) and math.isnan(r.model[name])) for r in rows)
+    ]
+    for name in shown:
+        short = name.removesuffix("_ms")
+        heads += [f"{short} real [95% CI]", f"{short} model", "err"]
+    lines = [f"# {title}", "", "| " + " | ".join(heads) + " |", "|" + "--|" * len(heads)]
+    csv_rows = []
+    for r in rows:
+        cells = [r.key[a] for a in axes]
+        row: dict[str, Any] = dict(r.key)
+        for name in shown:
+            iv, m, err = r.real[name], r.model[name], r.error(name)
+            ci = "" if math.isnan(iv.low) else f" [{_fmt(iv.low)}, {_fmt(iv.high)}]"
+            mark = ""
+            if r.within(name) is False:
+                mark = " ✗"
+            elif r.within(name):
+                mark = " ✓"
+            cells += [f"{_fmt(iv.value)}{ci}", _fmt(m), f"{_pct(err)}{mark}"]
+            row.update(
+                {
+                    f"{name}_real": iv.value,
+                    f"{name}_real_low": iv.low,
+                    f"{name}_real_high": iv.high,
+                    f"{name}_model": m,
+                    f"{name}_error": err,
+                }
+            )
+        lines.append("| " + " | ".join(cells) + " |")
+        csv_rows.append(row)
+    s = summary_counts(rows)
+    lines += [""]
+    for name, target in TARGETS.items():
+        if name in shown:
+            lines.append(
+                f"- {name}: {s[f'{name}_met']}/{s[f'{name}_points']} points within {target} "
+                f"(median |error| {_pct(s[f'{name}_median'])}, worst "
+                f"{_pct(s[f'{name}_worst'])})"
+            )
+    for name in shown:
+        if name not in TARGETS:
+            lines.append(
+                f"- {name}: median |error| {_pct(s[f'{name}_median'])}, "
+                f"worst {_pct(s[f'{name}_worst'])} (no target)"
+            )
+    lines.append(
+        "- ✓/✗: within/outside the target; [..]: 95% bootstrap interval of the real value "
+        "(requests resampled); the model's own run-to-run spread is not shown."
+    )
+    return "\n".join(lines) + "\n", csv_rows
+
+
+def idle_line(rows: list[ValidationRow]) -> str:
+    """The summary line of the model on an idle machine (its table is in model-idle/)."""
+    idle = summary_counts(rows)
+    return (
+        f"- the same model without the background load (an idle machine): latency p50 "
+        f"{idle['latency_p50_ms_met']}/{idle['points']} within ±10% (median |error| "
+        f"{_pct(idle['latency_p50_ms_median'])}), p99 {idle['latency_p99_ms_met']}/"
+        f"{idle['points']} within ±15% (median |error| "
+        f"{_pct(idle['latency_p99_ms_median'])}){_mechanism(idle)}\n"
+    )
+
+
+def matched_line(rows: list[ValidationRow], scales: list[float]) -> str:
+    """The summary line of the speed-matched model (its table is in model-matched/)."""
+    m = summary_counts(rows)
+    span = f", {min(scales):.2f}–{max(scales):.2f} here" if scales else ""
+    return (
+        f"- the same model at the speed each real point met (machine.cpu_scale = its mean "
+        f"GIL hold over the model's{span}; model-matched/): latency p50 "
+        f"{m['latency_p50_ms_met']}/{m['points']} within ±10% (median |error| "
+        f"{_pct(m['latency_p50_ms_median'])}), p99 {m['latency_p99_ms_met']}/{m['points']} "
+        f"within ±15% (median |error| {_pct(m['latency_p99_ms_median'])}){_mechanism(m)}\n"
+    )
+
+
+def _mechanism(counts: dict[str, Any]) -> str:
+    """The targets beyond latency, in a summary line: '; within target: GIL wait mean 3/6,
+    …' over the points that have each ('' when none has any)."""
+    parts = [
+        f"{name.removesuffix('_ms').replace('_', ' ')} {counts[f'{name}_met']}/"
+        f"{counts[f'{name}_points']}"
+        for name in TARGETS
+        if not name.startswith("latency_") and counts.get(f"{name}_points")
+    ]
+    return f"; within target: {', '.join(parts)}" if parts else ""

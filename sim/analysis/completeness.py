@@ -30,8 +30,12 @@ def completeness_warnings(res: RunResults) -> list[str]:
     runs = res.manifest.get("runs") if isinstance(res.manifest.get("runs"), dict) else {}
     done, total = runs.get("done"), runs.get("total")
     counted = f" ({done} of {total} point runs finished)" if done is not None and total else ""
-    if status in ("interrupted", "running") and not res.note:
-        # (res.note already says when another process is writing the run now)
+    if res.note:  # another process is writing the run now (sim.rundir.state)
+        out.append(
+            f"{res.dir}: made while the run was still being written{counted}: a partial "
+            "result; the run removes this when it ends, then compare or plot it again"
+        )
+    elif status in ("interrupted", "running"):
         out.append(f"{res.dir}: the run was interrupted{counted}; {_resume_hint(res)}")
     elif status == "failed":
         out.append(f"{res.dir}: some point runs failed{counted}; see summary.csv's error column")

@@ -4,7 +4,9 @@
 ``--resume`` then adds points, those files describe the partial run: rather than
 leave them beside newer results, the resume removes them (only the names kvsim
 writes, as its ledger lists them: a user's ``compare_notes.md`` stays) and says so,
-so that nothing on disk contradicts ``summary.csv``.
+so that nothing on disk contradicts ``summary.csv``. Likewise a sweep that ends
+removes those made while it ran (a ``compare`` or ``plot`` of the run while it was
+being written: they say so inside, and must not outlive it looking final).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 
 from sim.rundir.layout import COMPARE_STEM, FIGURES_DIR
 
-__all__ = ["FIGURE_FILES", "derived_files", "remove_stale_derived"]
+__all__ = ["FIGURE_FILES", "derived_files", "remove_derived_since", "remove_stale_derived"]
 
 #: Every PNG ``kvsim plot`` may write into ``figures/``.
 FIGURE_FILES = (
@@ -48,7 +50,20 @@ def derived_files(run_dir: Path) -> list[Path]:
 
 def remove_stale_derived(run_dir: Path) -> list[Path]:
     """Remove the derived files of ``run_dir`` (and ``figures/`` when that leaves it empty)."""
-    gone = derived_files(run_dir)
+    return _remove(run_dir, derived_files(run_dir))
+
+
+def remove_derived_since(run_dir: Path, since_unix: float) -> list[Path]:
+    """Remove the derived files of ``run_dir`` written at or after ``since_unix``."""
+    fresh = []
+    for p in derived_files(run_dir):
+        with contextlib.suppress(OSError):
+            if p.stat().st_mtime >= since_unix:
+                fresh.append(p)
+    return _remove(run_dir, fresh)
+
+
+def _remove(run_dir: Path, gone: list[Path]) -> list[Path]:
     for p in gone:
         p.unlink(missing_ok=True)
     with contextlib.suppress(OSError):

@@ -16,6 +16,7 @@ where their logs are.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -25,7 +26,7 @@ from typing import Any
 from sim.config import ExperimentConfig, Point
 from sim.errors import RunDirError
 from sim.events import SweepEvents
-from sim.rundir.derived import remove_stale_derived
+from sim.rundir.derived import remove_derived_since, remove_stale_derived
 from sim.rundir.guard import open_run_dir
 from sim.rundir.layout import LOG_FILE, RepRun
 from sim.rundir.lock import RunLock
@@ -188,6 +189,7 @@ class Session:
             raise ValueError(f"plan for {plan.out_dir} run in a session of {self.out_dir}")
         check_points(plan)
         removed: list[Path] = []
+        began = time.time()
         resume = self.resume
         if resume:
             sweep = plan_sweep(plan.config, plan.points, plan.out_dir, plan.digests)
@@ -195,21 +197,26 @@ class Session:
             plan.check_resumable()
             if plan.pending:
                 removed = remove_stale_derived(plan.out_dir)
-        result = experiment.run_experiment(
-            plan.config,
-            plan.points,
-            plan.source,
-            plan.out_dir,
-            events,
-            resume=resume,
-            isolate=self.isolate,
-            child_command=self.child_command,
-            overrides=plan.overrides,
-            executor=executor,
-            lock=self.lock,
-            plan=plan.sweep if resume else None,
-            digests=plan.digests,
-        )
+        try:
+            result = experiment.run_experiment(
+                plan.config,
+                plan.points,
+                plan.source,
+                plan.out_dir,
+                events,
+                resume=resume,
+                isolate=self.isolate,
+                child_command=self.child_command,
+                overrides=plan.overrides,
+                executor=executor,
+                lock=self.lock,
+                plan=plan.sweep if resume else None,
+                digests=plan.digests,
+            )
+        finally:
+            # compare.md or figures made while this sweep wrote the run say so, and go
+            # with its end (interrupted too): they must not outlive it looking final.
+            removed += remove_derived_since(plan.out_dir, began)
         self.resume = True  # a later sweep into this directory keeps what this one did
         return sweep_outcome(plan, result, removed)
 

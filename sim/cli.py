@@ -22,6 +22,7 @@ __all__ = ["COMMANDS", "main"]
 COMMANDS: dict[str, str] = {
     "run": "run",
     "compare": "compare",
+    "report": "report",
     "search": "search",
     "plot": "plot",
     "validate": "validate",
@@ -36,6 +37,7 @@ COMMANDS: dict[str, str] = {
 _HELP: dict[str, str] = {
     "run": "run an experiment and print a comparison of its points",
     "compare": "compare variants of a finished run, with bootstrap confidence intervals",
+    "report": "write one Markdown page for a pull request: ratios, intervals, verdicts",
     "search": "find the highest rate (or best worker count) that meets a latency or stall SLO",
     "plot": "draw PNG figures of a finished run (latency CDF, p99 vs workers, GIL hold)",
     "validate": "check a config file and list its points without running anything",

@@ -38,7 +38,7 @@ def commands() -> list[list[str]]:
 
 def test_the_document_shows_the_walk() -> None:
     verbs = [c[0] for c in commands()]
-    for verb in ("check", "variants", "bench", "validate", "run", "compare"):
+    for verb in ("check", "variants", "bench", "validate", "run", "report", "compare"):
         assert verb in verbs, f"docs/your-connector.md shows no `kvsim {verb}`"
 
 
@@ -46,12 +46,11 @@ def test_every_command_in_the_document_runs(tmp_path: Path) -> None:
     first = blocks("python")[0]
     (tmp_path / "mine.py").write_text(first)
     assert len(first.strip().splitlines()) <= 25  # "the smallest working variant"
+    (tmp_path / "mine.yaml").write_text(blocks("yaml")[0])
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "KVSIM_NATIVE": "0"}
     for argv in commands():
         extra = FAST if argv[0] in ("run", "search") else []
-        if argv[0] == "bench":
-            extra = ["--csv", str(tmp_path / "bench.csv")]
         proc = subprocess.run(
             [sys.executable, "-m", "sim", *argv, *extra],
             cwd=tmp_path,
@@ -72,3 +71,6 @@ def test_every_command_in_the_document_runs(tmp_path: Path) -> None:
         if argv[0] == "check":
             assert "64/64 cases match scalar" in proc.stdout
     assert (tmp_path / "results" / "base" / "summary.csv").exists()
+    page = (tmp_path / "results" / "base" / "report.md").read_text()
+    assert "| mine | 1 |" in page and "| mine | 4 |" in page
+    assert "hold per call" in page  # the bench's figures joined the page

@@ -16,10 +16,12 @@ __all__ = ["report", "rerun_command"]
 
 
 def rerun_command(args: argparse.Namespace) -> list[str]:
-    """``kvsim run CONFIG`` with this run's --set and --out: the same run directory."""
+    """``kvsim run CONFIG`` with this run's --set, --plugin and --out: the same run directory."""
     cmd = ["kvsim", "run", args.config]
     for s in args.set:
         cmd += ["--set", s]
+    for f in getattr(args, "plugin", []):
+        cmd += ["--plugin", f]
     if args.out:
         cmd += ["--out", args.out]
     return cmd

@@ -55,7 +55,7 @@ def axis_problem(root: type[BaseModel], axis: str) -> str | None:
             fields = {
                 n: f
                 for n, f in fields.items()
-                if n not in ("sweep", "sweep_order", "repeats", "name")
+                if n not in ("sweep", "sweep_order", "repeats", "name", "plugins")
             }
         if part not in fields:
             return _did_you_mean(root, axis, sorted(fields), part)

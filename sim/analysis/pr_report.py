@@ -1,0 +1,212 @@
+"""One Markdown page a reviewer can read in a pull request: ``kvsim report RUN``.
+
+Shaped like the tables of the upstream PRs this project reproduces (vLLM #48531,
+#47474): per variant and workers value, the GIL hold per request, the p50 and p99
+load latency and the stall, each with its ratio to the baseline, the ratio's
+interval from the spread between repeats and a verdict in words
+(``sim.analysis.compare`` → ``sim.analysis.verdict``; docs/statistics.md); the
+machine and kvsim commit in one line; the harness's noise floor; and the command
+that reproduces the run. A ``kvsim bench connectors`` CSV adds the hold per call
+and sustained, measured side by side in one process.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from sim.analysis.compare import Comparison, compare
+from sim.rundir.reader import RunResults, as_float
+
+__all__ = ["REPORT_METRICS", "bench_rows", "pr_markdown", "reproduce_command"]
+
+#: The metrics of the page, in column order, with their column titles; those a run
+#: lacks (no engine, no probe) are left out.
+REPORT_METRICS: tuple[tuple[str, str], ...] = (
+    ("gil_hold_mean_ms", "GIL hold / request"),
+    ("latency_p50_ms", "p50 load latency"),
+    ("latency_p99_ms", "p99 load latency"),
+    ("stall_p99_ms", "stall p99 (probe thread)"),
+    ("engine_stall_p99_ms", "engine stall p99"),
+)
+
+
+def _ms(v: float) -> str:
+    if math.isnan(v):
+        return "–"
+    return f"{v:.3g} ms" if abs(v) < 100 else f"{v:.0f} ms"
+
+
+def _verdict(ratio: Any) -> str:
+    if ratio is None:
+        return ""
+    if math.isnan(ratio.value):
+        return " · no ratio"
+    text = f" · **{ratio.value:.2f}×**"
+    if math.isnan(ratio.low) or math.isnan(ratio.high):
+        return text + " (no interval: 1 repeat)"
+    text += f" [{ratio.low:.2f}, {ratio.high:.2f}]"
+    if ratio.low > 1.0:
+        return text + " higher"
+    if ratio.high < 1.0:
+        return text + " lower"
+    return text + " no difference shown"
+
+
+def machine_line(manifest: dict[str, Any]) -> str:
+    """Machine, Python, kvsim and its commit, the key packages and the date, in one line."""
+    m = manifest.get("machine") or {}
+    pk = m.get("packages") or {}
+    commit = str(m.get("git_commit") or "unknown commit")[:12]
+    parts = [
+        f"{m.get('cpu_model', '?')} · {m.get('cpu_count', '?')} CPUs",
+        str(m.get("platform", "?")),
+        f"{m.get('implementation', 'Python')} {m.get('python', '?')}",
+        f"kvsim {pk.get('kvsim', '?')} @ {commit}",
+        f"numpy {pk.get('numpy', '?')}",
+        str(m.get("recorded_at", ""))[:10],
+    ]
+    return " · ".join(p for p in parts if p)
+
+
+def reproduce_command(res: RunResults) -> str:
+    """``kvsim run CONFIG --set … --plugin …`` as the run was made (its manifest)."""
+    man = res.manifest
+    config = str(man.get("config_path") or "CONFIG.yaml")
+    argv = ["kvsim", "run", config]
+    for o in man.get("overrides") or []:
+        argv += ["--set", str(o)]
+    listed = _listed_plugins(config)
+    for path in (man.get("config") or {}).get("plugins") or []:
+        if str(path) not in listed:
+            argv += ["--plugin", str(path)]
+    return shlex.join(argv)
+
+
+def _listed_plugins(config: str) -> set[str]:
+    """Absolute paths of the plug-ins the config file itself names (others came by --plugin)."""
+    from sim.config.yaml_reader import read_yaml
+
+    try:
+        raw, _node = read_yaml(Path(config))
+    except Exception:  # the file moved or changed: every plug-in is spelled out
+        return set()
+    listed = raw.get("plugins") if isinstance(raw, dict) else None
+    base = Path(config).absolute().parent
+    return {
+        str((base / p).absolute() if not Path(p).is_absolute() else Path(p))
+        for p in listed or []
+        if isinstance(p, str)
+    }
+
+
+def bench_rows(path: Path) -> list[dict[str, str]]:
+    """The rows of a ``kvsim bench connectors`` CSV (ValueError naming the file if not one)."""
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            rows = list(csv.DictReader(fh))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read the bench CSV ({exc})") from None
+    need = {"variant", "gil_hold_ms", "sustained_hold_ms", "hold_vs_scalar", "sustained_vs_scalar"}
+    if not rows or not need <= set(rows[0]):
+        raise ValueError(f"{path}: not a `kvsim bench connectors` CSV (needs {sorted(need)})")
+    return rows
+
+
+def _bench_section(rows: Sequence[dict[str, str]], variants: Sequence[str]) -> list[str]:
+    first = rows[0]
+    lines = [
+        "",
+        "### GIL hold per call, measured side by side (`kvsim bench connectors`)",
+        "",
+        f"{first.get('regions')} regions × {first.get('chunks')} chunks, "
+        f"{first.get('handler')}, median of {first.get('repeats')} requests; ratios to "
+        "scalar in the same process (no interval: one process, medians).",
+        "",
+        "| variant | hold per call | × scalar | sustained per request | × scalar |",
+        "|:--|--:|--:|--:|--:|",
+    ]
+    for r in rows:
+        if r.get("variant") not in variants and r.get("variant") != "scalar":
+            continue
+        lines.append(
+            f"| {r['variant']} | {_ms(as_float(r['gil_hold_ms']))} | "
+            f"{as_float(r['hold_vs_scalar']):.2f}× | {_ms(as_float(r['sustained_hold_ms']))} | "
+            f"{as_float(r['sustained_vs_scalar']):.2f}× |"
+        )
+    return lines
+
+
+def _noise_line(res: RunResults) -> str:
+    floors = [as_float(r.get("noise_floor_p99_ms")) for r in res.summary]
+    floors = [f for f in floors if not math.isnan(f)]
+    if not floors:
+        return ""
+    return (
+        f"Harness noise floor (a request that does nothing, same path): p99 ≤ "
+        f"{max(floors):.3g} ms; differences in latency below it are the harness's."
+    )
+
+
+def pr_markdown(
+    res: RunResults,
+    baseline: str | None = None,
+    bench: Sequence[dict[str, str]] | None = None,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> str:
+    """The page for ``res``: one table, variant by variant, each workers value a row."""
+    metrics = [(n, t) for n, t in REPORT_METRICS if res.summary_has(n)]
+    comp: Comparison = compare(res, baseline, [n for n, _ in metrics], n_boot, seed)
+    variants = list(dict.fromkeys(v for lv in comp.levels for v in comp.variants[lv]))
+    variants.sort(key=lambda v: v != comp.baseline)
+    shown = [n for n, _ in metrics]
+    # Axes with one value at every point (mode: real) say nothing in a row: left out.
+    cols = [i for i, _ in enumerate(comp.level_axes) if len({lv[i] for lv in comp.levels}) > 1]
+    axes = [comp.level_axes[i] for i in cols]
+    others = ", ".join(v for v in variants if v != comp.baseline) or "(none)"
+    lines = [
+        f"## kvsim: {others} against {comp.baseline}",
+        "",
+        f"`{machine_line(res.manifest)}`",
+        "",
+        f"{comp.repeats} repeat(s) per point. Each cell: the value, then **its ratio to "
+        f"{comp.baseline}** at the same {', '.join(comp.level_axes)}, with the 95 % interval "
+        "from the spread between repeats and the verdict (lower/higher: the interval "
+        "excludes 1; docs/statistics.md).",
+        "",
+        "| " + " | ".join(["variant", *axes, *(t for _, t in metrics)]) + " |",
+        "|:--" + "|--:" * (len(axes) + len(metrics)) + "|",
+    ]
+    for variant in variants:
+        for lv in comp.levels:
+            if variant not in comp.variants[lv]:
+                continue
+            name = f"{variant} (baseline)" if variant == comp.baseline else variant
+            cells = [comp.cells[(lv, variant, n)] for n in shown]
+            row = [name, *(lv[i] for i in cols)]
+            row += [_ms(c.value) + _verdict(c.ratio) for c in cells]
+            lines.append("| " + " | ".join(row) + " |")
+    if bench:
+        lines += _bench_section(bench, variants)
+    noise = _noise_line(res)
+    lines += ["", noise] if noise else []
+    lines += [
+        "",
+        "Reproduce:",
+        "",
+        "```bash",
+        reproduce_command(res),
+        f"kvsim report {res.dir}",
+        "```",
+    ]
+    plugins = (res.manifest.get("config") or {}).get("plugins") or []
+    hashes = (res.manifest.get("config") or {}).get("data_files") or {}
+    for i, path in enumerate(plugins):
+        digest = str(hashes.get(f"plugins[{i}] {path}", ""))[:19]
+        lines.append(f"\nPlug-in `{path}` ({digest}).")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,82 @@
+"""``kvsim report RUN``: one Markdown page for a PR, its figures those of the run."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from sim.cli import main
+from sim.rundir.reader import load_results
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    import yaml
+
+    from tests.conftest import TINY, deep_merge
+
+    tmp = tmp_path_factory.mktemp("report")
+    out = tmp / "run"
+    cfg = deep_merge(
+        TINY,
+        {
+            "repeats": 2,
+            "workload": {"requests": 6},
+            "sweep": {"connector.variant": ["scalar", "numpy"], "connector.workers": [1, 2]},
+            "output": {"dir": str(out)},
+        },
+    )
+    path = tmp / "rep.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    assert main(["run", "-q", str(path), "--set", "seed=5"]) == 0
+    return out
+
+
+def _mean(rows: list[dict[str, str]], variant: str, workers: str, col: str) -> float:
+    vals = [float(r[col]) for r in rows if r["variant"] == variant and r["workers"] == workers]
+    return sum(vals) / len(vals)
+
+
+def test_the_page_has_every_point_its_ratios_and_how_to_reproduce(run_dir: Path, capsys) -> None:
+    assert main(["report", str(run_dir)]) == 0
+    printed = capsys.readouterr().out
+    page = (run_dir / "report.md").read_text()
+    assert page in printed
+    lines = page.splitlines()
+    assert lines[0] == "## kvsim: numpy against scalar"
+    assert "kvsim 0.1.0 @ " in lines[2] and "CPUs" in lines[2]
+    head = next(ln for ln in lines if ln.startswith("| variant |"))
+    assert head.startswith("| variant | workers | GIL hold / request | p50 load latency |")
+    assert "mode" not in head  # one value everywhere: not a column
+    rows = [ln for ln in lines if ln.startswith("| numpy |")]
+    assert [r.split(" | ")[1] for r in rows] == ["1", "2"]
+    for r in rows:
+        cells = r.split(" | ")[2:]
+        assert all("×** [" in c for c in cells), r  # two repeats: every ratio has an interval
+        assert all(
+            c.rstrip(" |").endswith(("lower", "higher", "no difference shown")) for c in cells
+        )
+    reps = load_results(run_dir).table("summary_repeats")
+    hold = _mean(reps, "scalar", "1", "gil_hold_mean_ms")
+    assert f"| scalar (baseline) | 1 | {hold:.3g} ms |" in page
+    i = lines.index("```bash")
+    assert lines[i + 1].startswith("kvsim run ") and "rep.yaml --set seed=5" in lines[i + 1]
+    assert "Harness noise floor" in page
+
+
+def test_a_bench_csv_joins_the_page(run_dir: Path, tmp_path: Path, capsys) -> None:
+    bench = tmp_path / "bench.csv"
+    argv = ["bench", "connectors", "--regions", "4", "--chunks", "8", "--repeats", "3"]
+    assert main([*argv, "--variants", "scalar,numpy", "--csv", str(bench)]) == 0
+    out = tmp_path / "page.md"
+    assert main(["report", str(run_dir), "--bench", str(bench), "--out", str(out)]) == 0
+    page = out.read_text()
+    rows = list(csv.DictReader(bench.open()))
+    numpy_row = next(r for r in rows if r["variant"] == "numpy")
+    assert f"| numpy | {float(numpy_row['gil_hold_ms']):.3g} ms | " in page
+    (tmp_path / "not.csv").write_text("a,b\n1,2\n")
+    capsys.readouterr()
+    assert main(["report", str(run_dir), "--bench", str(tmp_path / "not.csv")]) == 2
+    assert "not a `kvsim bench connectors` CSV" in capsys.readouterr().err

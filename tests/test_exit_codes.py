@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from procscan import TAG_ENV, catches, children, kill_tagged, new_tag, tagged, wait_for
 
+from sim.cli import main
 from sim.rundir.layout import MANIFEST_FILE
 
 pytestmark = pytest.mark.realthreads
@@ -67,6 +68,7 @@ def test_a_signal_to_a_points_child_makes_the_run_exit_1(write_config, tmp_path,
     assert "1 point run(s) did not finish (1 interrupted)" in last, err
     assert "--resume" in last
     assert "Traceback" not in err
+    assert wait_for(lambda: not tagged(tag), 30), "a process the run started survived"
 
 
 def test_ctrl_c_to_the_group_while_kvsim_ignores_it_exit_code_matches_the_manifest(
@@ -143,3 +145,33 @@ def test_a_stopped_child_is_stopped_at_its_budget_and_the_sweep_goes_on(
     failed = next(r for r in rows if r["status"] == "failed")
     assert "no result within 4 s" in failed["error"], failed
     assert not tagged(tag)  # the stopped child was ended, not left behind
+
+
+def test_a_search_whose_point_was_stopped_exits_1_not_judging_it(
+    write_config, tmp_path, monkeypatch, capsys
+) -> None:
+    """A point run stopped by a signal has no verdict: the search says so and exits 1,
+    instead of counting it a miss and bisecting on. Its resume then finishes."""
+    from sim.rundir.layout import write_status
+    from sim.sweep import runner
+
+    real = runner._in_process
+    stopped: list[str] = []
+
+    def stopped_once(rep, progress, host=None):  # type: ignore[no-untyped-def]
+        if not stopped:  # as the child writes it when SIGTERM or Ctrl-C reaches it
+            stopped.append(rep.label)
+            write_status(rep.dir, "interrupted", error="stopped by Ctrl-C or SIGTERM")
+            return
+        real(rep, progress, host)
+
+    monkeypatch.setattr(runner, "_in_process", stopped_once)
+    path = write_config()
+    out = tmp_path / "search"
+    args = ["search", str(path), "--slo", "latency_p99_ms<=1000", "--over",
+            "workload.arrival.rate_rps", "--max-runs", "2", "--out", str(out),
+            "--in-process", "-q"]  # fmt: skip
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert "1 point run(s) did not finish" in err and "interrupted" in err, err
+    assert main([*args, "--resume"]) == 0

@@ -28,6 +28,7 @@ from pydantic import ValidationError
 from sim.config import ConfigError, ExperimentConfig, Point
 from sim.config.experiment import axis_label, set_path
 from sim.config.paths import CONFIG_DIR
+from sim.errors import RunError
 from sim.events import SweepEvents
 from sim.files.read import read_bounded
 from sim.rundir.outputs import read_csv, write_json
@@ -283,6 +284,7 @@ def run_search(search: Search, session: Session, events: SweepEvents) -> SearchR
             overrides=search.overrides,
         )
         last = session.run(plan, events)
+        _refuse_unfinished(last, search, out_dir)
         rows = _summary_by_index(out_dir, search)
         for s, v in todo:
             row = rows.get(s.points[v], {"status": "failed", "error": "no result"})
@@ -294,6 +296,21 @@ def run_search(search: Search, session: Session, events: SweepEvents) -> SearchR
         search.write(out_dir)
     search.write(out_dir)
     return SearchRounds([(s, s.strategy.outcome()) for s in search.series], last)
+
+
+def _refuse_unfinished(outcome: SweepOutcome, search: Search, out_dir: Path) -> None:
+    """A point run that neither finished nor failed (its child stopped by a signal) has
+    no verdict to give: stop the search (RunError, exit 1) instead of judging it a miss.
+    The earlier rounds' verdicts are in search.json, so a resume asks the same values
+    again and reruns only what did not finish."""
+    stopped = [(rep, state) for rep, state, _ in outcome.unfinished if state != "failed"]
+    if not stopped:
+        return
+    rep, state = stopped[0]
+    raise RunError(
+        f"{out_dir}: {len(stopped)} point run(s) did not finish ({rep.label}: {state}); "
+        "the search stops rather than judge them; add --resume to go on"
+    )
 
 
 @dataclass(frozen=True)

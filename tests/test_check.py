@@ -181,3 +181,12 @@ def test_the_api_checks_a_plugin_for_one_call(tmp_path: Path) -> None:
     assert sim.check("numpy", threads=2).ok
     with pytest.raises(sim.UsageError, match="no variant 'nump'; did you mean 'numpy'"):
         sim.check("nump")
+
+
+def test_bench_index_refuses_a_wrong_index_plugin(tmp_path: Path, capsys) -> None:
+    pytest.importorskip("torch", reason="index variants need torch")
+    path = _plugin(tmp_path, "idx.py", WRONG_INDEX)
+    assert main(["bench", "index", "--plugin", str(path), "--csv", str(tmp_path / "b.csv")]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: index variant 'shifted' is not measured: " in err
+    assert not (tmp_path / "b.csv").exists()

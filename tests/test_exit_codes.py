@@ -7,6 +7,7 @@ Every wait here is bounded; a test that fails kills what it started (by its tag)
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -175,3 +176,43 @@ def test_a_search_whose_point_was_stopped_exits_1_not_judging_it(
     err = capsys.readouterr().err
     assert "1 point run(s) did not finish" in err and "interrupted" in err, err
     assert main([*args, "--resume"]) == 0
+
+
+def test_a_ray_hosts_stopped_child_is_failed_at_its_budget(
+    write_config, tmp_path, monkeypatch
+) -> None:
+    """The Ray task's wait on its child is bounded too (start-up allowance + budget):
+    run_on_host driven here (no cluster: only the node id is asked of Ray)."""
+    import threading
+    import types
+
+    from sim.config import parse_config
+    from sim.rundir.layout import rep_runs
+    from sim.sweep.executors import ray_host
+    from sim.sweep.spec import PointSpec
+
+    fake_ray = types.SimpleNamespace(
+        get_runtime_context=lambda: types.SimpleNamespace(get_node_id=lambda: "node")
+    )
+    monkeypatch.setitem(sys.modules, "ray", fake_ray)
+    monkeypatch.setattr(ray_host, "START_ALLOWANCE_S", 20.0)  # start-up here, loaded or not
+    path = write_config({"limits": {"max_point_s": 2, "request_timeout_s": 1}})
+    _cfg, points = parse_config(path)
+    rep = rep_runs(tmp_path / "out", points, 1)[0]
+    spec = PointSpec.for_rep(rep, ["variant"], path).to_json()
+    result: list[dict] = []
+    task = threading.Thread(target=lambda: result.append(ray_host.run_on_host(spec, [], "k")))
+    task.start()
+    found: list[int] = []
+    try:
+        assert wait_for(lambda: found.extend(children(os.getpid(), "sim.sweep.child")) or found, 60)
+        os.kill(found[0], signal.SIGSTOP)
+        task.join(timeout=90)
+        assert not task.is_alive(), "the task waited on a stopped child past its bound"
+    finally:
+        for pid in found:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        task.join(timeout=30)
+    status = json.loads(result[0]["outputs"]["status.json"][1])
+    assert status["status"] == "failed" and "no result within 23 s" in status["error"], status

@@ -14,7 +14,8 @@ the sweep goes on to the next.
 from __future__ import annotations
 
 import time
-from typing import Any
+
+from sim.config.sections import LimitsConfig
 
 __all__ = ["START_ALLOWANCE_S", "Deadline", "over_budget_error", "wait_bound_s"]
 
@@ -22,9 +23,9 @@ __all__ = ["START_ALLOWANCE_S", "Deadline", "over_budget_error", "wait_bound_s"]
 START_ALLOWANCE_S = 60.0
 
 
-def wait_bound_s(cfg: Any) -> float:
-    """Seconds a started run of the point ``cfg`` may take before the sweep stops it."""
-    return float(cfg.limits.max_point_s) + float(cfg.limits.request_timeout_s)
+def wait_bound_s(limits: LimitsConfig) -> float:
+    """Seconds a started run of a point with these ``limits`` may take before it is stopped."""
+    return float(limits.max_point_s) + float(limits.request_timeout_s)
 
 
 def over_budget_error(deadline: Deadline) -> str:

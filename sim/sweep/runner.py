@@ -221,7 +221,7 @@ def run_rep(
             with deferred_signals() as arrived:
                 proc = start_child([*_child_command(rep, child_command), str(spec)], log)
             deadline = Deadline(START_ALLOWANCE_S, "start")
-            bound_s = wait_bound_s(rep.point.config)
+            bound_s = wait_bound_s(rep.point.config.limits)
             try:
                 if arrived:
                     signal.raise_signal(arrived[0])  # its own handler: Ctrl-C or SIGTERM

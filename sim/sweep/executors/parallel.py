@@ -119,7 +119,7 @@ class ParallelModelExecutor:
         reported = 0
         why = "a model-mode worker process died"
         # No result from any worker for this long means one is stopped or hung.
-        bound_s = max(wait_bound_s(r.point.config) for r in reps) if reps else 0.0
+        bound_s = max(wait_bound_s(r.point.config.limits) for r in reps) if reps else 0.0
         try:
             futures = [pool.submit(_run, rep, *self._args) for rep in reps]
             for rep, fut in zip(reps, futures, strict=True):

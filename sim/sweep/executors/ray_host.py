@@ -30,12 +30,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sim.config.sections import LimitsConfig
 from sim.process.lifeline import ask_to_die_with_parent
-from sim.rundir.layout import LOG_FILE, SPEC_FILE
+from sim.rundir.layout import LOG_FILE, SPEC_FILE, write_status
 from sim.rundir.outputs import write_json
+from sim.sweep.deadline import START_ALLOWANCE_S, Deadline, over_budget_error, wait_bound_s
 from sim.sweep.executors.transfer import InputFile, collect_outputs, place_inputs
 from sim.sweep.hostinfo import code_hash, host_name
-from sim.sweep.runner import start_child, stop_child
+from sim.sweep.runner import TERMINATE_GRACE_S, start_child, stop_child
 
 __all__ = ["PROGRESS_EVERY_S", "STOP_POLL_S", "Board", "run_on_host"]
 
@@ -49,6 +51,14 @@ def _die_with_parent() -> None:  # pragma: no cover - runs between fork and exec
     # Between fork and exec the parent cannot have died unseen: the child's own check
     # (sim.sweep.child, through PARENT_PID_ENV) covers its interpreter's start-up.
     ask_to_die_with_parent(signal.SIGTERM)
+
+
+def _limits(spec: dict[str, Any]) -> LimitsConfig:
+    """The point's limits, read from its spec without validating the rest of the config
+    (its plug-in variants are not registered in this process)."""
+    config = spec.get("config")
+    raw = config.get("limits") if isinstance(config, dict) else None
+    return LimitsConfig.model_validate(raw if isinstance(raw, dict) else {})
 
 
 def _relay(proc: subprocess.Popen[str], key: str, board: Any) -> None:
@@ -111,14 +121,29 @@ def run_on_host(
                 threading.Thread(
                     target=_watch_for_stop, args=(proc, board, over), daemon=True
                 ).start()
+            # A child stopped (SIGSTOP) or hung must not hold this task forever: past its
+            # start-up allowance and budget (sim.sweep.deadline) it is stopped and failed.
+            bound_s = START_ALLOWANCE_S + wait_bound_s(_limits(spec))
+            fired = threading.Event()
+
+            def expire() -> None:
+                fired.set()
+                stop_child(proc)
+
+            overdue = threading.Timer(bound_s, expire)
+            overdue.daemon = True
+            overdue.start()
             try:
                 _relay(proc, key, board)
-                proc.wait()
+                proc.wait(bound_s + 4 * TERMINATE_GRACE_S)
             except BaseException:
                 stop_child(proc)
                 raise
             finally:
                 over.set()
+                overdue.cancel()
+            if fired.is_set():
+                write_status(rep_dir, "failed", error=over_budget_error(Deadline(bound_s)))
         ended = time.time()
         return {
             "outputs": collect_outputs(rep_dir),

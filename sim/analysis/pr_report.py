@@ -5,7 +5,8 @@ Shaped like the tables of the upstream PRs this project reproduces (vLLM #48531,
 load latency and the stall, each with its ratio to the baseline, the ratio's
 interval from the spread between repeats and a verdict in words
 (``sim.analysis.compare`` → ``sim.analysis.verdict``; docs/statistics.md); the
-machine and kvsim commit in one line; the harness's noise floor; and the command
+machine and kvsim commit in one line; the warnings of the run's end table (points
+where the harness fell behind its plan); the harness's noise floor; and the command
 that reproduces the run. A ``kvsim bench connectors`` CSV adds the hold per call
 and sustained, measured side by side in one process.
 """
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.analysis.compare import Comparison, compare
+from sim.analysis.point_notes import point_warnings
 from sim.rundir.reader import RunResults, as_float
 
 __all__ = ["REPORT_METRICS", "bench_rows", "pr_markdown", "reproduce_command"]
@@ -175,7 +177,7 @@ def pr_markdown(
         f"`{machine_line(res.manifest)}`",
         "",
         f"{comp.repeats} repeat(s) per point. Each cell: the value, then **its ratio to "
-        f"{comp.baseline}** at the same {', '.join(comp.level_axes)}, with the 95 % interval "
+        f"{comp.baseline}** at the same {', '.join(axes) or 'settings'}, with the 95 % interval "
         "from the spread between repeats and the verdict (lower/higher: the interval "
         "excludes 1; docs/statistics.md).",
         "",
@@ -191,6 +193,11 @@ def pr_markdown(
             row = [name, *(lv[i] for i in cols)]
             row += [_ms(c.value) + _verdict(c.ratio) for c in cells]
             lines.append("| " + " | ".join(row) + " |")
+    warnings = point_warnings(res.summary, res.axes)
+    if warnings:
+        # Where the harness fell behind its plan (or the audit disagrees), a figure is not
+        # what it seems: the page says so under the table, as the run's end table does.
+        lines += ["", "Warnings:", ""] + [f"- {w}" for w in warnings]
     if bench:
         lines += _bench_section(bench, variants)
     noise = _noise_line(res)

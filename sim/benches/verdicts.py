@@ -11,7 +11,9 @@ as ``kvsim run`` makes them) of the ``synthetic`` variant, a 2 × 2 grid:
 
 Each trial gives two A/A comparisons (601 against 600, at each hold) and two A/B
 comparisons (2.2 against 2.0, at each name), for GIL hold per request and p99
-latency, judged three ways side by side:
+latency, judged three ways side by side (and from the second trial on, each
+method's run against the previous trial's: ``kvsim compare A B`` of two runs of one
+config, unpaired):
 
 * **new**: interleaved rounds, the default repeats, ``ratio_verdict`` (the intervals
   ``kvsim compare`` prints now);
@@ -48,7 +50,13 @@ HOLD_A, HOLD_B = 2.0, 2.2
 NAME_A, NAME_B = 600.0, 601.0
 #: (metric label, requests.csv column, statistic)
 METRICS = (("GIL hold", "gil_hold_ms", "mean"), ("p99 latency", "latency_ms", "p99"))
-METHODS = ("new", "old, same runs", "old as shipped")
+METHODS = (
+    "new",
+    "old, same runs",
+    "old as shipped",
+    "new, two runs",
+    "old, two runs",
+)
 
 
 def trial_config(
@@ -173,6 +181,41 @@ def _spread(b: dict[str, np.ndarray], a: dict[str, np.ndarray], stat: str) -> fl
     return float(np.std(logs, ddof=1)) if len(logs) > 1 else math.nan
 
 
+#: (kind, B cell of this trial's run, A cell of the previous trial's run): compare A B of
+#: two runs of one config, as `kvsim compare RUN_A RUN_B` sets them side by side.
+_ACROSS = (
+    ("A/A", (HOLD_A, NAME_A), (HOLD_A, NAME_A)),
+    ("A/A", (HOLD_B, NAME_B), (HOLD_B, NAME_B)),
+    ("A/B", (HOLD_B, NAME_A), (HOLD_A, NAME_A)),
+    ("A/B", (HOLD_B, NAME_B), (HOLD_A, NAME_B)),
+)
+
+
+def _judge_across(
+    tally: Tally,
+    cur: dict[tuple[float, float], dict[str, dict[str, Any]]],
+    prev: dict[tuple[float, float], dict[str, dict[str, Any]]],
+    method: str,
+    seed: int,
+    n_boot: int,
+) -> None:
+    """Two runs made at different times: the new method unpaired (as compare A B does),
+    the old one its request bootstrap."""
+    from sim.analysis.bootstrap import ratio_interval
+    from sim.analysis.verdict import marks, ratio_verdict
+
+    for i, (kind, b, a) in enumerate(_ACROSS):
+        for label, col, stat in METRICS:
+            sb, sa = _series(cur, b, col), _series(prev, a, col)
+            if method.startswith("new"):
+                v = ratio_verdict(sb, sa, stat, paired=False, n_boot=n_boot, seed=[seed, i])
+                low, high = v.low, v.high
+            else:
+                r = ratio_interval(list(sb.values()), list(sa.values()), stat, n_boot, [seed, i])
+                low, high = r.low, r.high
+            tally.add(method, kind, label, marks(low, high))
+
+
 def run_trials(
     trials: int,
     repeats: int,
@@ -184,21 +227,31 @@ def run_trials(
     progress: Callable[[int, Tally], None] | None = None,
     isolate: bool = True,
 ) -> Tally:
-    """``trials`` trials of the new method and of the old as shipped, alternately.
+    """``trials`` trials of the new method and of the old as shipped, alternately; from
+    the second trial on, each method's run is also compared with its previous trial's
+    (two runs of one config, as ``kvsim compare A B`` does).
 
     ``isolate=False`` runs the points in this process (no interpreter start per run:
     several times faster here, but without the spread a fresh process adds)."""
     tally = Tally()
     began = time.perf_counter()
+    prev_new: dict[tuple[float, float], dict[str, dict[str, Any]]] | None = None
+    prev_old: dict[tuple[float, float], dict[str, dict[str, Any]]] | None = None
     with tempfile.TemporaryDirectory(prefix="kvsim-bench-verdicts-", dir=work_dir) as tmp:
         for t in range(trials):
             trial_seed = seed * 1_000_003 + t
             new = trial_config(repeats, "interleaved", trial_seed, requests, rate_rps)
             cells = _run(new, Path(tmp) / f"new-{t}", isolate)
             _judge(tally, cells, ("new", "old, same runs"), trial_seed, n_boot)
+            if prev_new is not None:
+                _judge_across(tally, cells, prev_new, "new, two runs", trial_seed, n_boot)
+            prev_new = cells
             old = trial_config(1, "grid", trial_seed, requests, rate_rps)
             cells = _run(old, Path(tmp) / f"old-{t}", isolate)
             _judge(tally, cells, ("old as shipped",), trial_seed, n_boot)
+            if prev_old is not None:
+                _judge_across(tally, cells, prev_old, "old, two runs", trial_seed, n_boot)
+            prev_old = cells
             tally.trials += 1
             tally.runs += 4 * (repeats + 1)
             tally.seconds = time.perf_counter() - began
@@ -301,8 +354,10 @@ def main(args: argparse.Namespace) -> int:
         "A/A: the same config under two names (target: at most 5 % marked); A/B: hold "
         f"{HOLD_B:g} against {HOLD_A:g} ms, 10 % more (target: at least 80 % marked); "
         f"new: {repeats} interleaved repeats, intervals from the spread between them "
-        "(docs/statistics.md); old: the request/repeat bootstrap compare used before. Two "
-        f"comparisons per trial share its runs. {tally.runs} point runs "
+        "(docs/statistics.md); old: the request/repeat bootstrap compare used before; two "
+        "runs: each trial's run against the previous trial's (compare A B: the same config "
+        "twice, A/A; B's hold 2.2 against A's 2.0, A/B), unpaired. Two comparisons per trial "
+        f"share its runs. {tally.runs} point runs "
         f"{'in this process' if args.in_process else 'each in its own process'} in "
         f"{tally.seconds:.0f} s; the figures move with the machine's load."
     )

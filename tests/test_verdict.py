@@ -79,6 +79,14 @@ def test_repeats_that_agree_by_chance_keep_the_within_run_floor() -> None:
     assert not v.differs
 
 
+def test_a_figure_of_zero_gives_the_ratio_without_an_interval() -> None:
+    zero = {str(k): np.zeros(10) for k in range(3)}
+    some = {str(k): np.full(10, 0.5) for k in range(3)}
+    v = ratio_verdict(zero, some, "mean")
+    assert v.ratio == 0.0 and not v.has_interval and "zero" in v.reason
+    assert math.isnan(ratio_verdict(some, zero, "mean").ratio)
+
+
 def test_unpaired_and_rounds_one_side_lacks() -> None:
     rng = np.random.default_rng(4)
     b, a = _runs(rng, 3.0, 4), _runs(rng, 2.0, 3)

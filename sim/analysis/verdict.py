@@ -120,16 +120,17 @@ def _clean(values: np.ndarray) -> np.ndarray:
 
 def _per_repeat(
     side: Mapping[str, np.ndarray], stat: str, n_boot: int, rng: np.random.Generator
-) -> dict[str, tuple[float, float]]:
-    """round -> (log of the run's statistic, its bootstrap variance over the run's rows)."""
-    out: dict[str, tuple[float, float]] = {}
+) -> dict[str, tuple[float, float, float]]:
+    """round -> (log of the run's statistic, its bootstrap variance over the run's rows,
+    the statistic itself)."""
+    out: dict[str, tuple[float, float, float]] = {}
     for key, values in side.items():
         arr = _clean(values)
         if arr.size == 0:
             continue
         s = float(statistic(arr, stat))
         if not s > 0:
-            out[key] = (math.nan, math.nan)
+            out[key] = (math.nan, math.nan, s)
             continue
         within = 0.0
         if arr.size > 1 and n_boot > 1:
@@ -137,7 +138,7 @@ def _per_repeat(
             with np.errstate(divide="ignore", invalid="ignore"):
                 logs = np.log(dist[dist > 0])
             within = float(np.var(logs, ddof=1)) if logs.size > 1 else 0.0
-        out[key] = (math.log(s), within)
+        out[key] = (math.log(s), within, s)
     return out
 
 
@@ -195,8 +196,11 @@ def ratio_verdict(
     else:
         bad = not (np.all(np.isfinite(logs)) and np.all(np.isfinite(base)))
         centre = float(np.mean(logs) - np.mean(base)) if not bad else math.nan
-    if bad:
-        return Verdict(math.nan, math.nan, math.nan, level, n, "none", "a value is zero or below")
+    if bad:  # no log: the ratio of the mean figures, without an interval
+        mb = float(np.mean([v[2] for v in sb.values()]))
+        ma = float(np.mean([v[2] for v in sa.values()]))
+        ratio = mb / ma if ma > 0 else math.nan
+        return Verdict(ratio, math.nan, math.nan, level, n, "none", "a value is zero or below")
     ratio = math.exp(centre)
     if n < MIN_REPEATS:
         why = (

@@ -38,8 +38,8 @@ from sim.rundir.layout import (
 )
 from sim.rundir.numbers import parse_number
 from sim.rundir.outputs import write_csv
-from sim.rundir.parts import Part, write_joined
-from sim.rundir.verify import read_verified, record_files
+from sim.rundir.parts import IN_MEMORY_BYTES, Part, write_joined
+from sim.rundir.verify import read_verified, record_files, verify_files
 
 __all__ = ["ORDER_COLUMNS", "SUM_COLUMNS", "Combiner", "aggregate_repeats", "aggregate_with_numpy"]
 
@@ -117,6 +117,21 @@ def aggregate_repeats(
     return out
 
 
+def _big_files(files: Any) -> set[str]:
+    """The tables of a run's ``files`` record too large to hold (left on disk)."""
+    if not isinstance(files, dict):
+        return set()
+    return {
+        name
+        for name, rec in files.items()
+        if name.endswith(".csv")
+        and name != SUMMARY_FILE
+        and isinstance(rec, dict)
+        and isinstance(rec.get("size"), int)
+        and rec["size"] > IN_MEMORY_BYTES
+    }
+
+
 class Combiner:
     """Keeps every finished run's tables in memory and rewrites the top-level files.
 
@@ -157,17 +172,23 @@ class Combiner:
         if status["status"] != "ok":
             self._runs[key] = (rep, status, [], {})
             return str(status["status"])
-        why, blobs = read_verified(rep.dir, status.get("files"))
+        files = status.get("files")
+        big = _big_files(files)
+        small = {k: v for k, v in files.items() if k not in big} if big else files
+        why, blobs = read_verified(rep.dir, small)
+        why = why or (verify_files(rep.dir, {k: files[k] for k in big}) if big else "")
         if why:
             self._runs.pop(key, None)
             return "damaged"
         parts: dict[str, Part] = {}
         summary: list[dict[str, str]] = []
         try:
-            for name in sorted(blobs):
+            for name in sorted([*blobs, *big]):
                 if not name.endswith(".csv"):
                     continue
-                part = Part.from_bytes(blobs[name])
+                part = (
+                    Part.from_file(rep.dir / name) if name in big else Part.from_bytes(blobs[name])
+                )
                 if name == SUMMARY_FILE:
                     summary = part.rows()
                 else:

@@ -13,13 +13,20 @@ import errno
 import hashlib
 import os
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from sim.files.read import MAX_RUN_FILE_BYTES, first_link, open_bounded
 
-__all__ = ["file_record", "first_link", "read_verified", "record_files", "verify_files"]
+__all__ = [
+    "file_blocks",
+    "file_record",
+    "first_link",
+    "read_verified",
+    "record_files",
+    "verify_files",
+]
 
 _BLOCK = 1 << 20
 
@@ -41,6 +48,17 @@ def _open(path: Path) -> BinaryIO:
         error=_unreadable,
         within=path.parent,
     )
+
+
+def file_blocks(path: Path, start: int = 0) -> Iterator[bytes]:
+    """A run's file from byte ``start``, a block at a time (the bounded reader's rules)."""
+    with _open(path) as fh:
+        while start > 0:  # the bounded reader's stream does not seek: read past the start
+            skipped = fh.read(min(start, _BLOCK))
+            if not skipped:
+                return
+            start -= len(skipped)
+        yield from iter(lambda: fh.read(_BLOCK), b"")
 
 
 def file_record(path: Path) -> dict[str, Any]:

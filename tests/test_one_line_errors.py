@@ -7,6 +7,7 @@ now a KvsimError with one line that names the argument or field.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -158,3 +159,32 @@ def test_validate_and_run_refuse_a_cuda_engine_without_a_gpu(
     off = write_config({"engine": {"device": "cuda"}}, name="off.yaml")
     assert main(["validate", str(off)]) == 0
     capsys.readouterr()
+
+
+def test_a_dead_ray_workers_scratch_directories_are_removed(tmp_path: Path) -> None:
+    """A Ray worker killed mid-task (its node gone) never ran its TemporaryDirectory's
+    cleanup; the next task on that host removes what it left, and nothing else."""
+    from sim.sweep.executors.ray_host import (
+        POINT_DIR_PREFIX,
+        _pid_namespace,
+        remove_stale_point_dirs,
+    )
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait(timeout=60)  # its pid now runs nothing (reuse within the test is not expected)
+    ns = _pid_namespace()
+    stale = tmp_path / f"{POINT_DIR_PREFIX}{ns}-{dead.pid}-abcd_123"
+    live = tmp_path / f"{POINT_DIR_PREFIX}{ns}-{os.getpid()}-efgh_456"
+    other_ns = tmp_path / f"{POINT_DIR_PREFIX}{ns + 1}-{dead.pid}-ijkl_789"
+    mine = tmp_path / f"{POINT_DIR_PREFIX}notes"
+    for d in (stale, live, other_ns, mine):
+        (d / "rep").mkdir(parents=True)
+        (d / "rep" / "requests.csv").write_text("x\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep").write_text("k")
+    (stale / "link").symlink_to(outside)
+    assert remove_stale_point_dirs(tmp_path) == [stale]
+    assert not stale.exists()
+    assert live.is_dir() and other_ns.is_dir() and mine.is_dir()
+    assert (outside / "keep").read_text() == "k"  # a link inside is removed, not followed

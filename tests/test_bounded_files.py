@@ -34,16 +34,18 @@ from sim.workload.trace import read_trace
 
 #: Seconds any one case may take (a guard against a hang, not a speed test).
 GUARD_S = 30
+#: Seconds a command that runs points may take (two tiny points, on a loaded machine).
+RUN_GUARD_S = 240
 
 
 def _alarm(signum: int, frame: Any) -> None:
-    raise TimeoutError(f"blocked for more than {GUARD_S} s (a FIFO opened without O_NONBLOCK?)")
+    raise TimeoutError("blocked past its guard (a FIFO opened without O_NONBLOCK?)")
 
 
 @contextmanager
-def bounded() -> Iterator[None]:
+def bounded(seconds: int = GUARD_S) -> Iterator[None]:
     previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(GUARD_S)
+    signal.alarm(seconds)
     try:
         yield
     finally:
@@ -207,3 +209,41 @@ def test_every_refusal_is_a_kvsim_error() -> None:
     """The CLI prints KvsimError subclasses as one line; the reader raises only those."""
     for cls in (ConfigError, RunDirError, TraceError, SpecError, CalibrationError):
         assert issubclass(cls, KvsimError)
+
+
+def test_commands_on_a_run_with_special_files_end_in_bounded_time(
+    tmp_path: Path, write_config, capsys
+) -> None:
+    """A FIFO in place of a point's summary.csv, its status.json a link to /dev/zero and
+    a FIFO manifest in a copy: compare, plot, --dry-run and --resume each end (under the
+    alarm), and never with a traceback."""
+    import shutil
+
+    cfg = write_config({"sweep": {"connector.workers": [1, 2]}})
+    out = tmp_path / "out"
+    with bounded(RUN_GUARD_S):
+        assert main(["run", "-q", str(cfg), "--out", str(out)]) == 0
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy, symlinks=True)
+    (copy / MANIFEST_FILE).unlink()
+    os.mkfifo(copy / MANIFEST_FILE)
+    reps = sorted((out / "points").glob("*/rep-0"))
+    (reps[0] / "summary.csv").unlink()
+    os.mkfifo(reps[0] / "summary.csv")
+    (reps[1] / STATUS_FILE).unlink()
+    (reps[1] / STATUS_FILE).symlink_to("/dev/zero")
+    capsys.readouterr()
+    for argv in (
+        ["compare", str(out), "--bootstrap", "200"],
+        ["plot", str(out), "--out", str(tmp_path / "figs")],
+        ["compare", str(copy), "--bootstrap", "200"],
+        ["run", "--dry-run", str(cfg), "--out", str(out)],
+        ["run", "-q", "--resume", str(cfg), "--out", str(out)],
+    ):
+        with bounded(RUN_GUARD_S):
+            rc = main(argv)
+        captured = capsys.readouterr()
+        assert "Traceback" not in captured.err, (argv, captured.err[-2000:])
+        assert rc in (0, 1, 2), (argv, rc)
+    # the resumed run redid both damaged points and wrote real files in their place
+    assert (reps[0] / "summary.csv").is_file() and not (reps[1] / STATUS_FILE).is_symlink()

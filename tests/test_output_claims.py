@@ -135,3 +135,16 @@ def test_validate_model_makes_a_new_directory_its_own(tmp_path: Path) -> None:
     assert set(TOP_FILES) <= set(owned_files(base))
     (base / "validation.md").write_text("written by kvsim\n")
     _claim_base(base, force=False, create=True)  # a second validate-model: its own files
+
+
+def test_report_out_does_not_replace_a_users_page(tmp_path: Path, run: Path, capsys) -> None:
+    page = tmp_path / "pr.md"
+    page.write_text(MINE)
+    assert main(["report", str(run), "--out", str(page)]) == 2
+    assert "pr.md: exists; pass --force" in _err_lines(capsys)[-1]
+    assert page.read_text() == MINE
+    assert main(["report", str(run), "--out", str(page), "--force"]) == 0
+    assert page.read_text() != MINE
+    assert main(["report", str(run)]) == 0  # RUN/report.md: the run's own, twice
+    assert main(["report", str(run)]) == 0
+    capsys.readouterr()

@@ -14,6 +14,7 @@ and sustained, measured side by side in one process.
 from __future__ import annotations
 
 import csv
+import io
 import math
 import shlex
 from collections.abc import Sequence
@@ -22,6 +23,7 @@ from typing import Any
 
 from sim.analysis.compare import Comparison, compare
 from sim.analysis.point_notes import point_warnings
+from sim.files.read import MAX_DATA_BYTES, open_bounded
 from sim.rundir.reader import RunResults, as_float
 
 __all__ = ["REPORT_METRICS", "bench_rows", "pr_markdown", "reproduce_command"]
@@ -108,10 +110,11 @@ def _listed_plugins(config: str) -> set[str]:
 
 def bench_rows(path: Path) -> list[dict[str, str]]:
     """The rows of a ``kvsim bench connectors`` CSV (ValueError naming the file if not one)."""
+    raw = open_bounded(path, what="bench CSV", limit=MAX_DATA_BYTES, error=ValueError)
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
+        with io.TextIOWrapper(raw, encoding="utf-8", newline="") as fh:
             rows = list(csv.DictReader(fh))
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise ValueError(f"{path}: cannot read the bench CSV ({exc})") from None
     need = {"variant", "gil_hold_ms", "sustained_hold_ms", "hold_vs_scalar", "sustained_vs_scalar"}
     if not rows or not need <= set(rows[0]):

@@ -24,12 +24,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="where to write the page (default: RUN/report.md)",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the interval's bootstrap floor")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace --out when it exists and no kvsim run lists it as its own (without "
+        "it such a file is a reason to refuse)",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
     from sim.analysis.pr_report import bench_rows, pr_markdown
     from sim.errors import UsageError
-    from sim.rundir.guard import is_kvsim_run, record_owned
+    from sim.rundir.claim import claim_outputs
     from sim.rundir.outputs import atomic_write_text
     from sim.rundir.reader import load_results
 
@@ -40,8 +46,7 @@ def main(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     out = (args.out or res.dir / "report.md").absolute()
-    if is_kvsim_run(out.parent) and not out.parent.is_symlink():
-        record_owned(out.parent, out.name)  # a file kvsim wrote in its run: --force may remove it
+    claim_outputs([out], args.force)  # new, the run's own, or --force; listed before written
     atomic_write_text(out, text)
     print(text, end="")
     print(f"\n(written: {out})")

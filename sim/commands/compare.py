@@ -1,5 +1,6 @@
-"""``kvsim compare RUN_DIR [RUN_B]``: variants side by side per level, with bootstrap
-intervals; with two run directories, the same points of two runs side by side."""
+"""``kvsim compare RUN_DIR [RUN_B]``: variants side by side per level, with intervals from
+the spread between repeats (docs/statistics.md); with two run directories, the same
+points of two runs side by side."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 HELP = (
     "compare variants of a finished run, or the same points of two runs (before/after), "
-    "with bootstrap confidence intervals"
+    "with 95% intervals from the spread between repeats"
 )
 
 
@@ -43,7 +44,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "such as steps.build_us:p50@phase=alone",
     )
     p.add_argument(
-        "--bootstrap", type=int, default=2000, metavar="N", help="bootstrap resamples (2000)"
+        "--bootstrap",
+        type=int,
+        default=2000,
+        metavar="N",
+        help="resamples of each run's rows, the floor under an interval (2000)",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (0)")
     p.add_argument(

@@ -105,3 +105,37 @@ def test_a_stopped_model_worker_does_not_hang_the_sweep(sweep_config, tmp_path) 
     status = json.loads((tmp_path / "out" / "manifest.json").read_text())["status"]
     assert (status, proc.returncode) in (("complete", 0), ("failed", 1)), (status, err)
     assert wait_for(lambda: not tagged(tag), 30), tagged(tag)
+
+
+def test_a_program_kvsim_starts_dies_with_its_parent_or_never_starts() -> None:
+    """The Mooncake master and py-spy are started with sim.process.lifeline's preexec:
+    a parent already gone (here: a pid that is not the parent) means no start at all,
+    and a kill -9 of the parent ends the program."""
+    from sim.process.lifeline import preexec_die_with
+
+    gone = subprocess.Popen(["sleep", "30"], preexec_fn=preexec_die_with(os.getppid()))
+    assert gone.wait(timeout=30) == 1
+    tag = new_tag()
+    starter = (
+        "import os, subprocess, sys, time\n"
+        "from sim.process.lifeline import preexec_die_with\n"
+        "p = subprocess.Popen(['sleep', '60'], preexec_fn=preexec_die_with(os.getpid()))\n"
+        "print(p.pid, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    env = {**os.environ, TAG_ENV: tag, "PYTHONPATH": str(Path(__file__).parents[1])}
+    parent = subprocess.Popen(
+        [sys.executable, "-c", starter], env=env, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert parent.stdout is not None
+        sleeper = int(parent.stdout.readline())
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait(timeout=30)
+        assert wait_for(lambda: sleeper not in tagged(tag), 30), "it outlived its parent"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+        kill_tagged(tag)
+        if parent.stdout is not None:
+            parent.stdout.close()

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from sim import columns
 from sim.instruments.gilmeter import HoldLedger, close_ledger, open_ledger
 from sim.instruments.probe import run_delay_ns
+from sim.process.lifeline import preexec_die_with
 
 if TYPE_CHECKING:
     from sim.config.experiment import ExperimentConfig
@@ -137,7 +138,11 @@ class PySpyAudit:
         cmd = [exe, "record", "--gil", "--threads", "--nonblocking", "--rate", str(self._rate)]
         cmd += ["--format", "raw", "--output", str(out), "--pid", str(os.getpid())]
         proc = subprocess.Popen(
-            cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            preexec_fn=preexec_die_with(os.getpid()),  # not outliving a killed point
         )
         started = self._wait_started(proc)
         if started is not None:

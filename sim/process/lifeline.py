@@ -16,8 +16,15 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from collections.abc import Callable
 
-__all__ = ["PARENT_PID_ENV", "ask_to_die_with_parent", "die_with_parent", "parent_pid"]
+__all__ = [
+    "PARENT_PID_ENV",
+    "ask_to_die_with_parent",
+    "die_with_parent",
+    "parent_pid",
+    "preexec_die_with",
+]
 
 #: How a process kvsim starts learns its parent's pid (set by the parent, read first).
 PARENT_PID_ENV = "KVSIM_PARENT_PID"
@@ -43,6 +50,17 @@ def parent_pid() -> int:
     """The pid the parent gave (``PARENT_PID_ENV``), else ``getppid()`` (started by hand)."""
     given = os.environ.get(PARENT_PID_ENV, "")
     return int(given) if given.isdigit() else os.getppid()
+
+
+def preexec_die_with(parent: int, sig: int = signal.SIGTERM) -> Callable[[], None]:
+    """A ``preexec_fn`` for a program that is not kvsim (the Mooncake master, py-spy):
+    it gets ``sig`` when ``parent`` dies, and never starts when ``parent`` died first."""
+
+    def check() -> None:  # runs in the forked child before exec
+        if not die_with_parent(parent, sig):
+            os._exit(1)
+
+    return check
 
 
 def die_with_parent(parent: int, sig: int = signal.SIGTERM) -> bool:

@@ -16,11 +16,11 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sim.process.lifeline import die_with_parent
+from sim.process.lifeline import preexec_die_with
 from sim.store.model import StoreError
 
 __all__ = ["ERROR_CODES", "MooncakeSession", "master_binary", "mooncake_missing"]
@@ -57,17 +57,6 @@ def master_binary() -> Path:
     if spec is None or spec.origin is None:
         raise StoreError("the Mooncake package is not installed")
     return Path(spec.origin).parent / "mooncake_master"
-
-
-def _die_with(parent: int) -> Callable[[], None]:
-    """A ``preexec_fn``: the master gets SIGKILL when ``parent`` dies, and never starts
-    when it died before the asking (sim.process.lifeline)."""
-
-    def check() -> None:  # runs in the forked child before exec
-        if not die_with_parent(parent, signal.SIGKILL):
-            os._exit(1)
-
-    return check
 
 
 def _free_port() -> int:
@@ -125,7 +114,7 @@ class MooncakeSession:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             env=env,
-            preexec_fn=_die_with(os.getpid()),  # needed for PDEATHSIG
+            preexec_fn=preexec_die_with(os.getpid(), signal.SIGKILL),
         )
         deadline = time.monotonic() + self._ready_timeout_s
         while True:

@@ -27,4 +27,8 @@ def output_console() -> Console:
     from rich.console import Console  # rich loads only for commands that print tables
 
     console = Console()
-    return console if console.is_terminal else Console(width=PIPE_WIDTH)
+    if console.is_terminal:
+        return console
+    # Tables are laid out in TABLE_WIDTH columns, as in a 100-column terminal (headers wrap,
+    # no cell is cut); text is never wrapped (soft_wrap), so each sentence stays one line.
+    return Console(width=TABLE_WIDTH, soft_wrap=True)

@@ -156,3 +156,38 @@ def test_validate_model(config: Path, workdir: Path) -> None:
         "sweep={connector.variant: [numpy]}",
     )
     _whole_and_narrow(args, _kvsim(*args, cwd=workdir))
+
+
+def test_the_end_table_of_a_busy_quickstart_fits_100_columns() -> None:
+    """The quickstart's end table on a busy machine, with every column it can grow (lag,
+    stall, spreads under the values, `behind`), laid out as a pipe gets it: 102 columns
+    while it also had a column for the one mode of the run, now said in the title."""
+    import io
+
+    from rich.console import Console
+
+    from sim.analysis.report import comparison_table
+
+    rows = []
+    for variant, p50, hold in (("scalar", 4778.1, 32.3), ("numpy", 144.2, 7.43)):
+        for workers in (1, 4):
+            rows.append(
+                {"variant": variant, "workers": workers, "mode": "real", "repeats": 3,
+                 "status": "ok", "ok": 180, "requests": 180,
+                 "latency_p50_ms": p50, "latency_p50_ms_std": 1720.5,
+                 "latency_p99_ms": 2 * p50, "latency_p99_ms_std": 3942.5,
+                 "gil_hold_mean_ms": hold, "gil_hold_mean_ms_std": 1.61,
+                 "gil_wait_mean_ms": 599.75, "inject_lag_p99_ms": 410.5,
+                 "noise_floor_p99_ms": 13.4, "stall_p99_ms": 1109.1, "stall_p99_ms_std": 348.2,
+                 "offered_rps": 29.8, "achieved_rps": 29.0}
+            )  # fmt: skip
+    table = comparison_table(rows, ["variant", "workers", "mode"], "scalar", "kvsim · quickstart")
+    buf = io.StringIO()
+    Console(file=buf, width=TABLE_WIDTH, soft_wrap=True).print(table)
+    text = buf.getvalue()
+    assert "…" not in text and "behind" in text
+    grid = [ln for ln in text.splitlines() if ln.strip().startswith(("scalar", "numpy", "±"))]
+    assert len(grid) == 8 and _table_widths(text)
+    assert max(len(ln.rstrip()) for ln in grid) <= TABLE_WIDTH, text
+    assert max(_table_widths(text)) <= TABLE_WIDTH, text
+    assert text.splitlines()[0].strip() == "kvsim · quickstart · mode=real"

@@ -68,6 +68,10 @@ def _times(v: float) -> str:
     return f"{_fmt(v)}×" if not math.isnan(v) else "—"
 
 
+#: Axes the end table always shows, even with a single value.
+_ALWAYS = ("variant", "workers")
+
+
 def comparison_table(
     rows: Sequence[dict[str, Any]],
     axes: Sequence[str],
@@ -101,9 +105,14 @@ def comparison_table(
     stall = _present(rows, "stall_p99_ms")
     engine = _present(rows, "engine_step_p99_ms")
     lag = any(lagged(r) for r in rows)  # a figure only when some point was handed over late
+    # An axis with one value in every row (mode=real) is said once, in the title: a column
+    # of it would only push the table past 100 columns. Variant and workers always show.
+    shown_axes = [a for a in axes if a in _ALWAYS or len({str(r.get(a, "")) for r in rows}) > 1]
+    fixed_axes = [f"{a}={rows[0].get(a, '')}" for a in axes if a not in shown_axes and rows]
+    title = " · ".join([title, *fixed_axes])
     body = []
     for r, hr, pr in zip(rows, hold_ratio, p99_ratio, strict=False):
-        cells = [str(r.get(a, "")) for a in axes]
+        cells = [str(r.get(a, "")) for a in shown_axes]
         if show_rep:
             cells.append(str(r.get("repeats", "")))
         status = r.get("status", "ok")
@@ -134,7 +143,7 @@ def comparison_table(
             ]
         body.append(cells)
     plan = condense(rows, axes, max_rows)
-    heads = [*axes, *(["repeats"] if show_rep else [])]
+    heads = [*shown_axes, *(["repeats"] if show_rep else [])]
     fixed = len(heads) + 1  # identifying columns and ok/req keep their width
     heads += ["ok/req", "p50 ms", "p99 ms", "hold ms", "wait ms"]
     heads += ["hold ×", "p99 ×"] if ratios else []
@@ -163,6 +172,7 @@ def comparison_table(
     table = Table(
         box=box.SIMPLE_HEAD,
         pad_edge=False,
+        show_edge=False,  # the box's blank outer edges: two columns of nothing
         collapse_padding=True,
         title=title,
         title_justify="left",

@@ -263,6 +263,12 @@ HAND_MADE: list[Case] = [
     Case("calibration-nul", 'name: ok\nmode: model\nmachine: {calibration: "a\\0b"}\n', "invalid"),
     Case("output-dir-nul", 'name: ok\noutput: {dir: "a\\0b"}\n', "invalid"),
     Case("output-dir-too-long", f"name: ok\noutput: {{dir: /tmp/{'d' * 300}}}\n", "invalid"),
+    Case("output-dir-unknown-user", "name: ok\noutput: {dir: ~no_such_user_kvsim/x}\n", "invalid"),
+    Case(
+        "empirical-dev-zero",
+        "name: ok\nworkload: {tokens: {dist: empirical, path: /dev/zero}}\n",
+        "invalid",
+    ),
     Case("output-dir-home-var", "name: ok\noutput: {dir: $HOME/x}\n", "invalid"),
     Case("output-dir-braced-var", "name: ok\noutput: {dir: '${HOME}/x'}\n", "invalid"),
     Case("trace-nul", 'name: ok\nworkload: {arrival: {kind: trace, path: "a\\0b"}}\n', "invalid"),

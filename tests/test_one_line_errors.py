@@ -188,3 +188,17 @@ def test_a_dead_ray_workers_scratch_directories_are_removed(tmp_path: Path) -> N
     assert not stale.exists()
     assert live.is_dir() and other_ns.is_dir() and mine.is_dir()
     assert (outside / "keep").read_text() == "k"  # a link inside is removed, not followed
+
+
+def test_an_unknown_tilde_user_is_refused_not_made_a_directory(
+    tmp_path: Path, write_config, capsys, monkeypatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    cfg = write_config({"output": {"dir": "~no_such_user_kvsim/x"}})
+    assert main(["validate", str(cfg)]) == 2
+    assert "names no user here" in _one_error(capsys)
+    assert (
+        main(["run", "-q", str(write_config(name="b.yaml")), "--out", "~no_such_user_kvsim/y"]) == 2
+    )
+    assert "names no user here" in _one_error(capsys)
+    assert not (tmp_path / "~no_such_user_kvsim").exists()

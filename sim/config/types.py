@@ -48,6 +48,11 @@ def _usable_path(value: str) -> str:
         raise ValueError(
             f"path too long (at most {_PATH_MAX} bytes, {_NAME_MAX} per directory name)"
         )
+    if value.startswith("~") and os.path.expanduser(value) == value:
+        raise ValueError(
+            f"{value.split('/', 1)[0]} names no user here: a leading ~ or ~user is "
+            "expanded, an unknown one would make a directory of that name"
+        )
     if _VARIABLE.search(value):
         raise ValueError(
             "kvsim does not expand environment variables ($NAME) in a config; write the "

@@ -71,6 +71,11 @@ def normalize_dir(path: str | Path) -> Path:
     text = str(path)
     if "\x00" in text:
         raise RunDirError(f"{shown_path(text)}: a path may not contain a NUL byte")
+    if text.startswith("~") and os.path.expanduser(text) == text:
+        raise RunDirError(
+            f"{shown_path(text)}: {text.split('/', 1)[0]} names no user here; kvsim will not "
+            "make a directory of that name"
+        )
     out = Path(os.path.normpath(os.path.expanduser(text)))
     full = os.fsencode(str(out.absolute()))
     if len(full) >= _PATH_MAX or any(len(part) > _NAME_MAX for part in full.split(b"/")):

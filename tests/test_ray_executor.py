@@ -43,6 +43,7 @@ ROWS = [
 BASE = {
     "name": "ray-sweep",
     "seed": 5,
+    "repeats": 1,  # the counts below are per point run
     "model": {"regions": 4, "block_len": [1024], "block_size": 128, "num_blocks": 256},
     "connector": {"variant": "numpy", "workers": 1},
     "store": {"bandwidth_gb_per_s": 50, "latency_ms": 0.2, "concurrency": 2},

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sim.errors import RunDirError
-from sim.rundir.layout import POINTS_DIR, STATUS_FILE, read_status
+from sim.rundir.layout import point_rep_dirs, read_status
 from sim.rundir.reader import RunResults
 
 __all__ = ["PointHost", "check_same_code", "host_warnings", "point_hosts"]
@@ -52,20 +52,17 @@ def point_hosts(res: RunResults) -> list[PointHost]:
     for point in points if isinstance(points, list) else []:
         if not isinstance(point, dict) or not isinstance(point.get("slug"), str):
             continue
-        for status_path in sorted(
-            (res.dir / POINTS_DIR / point["slug"]).glob(f"rep-*/{STATUS_FILE}")
-        ):
-            status = read_status(status_path.parent)
+        for repeat, rep in point_rep_dirs(res.dir, point["slug"]):
+            status = read_status(rep)
             if status is None:
                 continue
             host = status.get("host")
             if status.get("status") != "ok" or not isinstance(host, dict):
                 continue
-            rep = status_path.parent.name.removeprefix("rep-")
             out.append(
                 PointHost(
                     axes=dict(point.get("axes") or {}),
-                    repeat=int(rep) if rep.isdigit() else 0,
+                    repeat=repeat,
                     name=str(host.get("name", "?")),
                     hardware=same_hardware_key(host),
                     code=str(host.get("code_hash", "")),

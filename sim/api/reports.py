@@ -143,10 +143,10 @@ def plot(
     from sim.analysis.hosts import host_warnings
     from sim.analysis.plot import plot_results
     from sim.errors import UsageError
-    from sim.rundir.layout import FIGURES_DIR
+    from sim.rundir.layout import figures_dir
 
     res = _results(run)
-    where = Path(out) if out is not None else res.dir / FIGURES_DIR
+    where = Path(out) if out is not None else figures_dir(res.dir)
     notes = ["partial run"] * bool(completeness_warnings(res))
     notes += ["mixed hardware"] * bool(host_warnings(res))
     note = f"{' and '.join(notes)} (see warnings)" if notes else ""

@@ -103,7 +103,7 @@ def time_sweep(
     import yaml
 
     from sim.config import parse_config
-    from sim.rundir.layout import POINTS_DIR, STATUS_FILE, RepRun, read_status
+    from sim.rundir.layout import RepRun, read_status, rep_runs
     from sim.sweep.executors.parallel import model_workers
     from sim.sweep.session import open_session, plan_run
 
@@ -119,8 +119,8 @@ def time_sweep(
     if not outcome.ok:
         raise RuntimeError(f"the timed sweep did not finish: {outcome.unfinished[:1]}")
     simulated, first = 0.0, float("inf")
-    for status in sorted((out / POINTS_DIR).glob(f"*/rep-*/{STATUS_FILE}")):
-        data = read_status(status.parent) or {}
+    for rep in rep_runs(out, pts, cfg.repeats):
+        data = read_status(rep.dir) or {}
         simulated += float(data["run_point_s"])
         first = min(first, float(data["started_unix"]))
     workers = model_workers([RepRun(p, 0, out) for p in pts])

@@ -14,21 +14,9 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from sim.rundir.layout import COMPARE_STEM, FIGURES_DIR
+from sim.rundir.layout import COMPARE_STEM, FIGURES_DIR, figures_dir
 
-__all__ = ["FIGURE_FILES", "derived_files", "remove_derived_since", "remove_stale_derived"]
-
-#: Every PNG ``kvsim plot`` may write into ``figures/``.
-FIGURE_FILES = (
-    "latency_cdf.png",
-    "latency_ccdf.png",
-    "p99_latency.png",
-    "gil_hold.png",
-    "engine_steps.png",
-    "hold_stages.png",
-    "latency_vs_rate.png",
-    "search.png",
-)
+__all__ = ["derived_files", "remove_derived_since", "remove_stale_derived"]
 
 
 def derived_files(run_dir: Path) -> list[Path]:
@@ -67,5 +55,5 @@ def _remove(run_dir: Path, gone: list[Path]) -> list[Path]:
     for p in gone:
         p.unlink(missing_ok=True)
     with contextlib.suppress(OSError):
-        (run_dir / FIGURES_DIR).rmdir()  # only when empty, and never a link
+        figures_dir(run_dir).rmdir()  # only when empty, and never a link
     return gone

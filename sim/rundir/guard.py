@@ -32,6 +32,7 @@ from sim.rundir.layout import (
     LOCK_FILE,
     MANIFEST_FILE,
     POINTS_DIR,
+    REP_PREFIX,
     REQUESTS_FILE,
     SUMMARY_FILE,
     SUMMARY_REPEATS_FILE,
@@ -171,7 +172,7 @@ def _planned_reps(manifest: dict[str, Any]) -> list[tuple[str, str]]:
         return []
     slugs = [p.get("slug") for p in points if isinstance(p, dict)]
     return [
-        (slug, f"rep-{k}")
+        (slug, f"{REP_PREFIX}{k}")
         for slug in slugs
         if isinstance(slug, str) and _safe_name(slug) and "/" not in slug
         for k in range(max(0, min(repeats, 10_000)))

@@ -44,25 +44,36 @@ from sim.rundir.verify import first_link, record_files, verify_files
 __all__ = [
     "COMPARE_STEM",
     "FIGURES_DIR",
+    "FIGURE_FILES",
     "LEDGER_FILE",
     "LOCK_FILE",
     "LOG_FILE",
     "MANIFEST_FILE",
     "POINTS_DIR",
     "REP_FILES",
+    "REP_PREFIX",
     "REQUESTS_FILE",
     "RESULTS_FILE",
+    "SEARCH_FILE",
     "SPEC_FILE",
     "STATUS_FILE",
     "SUMMARY_FILE",
     "SUMMARY_REPEATS_FILE",
     "RepRun",
     "clear_rep_dir",
+    "figure_file",
+    "figures_dir",
     "in_run_order",
+    "log_file",
+    "point_rep_dirs",
     "read_status",
     "remove_rep_files",
+    "rep_dir",
     "rep_file_names",
     "rep_runs",
+    "search_file",
+    "spec_file",
+    "status_file",
     "table_file",
     "verify_rep",
     "write_ok",
@@ -86,11 +97,74 @@ POINTS_DIR = "points"
 SPEC_FILE = "spec.json"
 STATUS_FILE = "status.json"
 LOG_FILE = "stderr.log"
+#: A point run's directory under ``points/<slug>/``: ``rep-<k>``.
+REP_PREFIX = "rep-"
+#: What ``kvsim search`` records of a search (sim.slo_search.driver).
+SEARCH_FILE = "search.json"
+#: Every figure kvsim writes into ``figures/`` (``kvsim plot``, and the search's own).
+FIGURE_FILES = (
+    "latency_cdf.png",
+    "latency_ccdf.png",
+    "p99_latency.png",
+    "gil_hold.png",
+    "engine_steps.png",
+    "hold_stages.png",
+    "latency_vs_rate.png",
+    "search.png",
+)
 #: A status.json holds one record per file its run wrote; far more is not one.
 MAX_STATUS_BYTES = 16 << 20
 
 #: Status values a status.json may hold; only "ok" means finished.
 STATUSES = ("ok", "failed", "interrupted")
+
+
+def rep_dir(run_dir: Path, slug: str, repeat: int) -> Path:
+    """The directory of repeat ``repeat`` of the point ``slug``."""
+    return run_dir / POINTS_DIR / slug / f"{REP_PREFIX}{repeat}"
+
+
+def point_rep_dirs(run_dir: Path, slug: str) -> list[tuple[int, Path]]:
+    """(repeat, directory) of every point run of ``slug`` that has a directory, by repeat."""
+    root = run_dir / POINTS_DIR / slug
+    found = []
+    for d in root.glob(f"{REP_PREFIX}*") if root.is_dir() else []:
+        k = d.name.removeprefix(REP_PREFIX)
+        if k.isdigit() and d.is_dir():
+            found.append((int(k), d))
+    return sorted(found)
+
+
+def spec_file(rep: Path) -> Path:
+    """What a point run's child runs (sim.sweep.spec)."""
+    return rep / SPEC_FILE
+
+
+def log_file(rep: Path) -> Path:
+    """A point run's captured stderr."""
+    return rep / LOG_FILE
+
+
+def status_file(rep: Path) -> Path:
+    """A point run's status, written last."""
+    return rep / STATUS_FILE
+
+
+def figures_dir(run_dir: Path) -> Path:
+    """Where ``kvsim plot`` draws a run's figures by default."""
+    return run_dir / FIGURES_DIR
+
+
+def figure_file(run_dir: Path, name: str) -> Path:
+    """A figure of the run (``name`` one of FIGURE_FILES) under ``figures/``."""
+    if name not in FIGURE_FILES:
+        raise ValueError(f"{name!r} is not a figure kvsim writes; FIGURE_FILES lists them")
+    return figures_dir(run_dir) / name
+
+
+def search_file(run_dir: Path) -> Path:
+    """The record of a search in its run directory."""
+    return run_dir / SEARCH_FILE
 
 
 def table_file(stem: str) -> str:
@@ -114,6 +188,14 @@ class RepRun:
         return read_status(self.dir)
 
     @property
+    def spec(self) -> Path:
+        return spec_file(self.dir)
+
+    @property
+    def log(self) -> Path:
+        return log_file(self.dir)
+
+    @property
     def done(self) -> bool:
         """Finished, and every file it wrote is still as it was written."""
         return verify_rep(self.dir)[0] == "done"
@@ -127,11 +209,7 @@ _ORDER_STREAM = 0x0DE5
 def rep_runs(run_dir: Path, points: list[Point], repeats: int) -> list[RepRun]:
     """Every point × repeat of a sweep, point by point (the grid's order; see
     :func:`in_run_order` for the order they run in)."""
-    return [
-        RepRun(p, k, run_dir / POINTS_DIR / p.slug / f"rep-{k}")
-        for p in points
-        for k in range(repeats)
-    ]
+    return [RepRun(p, k, rep_dir(run_dir, p.slug, k)) for p in points for k in range(repeats)]
 
 
 def in_run_order(reps: list[RepRun], order: str, seed: int) -> list[RepRun]:

@@ -31,6 +31,7 @@ from sim.config.paths import CONFIG_DIR
 from sim.errors import RunError
 from sim.events import SweepEvents
 from sim.files.read import read_bounded
+from sim.rundir.layout import SEARCH_FILE, SUMMARY_FILE, search_file
 from sim.rundir.outputs import read_csv, write_json
 from sim.slo_search.report import verdict_line
 from sim.slo_search.slo import SLO, Verdict, judge
@@ -38,7 +39,6 @@ from sim.slo_search.strategy import Outcome, Strategy, nice
 from sim.sweep.session import Session, SweepOutcome, plan_run
 
 __all__ = [
-    "SEARCH_FILE",
     "Search",
     "SearchRounds",
     "Series",
@@ -48,7 +48,6 @@ __all__ = [
     "search_name",
 ]
 
-SEARCH_FILE = "search.json"
 
 #: search.json lists the sessions of one search: kilobytes.
 MAX_SEARCH_BYTES = 16 << 20
@@ -202,7 +201,7 @@ class Search:
         from sim.rundir.guard import record_owned
 
         record_owned(out_dir, SEARCH_FILE)
-        write_json(out_dir / SEARCH_FILE, self.state())
+        write_json(search_file(out_dir), self.state())
 
 
 def search_name(cfg: ExperimentConfig) -> str:
@@ -262,7 +261,7 @@ def run_search(search: Search, session: Session, events: SweepEvents) -> SearchR
     """Rounds until every series is done, each a sweep of every point so far in
     ``session`` (points already done are kept). Each verdict is told as a note."""
     out_dir = session.out_dir
-    restore = out_dir / SEARCH_FILE
+    restore = search_file(out_dir)
     if restore.is_file():
         search.restore(restore)
     last: SweepOutcome | None = None
@@ -325,8 +324,6 @@ class SearchRounds:
 
 def _summary_by_index(out_dir: Path, search: Search) -> dict[int, dict[str, str]]:
     """summary.csv rows by point index (rows carry axis values; points know theirs)."""
-    from sim.rundir.layout import SUMMARY_FILE
-
     path = out_dir / SUMMARY_FILE
     rows = read_csv(path) if path.is_file() else []
     out: dict[int, dict[str, str]] = {}

@@ -15,8 +15,9 @@ from typing import Any
 
 from sim.errors import RunDirError
 from sim.files.read import read_bounded
+from sim.rundir.layout import FIGURES_DIR, figure_file, search_file
 from sim.rundir.numbers import as_float
-from sim.slo_search.driver import MAX_SEARCH_BYTES, SEARCH_FILE
+from sim.slo_search.driver import MAX_SEARCH_BYTES
 
 __all__ = ["draw_search"]
 
@@ -35,7 +36,7 @@ def draw_search(run_dir: Path) -> Path:
     from sim.slo_search.slo import parse_slo
 
     raw = read_bounded(
-        run_dir / SEARCH_FILE,
+        search_file(run_dir),
         what="search record",
         limit=MAX_SEARCH_BYTES,
         error=RunDirError,
@@ -49,9 +50,8 @@ def draw_search(run_dir: Path) -> Path:
     values = [v for v in values if math.isfinite(v) and v > 0]
     log = bool(values) and max(values) / min(values) >= 8
     from sim.rundir.guard import record_owned
-    from sim.rundir.layout import FIGURES_DIR
 
-    out = run_dir / FIGURES_DIR / "search.png"
+    out = figure_file(run_dir, "search.png")
     out.parent.mkdir(parents=True, exist_ok=True)
     from sim.analysis.figures_load import panel_axis, plain_log_x
 

@@ -23,7 +23,7 @@ from typing import Any, TextIO
 from sim.files.read import read_tail
 from sim.process.lifeline import PARENT_PID_ENV
 from sim.process.signals import deferred_signals
-from sim.rundir.layout import LOG_FILE, RepRun, clear_rep_dir, read_status, write_status
+from sim.rundir.layout import RepRun, clear_rep_dir, read_status, write_status
 from sim.sweep.deadline import START_ALLOWANCE_S, Deadline, over_budget_error, wait_bound_s
 from sim.sweep.identity import DataDigests
 from sim.sweep.spec import write_spec
@@ -159,7 +159,7 @@ def _in_process(
     try:
         execute(rep.dir, progress, host)
     except Exception as exc:
-        with open(rep.dir / LOG_FILE, "a", encoding="utf-8") as log:
+        with open(rep.log, "a", encoding="utf-8") as log:
             traceback.print_exc(file=log)
         write_status(rep.dir, "failed", error=one_line(exc), pid=os.getpid())
 
@@ -214,7 +214,7 @@ def run_rep(
     if not isolate or model:
         _in_process(rep, progress, host)
     else:
-        with open(rep.dir / LOG_FILE, "w", encoding="utf-8") as log:
+        with open(rep.log, "w", encoding="utf-8") as log:
             # A Ctrl-C while the child is being started would otherwise leave a child
             # without a handle to stop it and a started point without a status: it is
             # held until the child exists, then delivered inside the try below.
@@ -240,7 +240,7 @@ def run_rep(
                 raise
         status = read_status(rep.dir)
         if status is None:
-            why = _last_error_line(rep.dir / LOG_FILE)
+            why = _last_error_line(rep.log)
             msg = f"child exited with code {proc.returncode}" + (f": {why}" if why else "")
             write_status(rep.dir, "failed", error=msg, returncode=proc.returncode)
     status = read_status(rep.dir) or {"status": "failed", "error": "no status written"}

@@ -28,7 +28,7 @@ from sim.errors import RunDirError
 from sim.events import SweepEvents
 from sim.rundir.derived import remove_derived_since, remove_stale_derived
 from sim.rundir.guard import open_run_dir
-from sim.rundir.layout import LOG_FILE, RepRun
+from sim.rundir.layout import RepRun
 from sim.rundir.lock import RunLock
 from sim.rundir.reader import as_float
 from sim.sweep import experiment
@@ -297,7 +297,7 @@ class SweepOutcome:
     @staticmethod
     def log_of(rep: RepRun) -> Path:
         """The point run's captured stderr."""
-        return rep.dir / LOG_FILE
+        return rep.log
 
 
 def sweep_outcome(

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from sim.config import ExperimentConfig
 from sim.errors import SpecError
 from sim.files.read import read_bounded
-from sim.rundir.layout import SPEC_FILE, RepRun
+from sim.rundir.layout import RepRun, spec_file
 from sim.sweep.identity import (
     DATA_FILES_KEY,
     DataDigests,
@@ -172,13 +172,13 @@ def write_spec(
     from sim.rundir.outputs import write_json
 
     spec = PointSpec.for_rep(rep, columns, source, digests, run_hash)
-    write_json(rep.dir / SPEC_FILE, spec.to_json(), durable)
-    return rep.dir / SPEC_FILE
+    write_json(rep.spec, spec.to_json(), durable)
+    return rep.spec
 
 
 def read_spec_data(rep_dir: Path) -> Any:
     """The JSON of ``rep_dir``'s spec.json, not yet validated; SpecError if unreadable."""
-    path = rep_dir / SPEC_FILE
+    path = spec_file(rep_dir)
     raw = read_bounded(path, what="spec", limit=MAX_SPEC_BYTES, error=SpecError, within=rep_dir)
     try:
         return json.loads(raw)

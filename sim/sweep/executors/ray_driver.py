@@ -35,7 +35,7 @@ from typing import Any
 
 from sim.events import SweepEvents
 from sim.files.read import read_bounded, read_tail
-from sim.rundir.layout import LOG_FILE, RepRun, read_status, write_status
+from sim.rundir.layout import RepRun, read_status, write_status
 from sim.sweep.executors.base import ExecutorError
 from sim.sweep.executors.transfer import TransferError, read_inputs, write_outputs
 from sim.sweep.hostinfo import code_hash
@@ -302,7 +302,7 @@ class RayExecutor:
             self._fail(fl, f"from {result['host']}: {exc}", events)
             return
         if status is None:
-            why = _last_error_line(rep.dir / LOG_FILE)
+            why = _last_error_line(rep.log)
             msg = f"child exited with code {result['returncode']} on {result['host']}"
             write_status(rep.dir, "failed", error=msg + (f": {why}" if why else ""), **extra)
         st = read_status(rep.dir) or {"status": "failed", "error": "no status written"}

@@ -33,7 +33,7 @@ from typing import Any
 
 from sim.config.sections import LimitsConfig
 from sim.process.lifeline import ask_to_die_with_parent
-from sim.rundir.layout import LOG_FILE, SPEC_FILE, write_status
+from sim.rundir.layout import log_file, spec_file, write_status
 from sim.rundir.outputs import write_json
 from sim.sweep.deadline import START_ALLOWANCE_S, Deadline, over_budget_error, wait_bound_s
 from sim.sweep.executors.transfer import InputFile, collect_outputs, place_inputs
@@ -171,11 +171,11 @@ def run_on_host(
     with tempfile.TemporaryDirectory(prefix=owner) as tmp:
         rep_dir = Path(tmp) / "rep"
         rep_dir.mkdir()
-        write_json(rep_dir / SPEC_FILE, place_inputs(spec, inputs, Path(tmp) / "data"))
+        write_json(spec_file(rep_dir), place_inputs(spec, inputs, Path(tmp) / "data"))
         started = time.time()
-        with open(rep_dir / LOG_FILE, "w", encoding="utf-8") as log:
+        with open(log_file(rep_dir), "w", encoding="utf-8") as log:
             proc = start_child(
-                [sys.executable, "-m", "sim.sweep.child", str(rep_dir / SPEC_FILE)],
+                [sys.executable, "-m", "sim.sweep.child", str(spec_file(rep_dir))],
                 log,
                 preexec_fn=_die_with_parent,
             )

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.files.read import MAX_DATA_BYTES, MAX_RUN_FILE_BYTES, read_bounded
-from sim.rundir.layout import LOG_FILE, SPEC_FILE, STATUS_FILE
+from sim.rundir.layout import LOG_FILE, SPEC_FILE, STATUS_FILE, spec_file, status_file
 from sim.rundir.outputs import write_json
 
 __all__ = [
@@ -135,7 +135,7 @@ def _keep_file_records(rep_dir: Path, status: dict[str, Any]) -> None:
     if not isinstance(records, dict) or SPEC_FILE not in records:
         return
     data = read_bounded(
-        rep_dir / SPEC_FILE,
+        spec_file(rep_dir),
         what="spec",
         limit=MAX_RUN_FILE_BYTES,
         error=TransferError,
@@ -183,5 +183,5 @@ def write_outputs(
         raise TransferError("status.json from the host is not a JSON object")
     _keep_file_records(rep_dir, status)
     status.update(extra_status)
-    write_json(rep_dir / STATUS_FILE, status)
+    write_json(status_file(rep_dir), status)
     return status

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from sim.events import SweepEvents
+
 __all__ = ["run_on_hosts"]
 
 
 def run_on_hosts(session: Any, plan: Any, resume: bool, choice: Any) -> Any:
     """Run ``plan`` in ``session`` through ``choice`` (an ExecutorChoice) with a per-host
     display; the sweep's outcome."""
+    # rich loads only for the display (a quiet or local run never draws this one)
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -43,8 +46,6 @@ class _HostsDisplay:
         self.running: dict[tuple[int, int], str] = {}
 
     def events(self) -> Any:
-        from sim.events import SweepEvents
-
         return SweepEvents(self.started, self.progress, self.finished, self.note)
 
     def started(self, rep: Any, host: str) -> None:

@@ -11,18 +11,23 @@ from __future__ import annotations
 
 import argparse
 import math
+import shlex
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+import sim
+from sim.api.experiments import Experiment
+from sim.api.search import search_dir
 from sim.commands.plugin_args import add_plugin_argument
+from sim.commands.run import add_mode_argument, add_set_argument, set_items
+from sim.errors import UsageError
 
 HELP = "find the highest rate (or best worker count) that meets a latency or stall SLO"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from sim.commands.run import add_mode_argument, add_set_argument
-
     p.add_argument("config", help="experiment YAML file (its sweep axes become the series)")
     p.add_argument(
         "--slo",
@@ -84,15 +89,11 @@ def interrupt_hint(args: argparse.Namespace) -> str:
     out = getattr(args, "resolved_out", None)
     if out is None:
         return ""
-    import shlex
-
     argv = [a for a in sys.argv[1:] if a not in ("--force", "--resume")]
     return f"points tried so far are kept in {out}; `kvsim {shlex.join(argv)} --resume` continues"
 
 
 def _check_numbers(args: argparse.Namespace) -> None:
-    from sim.errors import UsageError
-
     if not 0 < args.tol < 10:
         raise UsageError(f"--tol {args.tol}: allowed above 0 and below 10 (relative)")
     if not 1 <= args.max_runs <= 100:
@@ -104,17 +105,13 @@ def _check_numbers(args: argparse.Namespace) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from contextlib import ExitStack
-
     with ExitStack() as plugins:
         return _main(args, plugins)
 
 
 def _main(args: argparse.Namespace, plugins: Any) -> int:
-    import sim
-    from sim.api.experiments import Experiment
-    from sim.api.search import search_dir
-    from sim.commands.run import set_items
+    # the config (pydantic) and the conformance corpus (numpy) load when a search runs,
+    # not for `kvsim search --help`
     from sim.config import parse_config
     from sim.config.plugins import plugin_scope
     from sim.conformance import refuse_wrong_plugin_points

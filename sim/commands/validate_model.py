@@ -18,12 +18,13 @@ from __future__ import annotations
 import argparse
 import sys
 
+import sim
+from sim.commands.run import add_set_argument, set_items
+
 HELP = "run a config in real and model mode and report the model's error per point"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from sim.commands.run import add_set_argument
-
     p.add_argument("config", help="experiment YAML file")
     p.add_argument("--out", help="run directory (default: results/<name>-validate)")
     p.add_argument("--force", action="store_true", help="replace a previous run there")
@@ -34,9 +35,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    import sim
-    from sim.commands.run import set_items
-
     args.set = set_items(args)  # --audit as its --set item, for both modes
     exp = sim.load(args.config, args.set)
 

@@ -191,3 +191,26 @@ def test_the_end_table_of_a_busy_quickstart_fits_100_columns() -> None:
     assert max(len(ln.rstrip()) for ln in grid) <= TABLE_WIDTH, text
     assert max(_table_widths(text)) <= TABLE_WIDTH, text
     assert text.splitlines()[0].strip() == "kvsim · quickstart · mode=real"
+
+
+def test_the_hold_table_says_a_one_value_axis_in_its_title_as_the_end_table_does() -> None:
+    import io
+
+    from rich.console import Console
+
+    from sim.analysis.stage_report import stage_table
+
+    rows = [
+        {"variant": v, "workers": 1, "mode": "real", "gil_hold_mean_ms": 2.0,
+         "hold_keys_mean_ms": 0.5, "hold_addresses_mean_ms": 1.0, "hold_free_mean_ms": 0.25,
+         "hold_gc_mean_ms": 0.25}
+        for v in ("scalar", "numpy")
+    ]  # fmt: skip
+    buf = io.StringIO()
+    Console(file=buf, width=TABLE_WIDTH, soft_wrap=True).print(
+        stage_table(rows, ["variant", "workers", "mode"], "where the hold goes")
+    )
+    text = buf.getvalue()
+    assert text.splitlines()[0].strip() == "where the hold goes · mode=real"
+    header = next(ln for ln in text.splitlines() if "variant" in ln)
+    assert "mode" not in header.split() and "workers" in header.split()

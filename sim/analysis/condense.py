@@ -27,6 +27,7 @@ __all__ = [
     "condense_markdown",
     "elided_cells",
     "shown_count",
+    "table_axes",
 ]
 
 #: Above this many rows the end table is condensed (``kvsim run --all-rows``: never).
@@ -139,3 +140,19 @@ def condense_markdown(text: str, limit: int | None = MAX_LEVELS, where: str = ""
     kept = [f"## {s}" for s in sections[:EDGE_ROWS]]
     kept += [gap, *(f"## {s}" for s in sections[-EDGE_ROWS:])]
     return "\n\n".join([head, *kept]) + sep + sources
+
+
+#: Axes the end tables always show, even with a single value.
+_ALWAYS_SHOWN = ("variant", "workers")
+
+
+def table_axes(rows: Sequence[dict[str, Any]], axes: Sequence[str]) -> tuple[list[str], str]:
+    """The axis columns a run's tables show, and the rest said once for the title.
+
+    An axis with one value in every row (``mode=real``) would be a column repeating it
+    on every row and push the table past 100 columns; it is said in the title instead
+    (``mode=real``). Variant and workers always show.
+    """
+    shown = [a for a in axes if a in _ALWAYS_SHOWN or len({str(r.get(a, "")) for r in rows}) > 1]
+    fixed = [f"{a}={rows[0].get(a, '')}" for a in axes if a not in shown and rows]
+    return shown, " · ".join(fixed)

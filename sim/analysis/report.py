@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sim.analysis.behind import fell_behind, lagged
-from sim.analysis.condense import condense, elided_cells, shown_count
+from sim.analysis.condense import condense, elided_cells, shown_count, table_axes
 from sim.analysis.verdict import marks
 from sim.rundir.numbers import as_float
 
@@ -68,10 +68,6 @@ def _times(v: float) -> str:
     return f"{_fmt(v)}×" if not math.isnan(v) else "—"
 
 
-#: Axes the end table always shows, even with a single value.
-_ALWAYS = ("variant", "workers")
-
-
 def comparison_table(
     rows: Sequence[dict[str, Any]],
     axes: Sequence[str],
@@ -105,11 +101,8 @@ def comparison_table(
     stall = _present(rows, "stall_p99_ms")
     engine = _present(rows, "engine_step_p99_ms")
     lag = any(lagged(r) for r in rows)  # a figure only when some point was handed over late
-    # An axis with one value in every row (mode=real) is said once, in the title: a column
-    # of it would only push the table past 100 columns. Variant and workers always show.
-    shown_axes = [a for a in axes if a in _ALWAYS or len({str(r.get(a, "")) for r in rows}) > 1]
-    fixed_axes = [f"{a}={rows[0].get(a, '')}" for a in axes if a not in shown_axes and rows]
-    title = " · ".join([title, *fixed_axes])
+    shown_axes, fixed_axes = table_axes(rows, axes)  # mode=real: in the title, not a column
+    title = " · ".join([title, fixed_axes]) if fixed_axes else title
     body = []
     for r, hr, pr in zip(rows, hold_ratio, p99_ratio, strict=False):
         cells = [str(r.get(a, "")) for a in shown_axes]

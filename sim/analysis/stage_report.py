@@ -60,26 +60,28 @@ def stage_table(
     from rich import box
     from rich.table import Table
 
-    from sim.analysis.condense import condense, elided_cells
+    from sim.analysis.condense import condense, elided_cells, table_axes
 
+    shown, fixed = table_axes(rows, axes)  # as the end table: mode=real in the title
     table = Table(
         box=box.SIMPLE_HEAD,
         pad_edge=False,
+        show_edge=False,
         collapse_padding=True,
-        title=title,
+        title=" · ".join([title, fixed]) if fixed else title,
         title_justify="left",
         caption="GIL hold per request by stage, ms (mean): keys = chunk list and store keys, "
         "addresses = the variant, free = results dropped, gc = collections inside the "
         "request · GCs/req: collections on its thread · longest GC: any thread (stalls all)",
         caption_justify="left",
     )
-    for a in axes:
+    for a in shown:
         table.add_column(a, no_wrap=True)
     for _col, head in STAGE_HEADS:
         table.add_column(head, justify="right", no_wrap=True)
     for p in condense(rows, axes, max_rows):
         if isinstance(p, int):
-            table.add_row(*[str(rows[p].get(a, "")) for a in axes], *stage_cells(rows[p]))
+            table.add_row(*[str(rows[p].get(a, "")) for a in shown], *stage_cells(rows[p]))
         else:
-            table.add_row(*elided_cells(p, len(axes) + len(STAGE_HEADS), None))
+            table.add_row(*elided_cells(p, len(shown) + len(STAGE_HEADS), None))
     return table

@@ -109,6 +109,7 @@ def _run(
 ) -> dict[tuple[float, float], dict[str, dict[str, Any]]]:
     """Run one sweep; per (hold, name): {round: {column: values}}."""
     from sim.config import parse_mapping
+    from sim.rundir.layout import REQUESTS_FILE
     from sim.rundir.outputs import read_csv
     from sim.sweep.session import open_session, plan_run
 
@@ -119,7 +120,7 @@ def _run(
     if not outcome.ok:
         raise RuntimeError(f"a bench point did not finish: {outcome.unfinished[:1]}")
     cells: dict[tuple[float, float], dict[str, dict[str, Any]]] = {}
-    for row in read_csv(out / "requests.csv"):
+    for row in read_csv(out / REQUESTS_FILE):
         if row.get("status", "ok") != "ok":
             continue
         key = (float(row["hold_ms"]), float(row["request_timeout_s"]))

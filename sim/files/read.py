@@ -140,15 +140,15 @@ def _open_fd(path: Path, what: str, error: ErrorClass, nofollow: bool, missing: 
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     if nofollow:
         flags |= getattr(os, "O_NOFOLLOW", 0)
-    shown = shown_path(path)
     try:
         return os.open(path, flags)
     except ValueError:  # "embedded null byte"
-        raise error(f"{shown}: a path may not contain a NUL byte ({what})") from None
+        raise error(f"{shown_path(path)}: a path may not contain a NUL byte ({what})") from None
     except FileNotFoundError:
         hint = f"; {missing}" if missing else ""
-        raise error(f"{shown}: cannot read {what} (no such file){hint}") from None
+        raise error(f"{shown_path(path)}: cannot read {what} (no such file){hint}") from None
     except OSError as exc:
+        shown = shown_path(path)
         if exc.errno == errno.ELOOP and nofollow:
             raise error(
                 f"{shown}: is a symbolic link inside a run directory; kvsim never follows "
@@ -159,8 +159,11 @@ def _open_fd(path: Path, what: str, error: ErrorClass, nofollow: bool, missing: 
         raise error(f"{shown}: cannot read {what} ({exc.strerror or exc})") from None
 
 
-def _check_open(fd: int, path: Path, what: str, limit: int, error: ErrorClass) -> None:
+def _check_open(fd: int, path: Path, what: str, limit: int, error: ErrorClass) -> int:
+    """The size of the regular file open at ``fd``; ``error`` if it is not one, or too large."""
     st = os.fstat(fd)
+    if stat.S_ISREG(st.st_mode) and st.st_size <= limit:
+        return st.st_size
     shown = shown_path(path)
     if stat.S_ISDIR(st.st_mode):
         raise error(f"{shown}: is a directory, expected a {what}")
@@ -171,8 +174,37 @@ def _check_open(fd: int, path: Path, what: str, limit: int, error: ErrorClass) -
         )
     if st.st_size > limit:
         raise error(f"{shown}: {what} is larger than {_size_text(limit)}; refused")
-    # Reads block from here on (the check above made sure this is a regular file).
-    os.set_blocking(fd, True)
+    # O_NONBLOCK stays set: Linux ignores it for a regular file's reads.
+    return st.st_size
+
+
+def _open_checked(
+    path: str | Path,
+    what: str,
+    limit: int,
+    error: ErrorClass,
+    within: Path | None,
+    missing: str,
+) -> tuple[int, int]:
+    """(fd, size) of the regular file at ``path``, opened and checked (see the module doc)."""
+    p = Path(path)
+    if within is not None:
+        link = first_link(within, p.parent)
+        if link is not None:
+            raise error(
+                f"{shown_path(link)}: is a symbolic link inside a run directory; kvsim "
+                "never follows a link there (docs/design.md §6)"
+            )
+    fd = _open_fd(p, what, error, within is not None, missing)
+    try:
+        return fd, _check_open(fd, p, what, limit, error)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _grew(path: str | Path, what: str, limit: int, error: ErrorClass) -> Exception:
+    return error(f"{shown_path(path)}: {what} grew past {_size_text(limit)} while read; refused")
 
 
 def open_bounded(
@@ -187,27 +219,9 @@ def open_bounded(
     """The regular file at ``path`` opened for binary reading (close it: use ``with``);
     reading past ``limit`` bytes raises ``error``. ``within``: a run directory that
     ``path`` lies in, where no link is followed. ``missing``: a hint for a missing file."""
-    p = Path(path)
-    shown = shown_path(p)
-    if within is not None:
-        link = first_link(within, p.parent)
-        if link is not None:
-            raise error(
-                f"{shown_path(link)}: is a symbolic link inside a run directory; kvsim "
-                "never follows a link there (docs/design.md §6)"
-            )
-    fd = _open_fd(p, what, error, within is not None, missing)
-    try:
-        _check_open(fd, p, what, limit, error)
-    except BaseException:
-        os.close(fd)
-        raise
-
-    def too_large() -> Exception:
-        return error(f"{shown}: {what} grew past {_size_text(limit)} while read; refused")
-
-    raw = _CappedReader(fd, limit, too_large)
-    return io.BufferedReader(raw, buffer_size=1 << 20)  # type: ignore[return-value]
+    fd, _size = _open_checked(path, what, limit, error, within, missing)
+    raw = _CappedReader(fd, limit, lambda: _grew(path, what, limit, error))
+    return io.BufferedReader(raw, buffer_size=1 << 18)  # type: ignore[return-value]
 
 
 def read_bounded(
@@ -219,14 +233,26 @@ def read_bounded(
     within: Path | None = None,
     missing: str = "",
 ) -> bytes:
-    """Every byte of the regular file at ``path`` (see :func:`open_bounded`)."""
-    with open_bounded(
-        path, what=what, limit=limit, error=error, within=within, missing=missing
-    ) as fh:
-        try:
-            return fh.read()
-        except OSError as exc:
-            raise error(f"{shown_path(path)}: cannot read {what} ({exc.strerror or exc})") from None
+    """Every byte of the regular file at ``path`` (see :func:`open_bounded`): read straight
+    from the descriptor, in as few reads as its size allows."""
+    fd, size = _open_checked(path, what, limit, error, within, missing)
+    chunks: list[bytes] = []
+    total = 0
+    try:
+        while True:
+            want = min(limit + 1 - total, max(size + 1 - total, 1 << 16))
+            block = os.read(fd, want)
+            chunks.append(block)
+            total += len(block)
+            if total > limit:
+                raise _grew(path, what, limit, error)
+            if len(block) < want:  # a regular file's short read: its end
+                break
+    except OSError as exc:
+        raise error(f"{shown_path(path)}: cannot read {what} ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def read_tail(

@@ -202,3 +202,10 @@ def test_an_unknown_tilde_user_is_refused_not_made_a_directory(
     )
     assert "names no user here" in _one_error(capsys)
     assert not (tmp_path / "~no_such_user_kvsim").exists()
+
+
+@pytest.mark.parametrize("out", ["a\x00b", "/tmp/" + "z" * 300 + "/run"], ids=["nul", "long"])
+def test_the_api_refuses_an_unusable_out_path(out: str) -> None:
+    with pytest.raises(sim.RunDirError) as info:
+        sim.build(name="x").plan(out)
+    assert "\n" not in str(info.value) and "\x00" not in str(info.value)

@@ -193,9 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     # (a kill -9 while the interpreter started) left this process to another parent,
     # and no SIGTERM will come for it.
     parent = parent_pid()
-    alive = _end_with_parent(parent)
-    channel = _claim_stdout()
-    try:
+    try:  # from the handler's first instant: a stop is "interrupted", never a traceback
+        alive = _end_with_parent(parent)
+        channel = _claim_stdout()
         if not alive:
             raise _Stopped("the parent ended before the point started")
         # The parent's wait on this point runs from here on its budget (sim.sweep.deadline).

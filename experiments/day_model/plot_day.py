@@ -25,12 +25,12 @@ def main(run_dir: Path) -> int:
     fig, ax = plt.subplots(figsize=(9, 4.8))
     load = ax.twinx()
     heads = "  ".join(f"{v + ' p50/p99 ms':>22}" for v in variants)
-    print(f"{'hour':>4}  {'offered/s':>9}  {heads}")
+    print(f"{'step':>4}  {'offered/s':>9}  {heads}")
     by_hour: dict[float, dict[str, tuple[float, float]]] = {}
     offered: dict[float, float] = {}
     for v in variants:
         mine = [r for r in rows if r["variant"] == v]
-        hours = [float(r["window_start_s"]) / 3600 for r in mine]
+        hours = [float(r["window_start_s"]) / float(r["window_s"]) for r in mine]
         p99 = [float(r["latency_p99_ms"]) for r in mine]
         p50 = [float(r["latency_p50_ms"]) for r in mine]
         (line,) = ax.step(hours, p99, where="post", label=f"{v} p99")
@@ -41,7 +41,7 @@ def main(run_dir: Path) -> int:
     hours = sorted(offered)
     load.fill_between(hours, [offered[h] for h in hours], step="post", alpha=0.12, color="grey")
     load.set_ylabel("offered load (requests/s)")
-    ax.set_xlabel("hour of the day (run time / 3600 s)")
+    ax.set_xlabel("window (hour of the day with window_s = the curve's step_s)")
     ax.set_ylabel("load latency (ms)")
     ax.set_yscale("log")
     ax.set_zorder(load.get_zorder() + 1)

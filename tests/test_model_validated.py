@@ -23,17 +23,20 @@ def test_a_combination_never_validated_gets_one_line(write_config, tmp_path, cap
         write_config,
         tmp_path,
         workload={"requests": 4, "arrival": {"kind": "closed", "clients": 2, "think_ms": 1.0}},
-        engine={"enabled": True, "baseline_steps": 2},
+        engine={"enabled": True, "baseline_steps": 2, "components": 4},
     )
     assert cli_main(["run", str(path), "--mode", "model", "-q"]) == 0
     notes = [ln for ln in capsys.readouterr().err.splitlines() if "never validated" in ln]
     assert len(notes) == 1
-    note = notes[0]
-    assert note.startswith("kvsim: note: model mode was never validated on this config: ")
-    assert "arrival closed" in note and "engine index_variant cached" in note
-    assert "variant numpy" not in note.split("(")[0]  # validated: not named as new
-    closest = max(VALIDATED, key=lambda v: "variant numpy" in v.features)
-    assert f"closest validated config, {closest.config}, {closest.error_text()}" in note
+    # numpy, closed loop, the engine (cached, 32 tokens, 4 components): the closest shares
+    # the most features (numpy, cached, 32 tokens: pr47474 and engine_interference) and
+    # adds the fewest (pr47474); what it lacks is named
+    (closest,) = [v for v in VALIDATED if v.config.startswith("experiments/pr47474")]
+    assert notes[0] == (
+        "kvsim: note: model mode was never validated on this config: arrival closed, "
+        f"engine components 4 (not in the closest validated config, {closest.config}, "
+        f"{closest.error_text()}; docs/model-mode.md)"
+    )
 
 
 def test_a_validated_combination_and_real_mode_get_none(write_config, tmp_path, capsys) -> None:
@@ -45,13 +48,13 @@ def test_a_validated_combination_and_real_mode_get_none(write_config, tmp_path, 
 
 
 def test_a_sweep_names_how_many_points_are_outside(write_config, tmp_path) -> None:
-    path = _config(write_config, tmp_path, sweep={"gil.switch_interval_ms": [5.0, 1.0]})
+    path = _config(write_config, tmp_path, sweep={"gil.switch_interval_ms": [5.0, 3.0]})
     _cfg, points = parse_config(path, ["mode=model"])
     assert features(points[0].config) <= VALIDATED[0].features
     note = unvalidated_note(points)
     assert note is not None
     assert note.startswith(
-        "model mode was never validated on 1 of 2 points: switch interval 1 ms ("
+        "model mode was never validated on 1 of 2 points: switch interval 3 ms ("
     )
 
 

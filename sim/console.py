@@ -2,9 +2,9 @@
 
 rich sizes output to the terminal, and to 80 columns when there is none: a table piped
 into ``cat``, a file or a CI log lost its cells to ``…`` (``per_compo…``). A terminal
-keeps its own width (the tables are built to fit 100 columns); a pipe or file gets a
-width no line reaches, so every table is printed at its natural width and every
-sentence on one line, as ``grep`` and ``diff`` want. rich also drops colour there.
+keeps its own width (the tables are built to fit 100 columns); a pipe or file gets the
+tables as a 100-column terminal shows them and every sentence on one line, unwrapped, as
+``grep`` and ``diff`` want, without colour.
 """
 
 from __future__ import annotations
@@ -12,23 +12,28 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from typing import IO
+
     from rich.console import Console
 
-__all__ = ["PIPE_WIDTH", "TABLE_WIDTH", "output_console"]
+__all__ = ["TABLE_WIDTH", "output_console", "pipe_console"]
 
-#: Columns given to output that goes to a pipe or a file: wider than any line kvsim prints.
-PIPE_WIDTH = 10_000
 #: The width every table kvsim prints is built to fit (tests/test_piped_output.py checks).
 TABLE_WIDTH = 100
 
 
 def output_console() -> Console:
-    """A rich console on stdout: the terminal's width, or :data:`PIPE_WIDTH` when piped."""
+    """A rich console on stdout: the terminal's own, or :func:`pipe_console` when piped."""
     from rich.console import Console  # rich loads only for commands that print tables
 
     console = Console()
-    if console.is_terminal:
-        return console
-    # Tables are laid out in TABLE_WIDTH columns, as in a 100-column terminal (headers wrap,
-    # no cell is cut); text is never wrapped (soft_wrap), so each sentence stays one line.
-    return Console(width=TABLE_WIDTH, soft_wrap=True)
+    return console if console.is_terminal else pipe_console()
+
+
+def pipe_console(file: IO[str] | None = None) -> Console:
+    """What a pipe or file gets (``file``: None for stdout): tables laid out in
+    :data:`TABLE_WIDTH` columns, as in a 100-column terminal (headers wrap, no cell is cut),
+    and text never wrapped (soft_wrap), so that each sentence stays one line; no colour."""
+    from rich.console import Console
+
+    return Console(file=file, width=TABLE_WIDTH, soft_wrap=True, color_system=None)

@@ -101,12 +101,12 @@ def repeats_line(plan: Any, resume: bool) -> str | None:
 
 
 def plan_text(plan: RunPlan) -> str:
-    """The table and the lines as plain text, whole (no colour, no width limit)."""
-    from rich.console import Console
-
-    from sim.console import PIPE_WIDTH
+    """The table and the lines as plain text, as ``kvsim run --dry-run | cat`` prints them."""
+    from sim.console import pipe_console
 
     buf = io.StringIO()
-    Console(file=buf, width=PIPE_WIDTH, color_system=None).print(plan_table(plan))
-    text = "\n".join(line.rstrip() for line in buf.getvalue().splitlines())
-    return "\n".join([text, *plan_lines(plan)])
+    console = pipe_console(buf)
+    console.print(plan_table(plan))
+    for line in plan_lines(plan):
+        console.print(line, markup=False)
+    return "\n".join(line.rstrip() for line in buf.getvalue().splitlines()).strip("\n")

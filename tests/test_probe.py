@@ -78,14 +78,20 @@ def _probe_beside(spinner: bool, seconds: float = 0.3) -> SentinelProbe:
 @pytest.mark.realthreads
 def test_probe_tells_an_idle_gil_from_a_busy_one() -> None:
     tau = 100_000
-    idle = _probe_beside(spinner=False)
-    busy = _probe_beside(spinner=True)
+
+    def gil_late(probe: SentinelProbe) -> float:
+        return busy_fraction(probe.target_late_ns, tau) - core_late_fraction(
+            probe.target_late_ns, probe.target_offcore_ns, tau
+        )
+
     # On a loaded machine an idle probe is also late — waiting for a core, not the GIL:
-    # what must hold whatever the load is that such lateness is not the GIL's.
-    idle_gil = busy_fraction(idle.target_late_ns, tau) - core_late_fraction(
-        idle.target_late_ns, idle.target_offcore_ns, tau
-    )
-    assert idle_gil < 0.3
+    # what must hold whatever the load is that such lateness is not the GIL's. A burst of
+    # foreign load can still pass for GIL lateness in one 0.3 s window (seen beside a CPU
+    # hog: 0.44), so the idle side gets three windows and the best must be clear; a probe
+    # that counted core waits as the GIL's would fail all three.
+    idle = min((_probe_beside(spinner=False) for _ in range(3)), key=gil_late)
+    busy = _probe_beside(spinner=True)
+    assert gil_late(idle) < 0.3
     assert busy_fraction(busy.target_late_ns, tau) > 0.8
     # behind a thread that never sleeps, the probe waits about a switch interval per wake
     assert statistics.median(busy.wake_late_ns) > statistics.median(idle.wake_late_ns)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from sim.analysis.store_fit import fit_store
 from sim.cli import main
 from sim.rundir.guard import RunDirError
-from sim.store.calibrate import fit_store
 
 
 def _fake_run(tmp_path: Path, kinds: dict[int, str], ms_of) -> Path:

@@ -129,7 +129,7 @@ def test_real_store_runs_scalar_and_numpy_verified_and_leaves_nothing(write_conf
     assert {s["store_netns"] for s in summary} == {"1"}
     assert all(float(s["store_get_p50_ms"]) > 0 for s in summary)
     assert _gone(mark), f"processes left behind: {_marked(mark)}"
-    from sim.store.calibrate import fit_store
+    from sim.analysis.store_fit import fit_store
 
     # The model's parameters from these real gets (the fit itself is checked on known data in
     # tests/test_store_calibrate.py). 24 small gets on a loaded machine can be all noise: then

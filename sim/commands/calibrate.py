@@ -4,7 +4,7 @@ Targets are sub-commands so that each model can add its own; the default (no
 target, or ``gil``) measures what model mode's simulated GIL and threads need
 (sim.model.measure) and writes the calibration file every model run records
 in its manifest. ``store RUN_DIR`` fits the modelled store's latency and
-bandwidth to the gets of a run's real-store points (sim.store.calibrate).
+bandwidth to the gets of a run's real-store points (sim.analysis.store_fit).
 """
 
 from __future__ import annotations
@@ -154,7 +154,7 @@ def _store_arguments(p: argparse.ArgumentParser) -> None:
 def _store_main(args: argparse.Namespace) -> int:
     import yaml
 
-    from sim.store.calibrate import fit_store
+    from sim.analysis.store_fit import fit_store
 
     fit = fit_store(args.run_dir, args.workers)
     if args.json:

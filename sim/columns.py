@@ -37,6 +37,7 @@ __all__ = [
     "STORE",
     "SUMMARY",
     "Column",
+    "holds_whole_numbers",
     "names",
     "render",
 ]
@@ -71,6 +72,23 @@ def _unit(name: str) -> str:
 
 def _c(name: str, meaning: str, unit: str | None = None) -> Column:
     return Column(name, unit if unit is not None else _unit(name), meaning)
+
+
+#: Units whose values are whole numbers; every other unit is a measure (a float).
+_WHOLE_UNITS = frozenset({"count", "bytes", "line", "flag"})
+
+
+def holds_whole_numbers(name: str) -> bool:
+    """Whether column ``name`` holds whole numbers (a count, bytes, a line number).
+
+    Why readers ask: a table writes a latency of exactly 38 ms as ``38``; read back by
+    its text it would become an int in one row and a float in the next. A column's unit,
+    not its cell, says what it holds. A ``_std`` over repeats is always a measure.
+    """
+    if name.endswith("_std"):
+        return False
+    unit = _UNITS.get(name)
+    return (unit if unit is not None else _unit(name)) in _WHOLE_UNITS
 
 
 def names(columns: tuple[Column, ...]) -> tuple[str, ...]:
@@ -285,6 +303,10 @@ SUMMARY = (
     *PLANNED,
     *STORE,
 )
+
+
+#: Every catalogued column's unit, by name.
+_UNITS = {c.name: c.unit for group in (REQUESTS, SUMMARY) for c in group}
 
 
 def _table(columns: tuple[Column, ...]) -> list[str]:

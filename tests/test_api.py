@@ -208,3 +208,24 @@ def test_points_carry_numbers_and_a_frame_when_a_library_is_there(
     fake.DataFrame = lambda rows: ("frame", rows)  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "polars", fake)
     assert run.frame() == ("frame", run.points)
+
+
+def test_a_measure_written_as_a_whole_number_reads_back_as_a_float() -> None:
+    # A table writes 38.0 ms as "38" (six significant digits, no trailing zeros); seen on
+    # CI: one request of eight did, and the API handed out an int in a float column.
+    from sim.rundir.numbers import typed_row
+
+    row = typed_row(
+        {"latency_ms": "38", "latency_p99_ms_std": "0", "requests": "8", "bytes": "1024"}
+        | {"workers": "2", "variant": "numpy", "error": ""}
+    )
+    assert row == {
+        "latency_ms": 38.0,
+        "latency_p99_ms_std": 0.0,
+        "requests": 8,
+        "bytes": 1024,
+        "workers": 2,
+        "variant": "numpy",
+        "error": None,
+    }
+    assert isinstance(row["latency_ms"], float) and isinstance(row["requests"], int)

@@ -11,6 +11,8 @@ import math
 import re
 from typing import Any
 
+from sim.columns import holds_whole_numbers
+
 __all__ = ["as_float", "parse_number", "typed_row"]
 
 
@@ -35,8 +37,9 @@ def as_float(v: Any) -> float:
 
 
 def typed_row(row: dict[str, str]) -> dict[str, Any]:
-    """A CSV row with its cells as Python values: an integer as int, another number as
-    float, an empty cell as None, anything else (a variant, a status) as the text.
+    """A CSV row with its cells as Python values: a whole number in a column of whole
+    numbers (sim.columns) as int, another number as float (a latency written ``38`` too),
+    an empty cell as None, anything else (a variant, a status) as the text.
 
     What the Python API hands out (``Run.points``): ``'38.091'`` is a figure to compute
     with, not a string to convert first.
@@ -46,7 +49,7 @@ def typed_row(row: dict[str, str]) -> dict[str, Any]:
         if cell is None or cell == "":
             out[key] = None
             continue
-        if _INTEGER.fullmatch(cell):
+        if _INTEGER.fullmatch(cell) and holds_whole_numbers(key):
             out[key] = int(cell)
             continue
         number = parse_number(cell) if _NUMBER.fullmatch(cell) else None

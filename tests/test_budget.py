@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from sim.config import ConfigError, parse_config
-from sim.config.budget import estimate_point
+from sim.config import ConfigError
+from sim.preflight import parse_checked
+from sim.preflight.budget import estimate_point
 from sim.workload.plan import preview_workload
 from sim.workload.trace import write_trace
 
@@ -41,7 +42,7 @@ def test_one_hour_trace_at_speedup_1_is_refused_with_the_arithmetic(write_config
         write_config, tmp_path, 3_600_000, arrival={"speedup": 1}, limits={"max_point_s": 600}
     )
     with pytest.raises(ConfigError) as err:
-        parse_config(path)
+        parse_checked(path)
     msg = str(err.value)
     assert "the trace's span of 1 h over workload.arrival.speedup 1" in msg
     assert "past limits.max_point_s (600 s)" in msg
@@ -52,7 +53,7 @@ def test_the_same_trace_at_speedup_20_fits_and_the_estimate_is_its_span(write_co
     path = _trace_cfg(
         write_config, tmp_path, 3_600_000, arrival={"speedup": 20}, limits={"max_point_s": 600}
     )
-    _, points = parse_config(path)
+    _, points = parse_checked(path)
     cfg = points[0].config
     preview = preview_workload(cfg)
     assert preview.span_s == pytest.approx(180.0)
@@ -65,7 +66,7 @@ def test_the_same_trace_at_speedup_20_fits_and_the_estimate_is_its_span(write_co
 def test_a_trace_lasting_ten_to_the_twelve_ms_is_refused(write_config, tmp_path):
     path = _trace_cfg(write_config, tmp_path, 1e12)
     with pytest.raises(ConfigError, match=r"would take at least .* days of wall time"):
-        parse_config(path)
+        parse_checked(path)
 
 
 def test_a_tiny_per_transfer_bandwidth_is_refused(write_config):
@@ -77,7 +78,7 @@ def test_a_tiny_per_transfer_bandwidth_is_refused(write_config):
         }
     )
     with pytest.raises(ConfigError) as err:
-        parse_config(path)
+        parse_checked(path)
     msg = str(err.value)
     assert "slowest configured bandwidth" in msg
     assert "store.per_transfer_gb_per_s 1e-06 × store.concurrency 2" in msg
@@ -86,8 +87,8 @@ def test_a_tiny_per_transfer_bandwidth_is_refused(write_config):
 def test_a_capped_transfer_counts_at_the_cap(write_config):
     """Without the cap the same config fits; with it the bound is the bytes at the cap."""
     base = {"model": MODEL, "workload": {"requests": 4, "tokens": 1024}}
-    free = parse_config(write_config(base))[1][0].config
-    capped = parse_config(
+    free = parse_checked(write_config(base))[1][0].config
+    capped = parse_checked(
         write_config(
             {**base, "store": {"per_transfer_gb_per_s": 0.001, "concurrency": 1}},
             name="capped.yaml",
@@ -100,7 +101,7 @@ def test_a_capped_transfer_counts_at_the_cap(write_config):
 
 def test_a_curves_span_follows_its_steps(write_config) -> None:
     arrival = {"kind": "curve", "rate_rps": [10.0, 100.0], "step_s": 10.0}
-    _, (point,) = parse_config(write_config({"workload": {"requests": 51, "arrival": arrival}}))
+    _, (point,) = parse_checked(write_config({"workload": {"requests": 51, "arrival": arrival}}))
     assert "on the curve" in estimate_point(point.config, 51).wall_why
     service = estimate_point(point.config, 1).wall_s  # one request: its transfer alone
     assert estimate_point(point.config, 51).wall_s == pytest.approx(5.0 + service)

@@ -180,37 +180,14 @@ def _package_graph() -> dict[str, set[str]]:
     return graph
 
 
-#: Package edges that still close a circle, each with what removes it. The list only
-#: shrinks: an edge gone from the code must go from here (the test below says so).
-KNOWN_PACKAGE_CIRCLES = {
-    # The config loader runs the pre-flight checks (the budget plans each point's
-    # workload; data files are read as traces): they belong in a pre-flight module
-    # above config, workload and store (issue 25 item 4).
-    ("sim.config", "sim.workload"),
-    # The budget's memory estimate uses the store's memory plan (same move).
-    ("sim.config", "sim.store"),
-}
-
-
 def test_packages_form_layers_even_counting_deferred_imports() -> None:
+    """No allowed exceptions: the pre-flight checks that once took config into the store
+    and the workload live above all three (sim.preflight)."""
     graph = _package_graph()
-    assert {"sim.config", "sim.sweep", "sim.runtime", "sim.model"} <= set(graph)
-    for a, b in KNOWN_PACKAGE_CIRCLES:
-        graph[a].discard(b)
+    assert {"sim.config", "sim.sweep", "sim.runtime", "sim.model", "sim.preflight"} <= set(graph)
+    assert not graph["sim.config"] & {"sim.store", "sim.workload", "sim.preflight"}
     cycle = _a_cycle(graph)
     assert cycle is None, "package circle: " + " → ".join(cycle or [])
-
-
-def test_the_known_package_circles_are_still_there() -> None:
-    """An edge of KNOWN_PACKAGE_CIRCLES that the code no longer has must leave the list."""
-    graph = _package_graph()
-    gone = [edge for edge in KNOWN_PACKAGE_CIRCLES if edge[1] not in graph[edge[0]]]
-    assert gone == []
-    # and each still closes a circle: without the list the packages would not be layers
-    for edge in KNOWN_PACKAGE_CIRCLES:
-        others = KNOWN_PACKAGE_CIRCLES - {edge}
-        alone = {k: {v for v in vs if (k, v) not in others} for k, vs in graph.items()}
-        assert _a_cycle(alone) is not None, edge
 
 
 def test_the_runtime_never_imports_the_model() -> None:

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from sim.config import ConfigError, parse_config
+from sim.preflight import parse_checked
 from sim.workload.trace import TraceError, read_trace, write_trace
 from sim.workload.trace_synth import SynthSpec, synthesize_trace
 
@@ -96,7 +97,7 @@ def test_malformed_trace_fails_when_the_config_is_loaded(write_config, tmp_path:
         }
     )
     with pytest.raises(ConfigError) as info:
-        parse_config(path)
+        parse_checked(path)  # the pre-flight reads every trace a config names
     msg = str(info.value)
     assert msg.startswith(f"{tmp_path / 't.jsonl'}:2: not valid JSON")
     assert "workload.arrival.path" in msg and str(path) in msg

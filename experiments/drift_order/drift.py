@@ -70,11 +70,11 @@ class Hog:
 
 def sweep(order: str, out: Path) -> dict[str, dict[str, dict[str, np.ndarray]]]:
     """Run the config in ``order``; per variant: {round: {column: values}}."""
-    from sim.config import parse_config
+    from sim.preflight import parse_checked
     from sim.rundir.outputs import read_csv
     from sim.sweep.session import open_session, plan_run
 
-    cfg, points = parse_config(HERE / "config.yaml", [f"sweep.order={order}"])
+    cfg, points = parse_checked(HERE / "config.yaml", [f"sweep.order={order}"])
     plan = plan_run(cfg, points, out)
     with open_session(plan) as session:
         outcome = session.run(plan)

@@ -85,13 +85,13 @@ class Experiment:
         """The same experiment with more field changes, validated again (``mode=model``:
         its model-mode twin). A file is read again with every override; an experiment
         built in Python is rebuilt from its resolved config."""
-        from sim.config import parse_mapping
+        from sim.preflight import parse_checked_mapping  # numpy: not on `import sim`
 
         more = _override_strings(overrides)
         sets = (*self.overrides, *more)
         if self.source is not None:
             return load(self.source, sets)
-        cfg, points = parse_mapping(self.config.model_dump(mode="json"), more)
+        cfg, points = parse_checked_mapping(self.config.model_dump(mode="json"), more)
         return Experiment(cfg, tuple(points), None, sets)
 
     def out_dir(self, out: str | Path | None = None) -> Path:
@@ -157,10 +157,10 @@ def load(path: str | Path, overrides: Overrides | None = None) -> Experiment:
     ``load("exp.yaml", {"connector.workers": 8, "sweep.seed": [1, 2]})``.
     Relative data-file paths are taken from the file's directory.
     """
-    from sim.config import parse_config
+    from sim.preflight import parse_checked  # numpy: not on `import sim`
 
     sets = _override_strings(overrides)
-    cfg, points = parse_config(path, sets)
+    cfg, points = parse_checked(path, sets)
     return Experiment(cfg, tuple(points), Path(path), sets)
 
 
@@ -182,9 +182,9 @@ def build(
 
         exp = sim.build(name="demo", sweep={"connector.variant": ["scalar", "numpy"]})
     """
-    from sim.config import parse_mapping
+    from sim.preflight import parse_checked_mapping  # numpy: not on `import sim`
 
     raw = {**dict(data or {}), **sections}
     sets = _override_strings(overrides)
-    cfg, points = parse_mapping(raw, sets, base_dir=base_dir)
+    cfg, points = parse_checked_mapping(raw, sets, base_dir=base_dir)
     return Experiment(cfg, tuple(points), None, sets)

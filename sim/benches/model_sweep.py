@@ -102,7 +102,7 @@ def time_sweep(
     """Run the sweep into ``work``/run (``work`` must exist) and time it."""
     import yaml
 
-    from sim.config import parse_config
+    from sim.preflight import parse_checked
     from sim.rundir.layout import RepRun, read_status, rep_runs
     from sim.sweep.executors.parallel import model_workers
     from sim.sweep.session import open_session, plan_run
@@ -111,7 +111,7 @@ def time_sweep(
     path.write_text(yaml.safe_dump(sweep_config(calibration, points, requests, rate)))
     out = work / "run"
     t0, t0_unix = time.perf_counter(), time.time()
-    cfg, pts = parse_config(path)
+    cfg, pts = parse_checked(path)
     plan = plan_run(cfg, pts, out, source=path)
     with open_session(plan, force=True) as session:
         outcome = session.run(plan)

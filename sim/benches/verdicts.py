@@ -108,12 +108,12 @@ def _run(
     raw: dict[str, Any], out: Path, isolate: bool
 ) -> dict[tuple[float, float], dict[str, dict[str, Any]]]:
     """Run one sweep; per (hold, name): {round: {column: values}}."""
-    from sim.config import parse_mapping
+    from sim.preflight import parse_checked_mapping
     from sim.rundir.layout import REQUESTS_FILE
     from sim.rundir.outputs import read_csv
     from sim.sweep.session import open_session, plan_run
 
-    cfg, points = parse_mapping(raw)
+    cfg, points = parse_checked_mapping(raw)
     plan = plan_run(cfg, points, out)
     with open_session(plan, isolate=isolate) as session:
         outcome = session.run(plan)

@@ -279,14 +279,14 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _main(args: argparse.Namespace, plugins: Any) -> int:
-    from sim.config import parse_config
     from sim.config.plugins import plugin_scope
     from sim.conformance import refuse_wrong_plugin_points
+    from sim.preflight import parse_checked
     from sim.rundir.guard import normalize_dir
     from sim.sweep.session import open_session, plan_run
 
     args.set = set_items(args)  # kept in args.set so that a resume hint repeats them
-    cfg, points = parse_config(args.config, args.set, args.plugin)
+    cfg, points = parse_checked(args.config, args.set, args.plugin)
     plugins.enter_context(plugin_scope(cfg.plugins))  # their variants, until the command ends
     refuse_wrong_plugin_points(points)  # a plug-in computing wrong addresses is not measured
     check_baseline(args.baseline, points)

@@ -112,13 +112,13 @@ def main(args: argparse.Namespace) -> int:
 def _main(args: argparse.Namespace, plugins: Any) -> int:
     # the config (pydantic) and the conformance corpus (numpy) load when a search runs,
     # not for `kvsim search --help`
-    from sim.config import parse_config
     from sim.config.plugins import plugin_scope
     from sim.conformance import refuse_wrong_plugin_points
+    from sim.preflight import parse_checked
 
     _check_numbers(args)
     args.set = set_items(args)  # --audit and --mode as --set items, for every point
-    cfg, points = parse_config(args.config, args.set, args.plugin)
+    cfg, points = parse_checked(args.config, args.set, args.plugin)
     plugins.enter_context(plugin_scope(cfg.plugins))  # their variants, until the command ends
     refuse_wrong_plugin_points(points)  # a plug-in computing wrong addresses is not measured
     exp = Experiment(cfg, tuple(points), Path(args.config), tuple(args.set))

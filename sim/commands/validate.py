@@ -51,14 +51,14 @@ def main(args: argparse.Namespace) -> int:
 
 def _main(args: argparse.Namespace, plugins: Any) -> int:
     from sim.commands.run import set_items
-    from sim.config import parse_config
     from sim.config.plugins import plugin_scope
     from sim.instruments.engine import check_device
+    from sim.preflight import parse_checked
     from sim.rundir.guard import normalize_dir
     from sim.store.memory import check_points
     from sim.workload.plan import preview_workload
 
-    cfg, points = parse_config(args.config, set_items(args), args.plugin)
+    cfg, points = parse_checked(args.config, set_items(args), args.plugin)
     plugins.enter_context(plugin_scope(cfg.plugins))  # their variants, until the command ends
     memory_lines = check_points(args.config, points)  # real store: refuses what does not fit
     check_device(args.config, points)  # engine.device: cuda where torch sees no GPU
@@ -114,7 +114,7 @@ def rounding_notes(points: Sequence[Any]) -> list[str]:
 def trace_lines(points: Sequence[Any], previews: Sequence[Any]) -> list[str]:
     """The planned workload of each distinct trace replay: requests, span, hit ratio and
     tokens loaded, so that a replay measuring almost nothing is seen before it runs."""
-    from sim.config.budget import human_seconds
+    from sim.preflight.budget import human_seconds
 
     out: dict[str, None] = {}
     for p, w in zip(points, previews, strict=True):
@@ -136,10 +136,10 @@ def trace_lines(points: Sequence[Any], previews: Sequence[Any]) -> list[str]:
 def budget_line(cfg: Any, points: list[Any], loads: list[Any]) -> str:
     """What the run will cost: requests in all, memory per point, and wall time per point
     (the bound ``limits.max_point_s`` is checked against, and the expected time with a
-    point's start-up: sim.config.budget)."""
-    from sim.config.budget import check_points, human_bytes, human_seconds
+    point's start-up: sim.preflight.budget)."""
+    from sim.preflight.budget import check_points, human_bytes, human_seconds
 
-    estimates = check_points("", points, loads)  # parse_config already refused past limits
+    estimates = check_points("", points, loads)  # parse_checked already refused past limits
     runs = len(points) * cfg.repeats
     total = sum(w.requests for w in loads) * cfg.repeats
     mem = max((e.memory_bytes for e in estimates), default=0.0)

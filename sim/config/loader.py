@@ -18,13 +18,23 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from sim.config.experiment import ExperimentConfig, Point, expand_points
+from sim.config.grid import check_grid
 from sim.config.overrides import apply_overrides, parse_overrides
 from sim.config.paths import CONFIG_DIR
 from sim.config.sweep_axes import axis_problem, sweep_value_line
 from sim.errors import ConfigError
 from sim.files.read import excerpt
 
-__all__ = ["ConfigError", "load_config", "load_points", "parse_config", "parse_mapping"]
+__all__ = [
+    "ConfigError",
+    "ParsedConfig",
+    "load_config",
+    "load_points",
+    "parse_config",
+    "parse_mapping",
+    "read_config",
+    "read_mapping",
+]
 
 
 def _read_yaml(path: Path) -> tuple[Any, yaml.Node | None]:
@@ -218,18 +228,45 @@ def _check_variant(
         raise ConfigError(f"{at}: connector.options: {why}{suffix}") from None
 
 
-def parse_config(
+@dataclass(frozen=True)
+class ParsedConfig:
+    """A validated config and its points, with where it came from: the file (or a
+    :class:`_Source`) and its YAML tree, so that a check made after loading (the
+    pre-flight checks of sim.preflight) can name the line of the field it refuses."""
+
+    source: Any
+    node: yaml.Node | None
+    config: ExperimentConfig
+    points: list[Point]
+
+    def at(self, field: str) -> str:
+        """``file:line`` of the dotted ``field`` (the file alone where no line is known)."""
+        line = _line_of(self.node, tuple(field.split(".")))
+        return f"{self.source}:{line}" if line else str(self.source)
+
+
+def read_config(
     path: str | Path, overrides: Sequence[str] = (), plugins: Sequence[str] = ()
-) -> tuple[ExperimentConfig, list[Point]]:
+) -> ParsedConfig:
     """Load, validate and expand ``path``; raises ConfigError with a one-line message.
 
     ``overrides`` are ``--set KEY=VALUE`` strings applied before validation
     (``sim.config.overrides``); ``plugins`` are ``--plugin FILE`` paths (relative to
-    the working directory), added to the config's own ``plugins:``.
+    the working directory), added to the config's own ``plugins:``. What the config
+    would cost to run and the data files it names are checked above config, by
+    sim.preflight (docs/design.md §2).
     """
     path = Path(path)
     raw, node = _read_yaml(path)
     return _parse(path, node, raw, overrides, plugins)
+
+
+def parse_config(
+    path: str | Path, overrides: Sequence[str] = (), plugins: Sequence[str] = ()
+) -> tuple[ExperimentConfig, list[Point]]:
+    """:func:`read_config`'s config and points."""
+    parsed = read_config(path, overrides, plugins)
+    return parsed.config, parsed.points
 
 
 @dataclass(frozen=True)
@@ -244,6 +281,24 @@ class _Source:
         return self.label
 
 
+def read_mapping(
+    data: Mapping[str, Any],
+    overrides: Sequence[str] = (),
+    *,
+    base_dir: str | Path | None = None,
+    label: str = "<python>",
+    plugins: Sequence[str] = (),
+) -> ParsedConfig:
+    """Validate and expand a config given as a mapping (what the YAML file would hold).
+
+    The same checks and one-line ConfigErrors as :func:`read_config`; messages
+    name ``label`` instead of a file. Relative data-file paths are taken from
+    ``base_dir`` (default: the working directory).
+    """
+    base = Path(base_dir) if base_dir is not None else Path.cwd()
+    return _parse(_Source(label, base.absolute()), None, data, overrides, plugins)
+
+
 def parse_mapping(
     data: Mapping[str, Any],
     overrides: Sequence[str] = (),
@@ -252,14 +307,9 @@ def parse_mapping(
     label: str = "<python>",
     plugins: Sequence[str] = (),
 ) -> tuple[ExperimentConfig, list[Point]]:
-    """Validate and expand a config given as a mapping (what the YAML file would hold).
-
-    The same checks and one-line ConfigErrors as :func:`parse_config`; messages
-    name ``label`` instead of a file. Relative data-file paths are taken from
-    ``base_dir`` (default: the working directory).
-    """
-    base = Path(base_dir) if base_dir is not None else Path.cwd()
-    return _parse(_Source(label, base.absolute()), None, data, overrides, plugins)
+    """:func:`read_mapping`'s config and points."""
+    parsed = read_mapping(data, overrides, base_dir=base_dir, label=label, plugins=plugins)
+    return parsed.config, parsed.points
 
 
 def _read_plugins(
@@ -298,7 +348,7 @@ def _parse(
     raw: Any,
     overrides: Sequence[str],
     plugins: Sequence[str] = (),
-) -> tuple[ExperimentConfig, list[Point]]:
+) -> ParsedConfig:
     """Validate and expand ``raw``; ``path`` is the file (or a :class:`_Source`).
 
     The config's plug-ins are registered while it is validated (its variant names
@@ -330,7 +380,7 @@ def _parse(
 
 def _validate(
     path: Any, node: yaml.Node | None, raw: dict[str, Any], overridden: tuple[str, ...]
-) -> tuple[ExperimentConfig, list[Point]]:
+) -> ParsedConfig:
     cfg = _build(path, node, raw, overridden=overridden)
     for axis in cfg.sweep:
         problem = axis_problem(ExperimentConfig, axis)
@@ -338,57 +388,11 @@ def _validate(
             line = _line_of(node, ("sweep", axis))
             at = f"{path}:{line}" if line else str(path)
             raise ConfigError(f"{at}: sweep.{axis}: {problem}")
-    _check_budget(path, node, cfg, None)  # the grid's size, before it is expanded
+    # The grid's size, before it is expanded (the rest of the budget: sim.preflight).
+    line = _line_of(node, ("sweep",))
+    check_grid(f"{path}:{line}" if line else str(path), cfg.sweep, cfg.repeats, cfg.limits)
     points = expand_points(raw, lambda r, where: _build(path, node, r, where, overridden))
-    _check_data_files(path, node, [cfg, *(p.config for p in points)])
-    _check_budget(path, node, cfg, points)
-    return cfg, points
-
-
-def _check_budget(
-    path: Path, node: yaml.Node | None, cfg: ExperimentConfig, points: list[Point] | None
-) -> None:
-    """Refuse a grid, a point's memory or its wall time past ``limits`` (sim.config.budget)."""
-    from sim.config import budget
-
-    if points is None:
-        line = _line_of(node, ("sweep",))
-        budget.check_grid(
-            f"{path}:{line}" if line else str(path), cfg.sweep, cfg.repeats, cfg.limits
-        )
-        return
-    from sim.workload.plan import preview_workload
-
-    memo: dict[str, Any] = {}
-    counts: list[int | budget.PlannedLoad] = []
-    for p in points:
-        try:
-            counts.append(preview_workload(p.config, memo))
-        except ConfigError:  # a replay that cannot be planned is the run's to report
-            arrival = p.config.workload.arrival
-            counts.append(getattr(arrival, "limit", None) or p.config.workload.requests)
-    budget.check_points(str(path), points, counts)
-
-
-def _check_data_files(path: Path, node: yaml.Node | None, cfgs: list[ExperimentConfig]) -> None:
-    """Read every trace a config names once, so a malformed line fails before the run starts.
-
-    Relative data paths were already resolved against the config's directory.
-    """
-    seen: set[str] = set()
-    for cfg in cfgs:
-        for field, file in cfg.workload.data_files():
-            if file in seen:
-                continue
-            seen.add(file)
-            from sim.workload.trace import read_trace
-
-            try:
-                read_trace(file)
-            except ConfigError as exc:
-                line = _line_of(node, tuple(field.split(".")))
-                at = f"{path}:{line}" if line else str(path)
-                raise ConfigError(f"{exc} [{field} at {at}]") from None
+    return ParsedConfig(path, node, cfg, points)
 
 
 def load_config(path: str | Path) -> ExperimentConfig:

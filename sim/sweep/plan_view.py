@@ -81,7 +81,7 @@ def plan_lines(plan: RunPlan) -> list[str]:
 def repeats_line(plan: Any, resume: bool) -> str | None:
     """What the repeats add to the run's expected time (real-mode points), said before
     it starts: a verdict needs them (docs/statistics.md), and they cost wall time."""
-    from sim.config.budget import estimate_point, human_seconds
+    from sim.preflight.budget import estimate_point, human_seconds
 
     cfg = plan.config
     todo = plan.to_run(resume)

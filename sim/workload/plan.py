@@ -267,7 +267,7 @@ class _BlockPlan(Sequence[PlannedRequest]):
 class WorkloadPreview:
     """What a point's plan will be, known without drawing anything: its request count,
     the sim.columns.PLANNED figures, and for a trace replay the span and the tokens loaded. It is a
-    ``sim.config.budget.PlannedLoad`` (the same fields), which the budget estimates from."""
+    ``sim.preflight.budget.PlannedLoad`` (the same fields), which the budget estimates from."""
 
     requests: int
     stats: Mapping[str, float]

@@ -5,7 +5,7 @@ and a grid of 8 axes × 12 values is 430 million points. ``validate`` and ``run`
 therefore estimate, from the config alone, before a point is expanded or run:
 
 * the grid's size (points × repeats), from the axes' lengths, before the points
-  are materialised (``limits.max_points``);
+  are materialised (``limits.max_points``; sim.config.grid, which the loader calls);
 * the memory one point needs at least: the address arrays of the requests in
   flight (chunks × regions × groups × 16 bytes each) and the per-request
   records (``limits.max_memory_gib``; default half of this machine's memory);
@@ -27,17 +27,17 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from sim.errors import ConfigError
+from sim.store.memory import memory_plan
 
 __all__ = [
     "POINT_START_S",
     "Estimate",
     "PlannedLoad",
-    "check_grid",
     "check_points",
     "estimate_point",
     "human_bytes",
@@ -61,7 +61,7 @@ POINT_START_S = 1.0
 
 class PlannedLoad(Protocol):
     """What the workload plan knows of a point before it runs (sim.workload.plan's
-    ``WorkloadPreview``; a protocol, so that config does not import workload).
+    ``WorkloadPreview``, or a stand-in that knows only the count).
 
     ``span_s`` is the last planned arrival in run time (a trace's span over its speed-up);
     None where the arrival process decides (the estimate then derives it from the rate).
@@ -120,20 +120,6 @@ def memory_budget(limits: Any) -> tuple[float, str]:
     if total <= 0:
         return math.inf, "unknown machine memory"
     return total / 2, f"half of this machine's {human_bytes(total)}; limits.max_memory_gib"
-
-
-def check_grid(where: str, sweep: Mapping[str, Sequence[Any]], repeats: int, limits: Any) -> int:
-    """Points × repeats of a sweep, from its axes' lengths; ConfigError past max_points."""
-    points = math.prod(len(v) for v in sweep.values())
-    runs = points * repeats
-    if runs > limits.max_points:
-        sizes = " × ".join(str(len(v)) for v in sweep.values()) or "1"
-        raise ConfigError(
-            f"{where}: sweep: {sizes} = {points} point(s) × {repeats} repeat(s) = {runs} point "
-            f"runs, past limits.max_points ({limits.max_points}); sweep fewer values or raise "
-            "limits.max_points"
-        )
-    return runs
 
 
 def _mean_tokens(tokens: Any) -> float:
@@ -237,8 +223,6 @@ def estimate_point(cfg: Any, load: int | PlannedLoad) -> Estimate:
     )
     store = cfg.store
     if store.kind == "mooncake":  # real RAM: KV buffers and store segment (sim.store.memory)
-        from sim.store.memory import memory_plan
-
         plan = memory_plan(cfg)
         memory += plan.total_bytes
         memory_why += f" + real store: {plan.breakdown()}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from operator import attrgetter
 
 import numpy as np
 
@@ -96,21 +97,30 @@ SUMMARY_INPUTS = (
 OK_ONLY_INPUTS = frozenset({"latency_ms", "transfer_ms"})
 
 
+#: The numeric record fields :func:`request_columns` reads, in one row per record.
+_FLOAT_INPUTS = tuple(n for n in SUMMARY_INPUTS if n != "gc")
+_TABLE = (*_FLOAT_INPUTS, "gc_gen0", "gc_gen1", "gc_gen2", "arrival_s", "injected_s")
+_ROW = attrgetter(*_TABLE)
+
+
 def request_columns(records: Sequence[RequestRecord]) -> dict[str, np.ndarray]:
     """The columns SUMMARY_INPUTS of ``records`` (ok-only ones over the ok records), and
-    ``arrival_s`` and ``injected_s``, as float arrays."""
-    ok = [r for r in records if r.status == "ok"]
+    ``arrival_s`` and ``injected_s``, as float arrays.
+
+    One C-level attribute fetch per record for all the fields at once (a model point
+    of ten million requests passes here batch by batch: a generator per column cost
+    a fifth of its time); the values are the same floats in the same order."""
+    n = len(records)
+    table = np.array(list(map(_ROW, records)), dtype=float).reshape(n, len(_TABLE))
+    table = np.ascontiguousarray(table.T)  # one contiguous row per field
+    ok = np.array([r.status == "ok" for r in records], dtype=bool)
     cols: dict[str, np.ndarray] = {}
-    for name in SUMMARY_INPUTS:
-        rows = ok if name in OK_ONLY_INPUTS else records
-        if name == "gc":
-            values: Iterable[float] = (float(r.gc_gen0 + r.gc_gen1 + r.gc_gen2) for r in rows)
-        else:
-            values = (getattr(r, name) for r in rows)
-        cols[name] = np.fromiter(values, dtype=float, count=len(rows))
-    for name in ("arrival_s", "injected_s"):
-        cols[name] = np.fromiter((getattr(r, name) for r in records), float, len(records))
-    return cols
+    for i, name in enumerate(_FLOAT_INPUTS):
+        cols[name] = table[i][ok] if name in OK_ONLY_INPUTS else table[i]
+    k = len(_FLOAT_INPUTS)
+    cols["gc"] = table[k] + table[k + 1] + table[k + 2]  # small integers: exact
+    cols["arrival_s"], cols["injected_s"] = table[k + 3], table[k + 4]
+    return {name: cols[name] for name in (*SUMMARY_INPUTS, "arrival_s", "injected_s")}
 
 
 def summarize_requests(

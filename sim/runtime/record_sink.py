@@ -82,8 +82,8 @@ class RecordSink:
         if not batch:
             return
         self._batch = []
-        self.hold_ms += math.fsum(h for r in batch if (h := r.gil_hold_ms) == h)  # not NaN
-        self.stream.add(batch)
+        hold = self.stream.add(batch)["gil_hold_ms"]
+        self.hold_ms += math.fsum(hold[hold == hold].tolist())  # the ones not NaN
         if self.windows is not None:
             self.windows.add(batch)
         if self._write is not None and self._stride:

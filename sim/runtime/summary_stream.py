@@ -140,16 +140,19 @@ class SummaryStream:
         self.hold_ms = 0.0
         self._errors: Counter[str] = Counter()
 
-    def add(self, records: Sequence[RequestRecord]) -> None:
+    def add(self, records: Sequence[RequestRecord]) -> dict[str, np.ndarray]:
+        """Count ``records`` in; returns their columns (sim.runtime.metrics.request_columns),
+        which the caller may read but not change."""
         if not records:
-            return
+            return {}
         cols = request_columns(records)
         self.requests += len(records)
         self.ok += len(cols["latency_ms"])  # the ok records' column
-        for r in records:
-            if r.status == "failed":
-                self.failed += 1
-                self._errors[r.error.split(":", 1)[0]] += 1
+        if len(cols["latency_ms"]) < len(records):  # some did not end ok
+            for r in records:
+                if r.status == "failed":
+                    self.failed += 1
+                    self._errors[r.error.split(":", 1)[0]] += 1
         hold = cols["gil_hold_ms"]
         self.hold_ms += float(hold[~np.isnan(hold)].sum())
         for name, span in self._spans.items():
@@ -161,6 +164,7 @@ class SummaryStream:
         else:
             for name, hist in self._hists.items():
                 hist.add(cols[name])
+        return cols
 
     def _to_histograms(self) -> None:
         self._hists = {name: LogHistogram() for name in SUMMARY_INPUTS}
@@ -248,9 +252,9 @@ class WindowTable:
         self._requests: dict[int, int] = {}
 
     def add(self, records: Sequence[RequestRecord]) -> None:
-        at = np.fromiter((r.arrival_s for r in records), float, len(records))
-        lat = np.fromiter(
-            (r.latency_ms if r.status == "ok" else math.nan for r in records), float, len(records)
+        at = np.array([r.arrival_s for r in records], dtype=float)
+        lat = np.array(
+            [r.latency_ms if r.status == "ok" else math.nan for r in records], dtype=float
         )
         win = np.floor(at / self._width).astype(np.int64)
         for w in np.unique(win).tolist():

@@ -108,6 +108,14 @@ def test_few_or_real_points_stay_serial(sweep_config, tmp_path, monkeypatch) -> 
     reps = rep_runs(tmp_path, points, parallel.MIN_PARALLEL_RUNS)  # 24 requests each
     assert parallel.model_workers(reps[: parallel.MIN_PARALLEL_RUNS - 1]) == 1
     assert parallel.model_workers(reps) == 2
+    # two long runs (a day's variants) are worth their workers; one is not
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_REQUESTS", 0)
+    monkeypatch.setattr(parallel, "LARGE_RUN_REQUESTS", 24)
+    assert parallel.model_workers(reps[:2]) == 2
+    assert parallel.model_workers(reps[:1]) == 1
+    monkeypatch.setattr(parallel, "LARGE_RUN_REQUESTS", 25)
+    assert parallel.model_workers(reps[:2]) == 1
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_REQUESTS", 24 * parallel.MIN_PARALLEL_RUNS)
     monkeypatch.setattr(parallel, "MIN_PARALLEL_REQUESTS", 24 * len(reps) + 1)
     assert parallel.model_workers(reps) == 1  # too few requests to pay for the workers
     monkeypatch.setattr(parallel, "MIN_PARALLEL_REQUESTS", 0)

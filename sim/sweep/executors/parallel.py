@@ -43,22 +43,36 @@ from sim.sweep.executors.base import LOCAL_HOST, RunOne
 from sim.sweep.identity import DataDigests
 from sim.sweep.runner import TERMINATE_GRACE_S, RepOutcome, run_rep
 
-__all__ = ["MIN_PARALLEL_REQUESTS", "MIN_PARALLEL_RUNS", "ParallelModelExecutor", "model_workers"]
+__all__ = [
+    "LARGE_RUN_REQUESTS",
+    "MIN_PARALLEL_REQUESTS",
+    "MIN_PARALLEL_RUNS",
+    "ParallelModelExecutor",
+    "model_workers",
+]
 
 #: Fewer model-mode point runs, or fewer planned requests in all, than these run in
 #: the sweep's process: starting the workers (a fresh interpreter each, 1–2 s) would
 #: cost more than it saves (model mode simulates some 10,000 requests a second).
 MIN_PARALLEL_RUNS = 8
 MIN_PARALLEL_REQUESTS = 40_000
+#: Runs planning this many requests each on average (seconds to minutes apiece) pay for
+#: their workers however few they are: the two 10-million-request variants of
+#: configs/day_model.yaml take half the time on two cores.
+LARGE_RUN_REQUESTS = 200_000
 
 
 def model_workers(reps: Sequence[RepRun]) -> int:
     """How many worker processes ``reps`` should run in: the usable cores when every run
-    is a model-mode point and there are at least MIN_PARALLEL_RUNS of them planning
-    MIN_PARALLEL_REQUESTS in all; else 1 (serial)."""
-    if len(reps) < MIN_PARALLEL_RUNS or any(r.point.config.mode != "model" for r in reps):
+    is a model-mode point, they plan MIN_PARALLEL_REQUESTS in all, and there are at least
+    MIN_PARALLEL_RUNS of them or at least two of LARGE_RUN_REQUESTS each on average;
+    else 1 (serial)."""
+    if len(reps) < 2 or any(r.point.config.mode != "model" for r in reps):
         return 1
-    if sum(r.point.config.workload.requests for r in reps) < MIN_PARALLEL_REQUESTS:
+    planned = sum(r.point.config.workload.requests for r in reps)
+    if planned < MIN_PARALLEL_REQUESTS:
+        return 1
+    if len(reps) < MIN_PARALLEL_RUNS and planned < LARGE_RUN_REQUESTS * len(reps):
         return 1
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return max(1, min(cores or 1, len(reps)))

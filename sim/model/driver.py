@@ -40,6 +40,7 @@ from sim.model.gil import CPythonGil, NoGil, SimGil
 from sim.model.loop import Loop
 from sim.model.probe import ModelProbe
 from sim.model.threads import Harness, ModelJob, ModelWorkers
+from sim.runtime.arrivals import drive_arrivals
 from sim.runtime.record_sink import RecordSink, RowWriter, point_sink
 from sim.runtime.records import RequestRecord, end_record
 from sim.runtime.result import PointResult
@@ -207,65 +208,55 @@ class _Point:
         return got
 
     def drive(self, workload: Workload) -> None:
-        """Start the arrivals now (run time zero): planned times (open loop) or clients
-        (closed loop). Whatever ran on the loop before (the engine's baseline) shifts the
-        schedule, never compresses it: real mode's ``_drive`` (sim.runtime.point) does the
-        same from ``set_origin``."""
-        loop, c, harness = self.loop, self.costs, self.harness
-        origin = self.origin = loop.now
-        if workload.closed_clients is None:
-            planned = iter(workload)
+        """Start the arrivals now (run time zero): real mode's schedule
+        (sim.runtime.arrivals), on the simulated simulation thread. Whatever ran on the
+        loop before (the engine's baseline) shifts the schedule, never compresses it."""
+        c = self.costs
+        # A closed loop's client is posted without a timer's lateness (model semantics).
+        late = c.timer_late.draw if workload.closed_clients is None else None
+        clock = _HarnessClock(self.loop, self.harness, c.arrival_s, late)
+        self.origin = self.loop.now
+        drive_arrivals(clock, self.origin, workload, self.hand_over)
 
-            def injected(req: PlannedRequest) -> None:
-                _Request(self, req, req.at_s or 0.0, loop.now, None)
-                arrive_next()
+    def hand_over(
+        self, req: PlannedRequest, arrival_s: float, then: Callable[[float], None] | None
+    ) -> None:
+        """The simulation thread hands ``req`` over now (sim.runtime.arrivals.HandOver)."""
+        _Request(self, req, arrival_s, self.loop.now, then)
 
-            def arrive(req: PlannedRequest) -> None:
-                harness.post(c.arrival_s, c.timer_late.draw, injected, req)
 
-            def arrive_next() -> None:
-                # Planned times are absolute: a late harness never shifts later arrivals.
-                req = next(planned, None)
-                if req is None:
-                    return
-                at = origin + (req.at_s or 0.0)
-                if at > loop.now:
-                    loop.at(at, arrive, req)
-                else:
-                    arrive(req)
+class _HarnessClock:
+    """Model mode's clock for arrivals (sim.runtime.arrivals.ArrivalClock): a call falls
+    due on the loop, then is the simulated simulation thread's work (``cost_s``, woken
+    ``late()`` late when asleep: sim.model.threads.Harness.post), and ``fn(arg)`` runs
+    once that is done. A call already due is posted at once."""
 
-            arrive_next()
-            return
-        queue = iter(workload)
-        think = workload.think_s
+    __slots__ = ("_cost_s", "_harness", "_late", "_loop", "inline_due")
 
-        def client() -> None:
-            # Ready when the load starts, then at completion + think time.
-            ready = [loop.now]
+    def __init__(
+        self, loop: Loop, harness: Harness, cost_s: float, late: Callable[[], float] | None
+    ) -> None:
+        self._loop = loop
+        self._harness = harness
+        self._cost_s = cost_s
+        self._late = late
+        self.inline_due = False  # each hand-over is the simulated thread's work
 
-            def injected(req: PlannedRequest) -> None:
-                _Request(self, req, ready[0] - origin, loop.now, completed)
+    @property
+    def now(self) -> float:
+        return self._loop.now
 
-            def post(req: PlannedRequest) -> None:
-                harness.post(c.arrival_s, None, injected, req)
+    def after(self, delay: float, fn: Callable[[Any], None], arg: Any = None) -> None:
+        self.at(self._loop.now + delay, fn, arg)
 
-            def completed(done: float) -> None:
-                ready[0] = done + think
-                take()
+    def at(self, t: float, fn: Callable[[Any], None], arg: Any = None) -> None:
+        if t > self._loop.now:
+            self._loop.at(t, self._post, (fn, arg))
+        else:
+            self._post((fn, arg))
 
-            def take() -> None:
-                req = next(queue, None)
-                if req is None:
-                    return
-                if ready[0] > loop.now:
-                    loop.at(ready[0], post, req)
-                else:
-                    post(req)
-
-            take()
-
-        for _ in range(workload.closed_clients):
-            client()
+    def _post(self, call: tuple[Callable[[Any], None], Any]) -> None:
+        self._harness.post(self._cost_s, self._late, call[0], call[1])
 
 
 def run_model_point(

@@ -210,9 +210,13 @@ class HybridEnvironment(simpy.Environment):
         """Call ``fn(arg)`` ``delay`` seconds from now (a negative delay counts as 0), in
         order with SimPy's own events (sim.store.clock.Clock); ``cancel()`` on the
         returned handle drops it."""
-        at = self._now + delay if delay > 0 else self._now
+        return self.at(self._now + delay if delay > 0 else self._now, fn, arg)
+
+    def at(self, t: float, fn: Callable[[Any], None], arg: Any = None) -> _Call:
+        """As :meth:`after`, at time ``t`` (now, if that has passed): a planned time kept
+        as planned (``now + (t - now)`` may round away from it)."""
         call = _Call(fn, arg)
-        heappush(self._queue, (at, NORMAL, next(self._eid), call))
+        heappush(self._queue, (t if t > self._now else self._now, NORMAL, next(self._eid), call))
         return call
 
     def after_quietly(self, delay: float, fn: Callable[[Any], None], arg: Any = None) -> _Call:

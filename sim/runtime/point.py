@@ -17,14 +17,16 @@ from connectors.token_database import TokenDatabase
 from sim.config.experiment import ExperimentConfig, Point
 from sim.instruments.heap import live_heap
 from sim.runtime.addons import build_addons
+from sim.runtime.arrivals import drive_arrivals
 from sim.runtime.env import HybridEnvironment
 from sim.runtime.noise import measure_noise_floor, noise_floor_summary
 from sim.runtime.pipeline import LoadPipeline
 from sim.runtime.record_sink import RowWriter, point_sink
 from sim.runtime.result import PointResult
 from sim.runtime.workers import WorkerPool
+from sim.store.clock import Timer
 from sim.store.factory import open_store
-from sim.workload.plan import PlannedRequest, Workload, plan_workload
+from sim.workload.plan import Workload, plan_workload
 
 __all__ = ["PointResult", "build_variants", "run_point", "switch_interval"]
 
@@ -59,48 +61,37 @@ def build_variants(cfg: ExperimentConfig, store: Any = None) -> list[Any]:
     return variants
 
 
+class _RunClock:
+    """The environment's clock in run time (zero: the origin), as arrivals use it
+    (sim.runtime.arrivals.ArrivalClock): the pipeline reports ends in run time, so a
+    closed loop's next arrival is exactly the last end plus think time."""
+
+    __slots__ = ("_env", "_origin")
+
+    #: Callbacks run on the simulation thread itself: one that finds the next arrival
+    #: due hands it over at once (a backlog in one go).
+    inline_due = True
+
+    def __init__(self, env: HybridEnvironment) -> None:
+        self._env = env
+        self._origin = env.set_origin()
+
+    @property
+    def now(self) -> float:
+        return self._env.run_time()
+
+    def after(self, delay: float, fn: Callable[[Any], None], arg: Any = None) -> Timer:
+        return self._env.after(delay, fn, arg)
+
+    def at(self, t: float, fn: Callable[[Any], None], arg: Any = None) -> object:
+        return self._env.at(self._origin + t, fn, arg)
+
+
 def _drive(env: HybridEnvironment, pipeline: LoadPipeline, workload: Workload) -> None:
-    """Hand each request to the pipeline at its planned time; run time zero is *now*.
-
-    Every wait is computed from the absolute plan, never as a gap from a late
-    ``now``: a loop that falls behind hands over the overdue requests at once
-    and is back on schedule for the next, and each request's latency still counts
-    from when it was planned. Arrivals are callbacks on the clock (one timer per
-    request that is not already due), like the pipeline itself.
-    """
-    origin = env.set_origin()
-    inject = pipeline.inject
-    if workload.closed_clients is None:
-        planned = iter(workload)
-
-        def arrive(req: PlannedRequest) -> None:
-            inject(req, req.at_s or 0.0)  # called at its planned time (or late)
-            for nxt in planned:
-                at = nxt.at_s or 0.0
-                delay = origin + at - env.now
-                if delay > 0:
-                    env.after(delay, arrive, nxt)
-                    return
-                inject(nxt, at)  # already due: the loop is behind
-
-        first = next(planned, None)
-        if first is not None:
-            env.after(origin + (first.at_s or 0.0) - env.now, arrive, first)
-        return
-    queue = iter(workload)
-    think = workload.think_s
-
-    def ready(at: float) -> None:
-        """A client is ready at run time ``at``: its next request arrives then."""
-        req = next(queue, None)
-        if req is not None:
-            env.after(origin + at - env.now, lambda _arg: inject(req, at, done))
-
-    def done(done_s: float) -> None:
-        ready(done_s + think)  # ready again: completion + think time
-
-    for _ in range(workload.closed_clients):
-        ready(0.0)  # every client is ready when the load starts
+    """Hand each request to the pipeline at its planned time; run time zero is *now*
+    (sim.runtime.arrivals: the one schedule of both modes, each timer a callback on the
+    clock)."""
+    drive_arrivals(_RunClock(env), 0.0, workload, pipeline.inject)
 
 
 def run_point(

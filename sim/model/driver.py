@@ -40,10 +40,11 @@ from sim.model.gil import CPythonGil, NoGil, SimGil
 from sim.model.loop import Loop
 from sim.model.probe import ModelProbe
 from sim.model.threads import Harness, ModelJob, ModelWorkers
+from sim.runtime.addons import AddOn
 from sim.runtime.arrivals import drive_arrivals
 from sim.runtime.record_sink import RecordSink, RowWriter, point_sink
 from sim.runtime.records import RequestRecord, end_record
-from sim.runtime.result import PointResult
+from sim.runtime.result import PointResult, point_result
 from sim.store.clock import QUIET_SLACK_S
 from sim.store.model import StoreModel, TransferOutcome
 from sim.workload.plan import (
@@ -306,11 +307,13 @@ def _simulate(
     sim = _Point(point, costs, cores, draw, sink, background)
     sim.harness.start()
     sim.workers.start()
-    addons: list[Any] = []
+    addons: list[AddOn[Loop]] = []
     if cfg.engine.enabled:
         addons.append(ModelEngine(cfg.engine, costs, sim.gil, sim.harness))
     if cfg.gil.probe:
-        addons.append(ModelProbe(cfg.gil, costs, sim.gil, sim.draw))
+        addons.append(
+            ModelProbe(cfg.gil, costs, sim.gil, sim.draw, sim.harness, lambda: sink.hold_ms)
+        )
     for addon in addons:
         addon.attach(sim.loop)
     loop = sim.loop
@@ -334,20 +337,13 @@ def _simulate(
     for addon in addons:
         addon.detach()
     sink.close()
-    summary: dict[str, Any] = sink.summary(elapsed)
     # real mode's noise floor (sim.runtime.noise): from a planned timer's time to the
     # end of a no-op job (the simulation thread's hand-over, the worker's wake-up)
     floor = (costs.timer_late.median + costs.wake.median + costs.arrival_s) * 1e3
-    summary["noise_floor_p50_ms"] = floor
-    summary["noise_floor_p99_ms"] = floor
-    summary.update(workload.stats)
-    tables: dict[str, list[dict[str, Any]]] = dict(sink.tables())
-    for addon in addons:
-        summary.update(addon.summary(elapsed, sink.hold_ms, sim.harness))
-        for stem, rows in addon.tables().items():
-            tables.setdefault(stem, []).extend(rows)
-    summary["model_switches"] = sim.gil.switches
-    summary["model_forced_drops"] = sim.gil.forced_drops
-    summary["model_cores"] = cores
-    summary["model_background_load"] = background
-    return PointResult(point, repeat, sink.records, summary, tables)
+    noise = {"noise_floor_p50_ms": floor, "noise_floor_p99_ms": floor}
+    result = point_result(point, repeat, sink, elapsed, (noise, workload.stats), addons)
+    result.summary["model_switches"] = sim.gil.switches
+    result.summary["model_forced_drops"] = sim.gil.forced_drops
+    result.summary["model_cores"] = cores
+    result.summary["model_background_load"] = background
+    return result

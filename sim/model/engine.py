@@ -125,7 +125,7 @@ class ModelEngine:
         else:
             self._begin()
 
-    def summary(self, elapsed_s: float, hold_ms: float, harness: Harness) -> dict[str, float]:
+    def summary(self) -> dict[str, float]:
         return summarize_steps(self._rows)
 
     def tables(self) -> dict[str, list[dict[str, Any]]]:

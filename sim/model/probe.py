@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
@@ -49,7 +50,19 @@ class BlockDraws(Protocol):
 class ModelProbe:
     """The sentinel probe on the model's loop (see the module docstring for how)."""
 
-    def __init__(self, cfg: GilConfig, costs: ModelCosts, gil: SimGil, draw: BlockDraws) -> None:
+    def __init__(
+        self,
+        cfg: GilConfig,
+        costs: ModelCosts,
+        gil: SimGil,
+        draw: BlockDraws,
+        harness: Harness,
+        request_hold_ms: Callable[[], float],
+    ) -> None:
+        """``request_hold_ms()``: the requests' summed GIL hold once the load is over
+        (the real probe reads its ledger alike); ``harness``: the simulation thread."""
+        self._harness = harness
+        self._request_hold_ms = request_hold_ms
         self._interval_s = cfg.probe_interval_ms / 1e3
         self._tau_s = cfg.probe_threshold_ms / 1e3
         self._costs = costs
@@ -229,7 +242,7 @@ class ModelProbe:
         wake[[i for i in self._missed if i < n]] = False
         return late, late[wake]
 
-    def summary(self, elapsed_s: float, hold_ms: float, harness: Harness) -> dict[str, float]:
+    def summary(self) -> dict[str, float]:
         nan = math.nan
         targets, wakes = self._lateness()
         stall = wakes * 1e3  # never NaN: percentiles() on it, without its NaN filter
@@ -239,8 +252,8 @@ class ModelProbe:
         tau_ns = round(self._tau_s * 1e9)
         probe = float(np.count_nonzero(late_ns > tau_ns)) / late_ns.size if late_ns.size else nan
         window = self._t1 - self._t0
-        requests = hold_ms / 1e3 / window if window > 0 else nan
-        sim_busy = harness.cpu_s / window if window > 0 else nan
+        requests = self._request_hold_ms() / 1e3 / window if window > 0 else nan
+        sim_busy = self._harness.cpu_s / window if window > 0 else nan
         accounted = requests + sim_busy
         return {
             "stall_p50_ms": s50,

@@ -22,7 +22,7 @@ from sim.runtime.env import HybridEnvironment
 from sim.runtime.noise import measure_noise_floor, noise_floor_summary
 from sim.runtime.pipeline import LoadPipeline
 from sim.runtime.record_sink import RowWriter, point_sink
-from sim.runtime.result import PointResult
+from sim.runtime.result import PointResult, point_result
 from sim.runtime.workers import WorkerPool
 from sim.store.clock import Timer
 from sim.store.factory import open_store
@@ -166,18 +166,17 @@ def run_point(
     for rec in pipeline.records():
         sink.add(rec)
     sink.close()
-    summary = sink.summary(elapsed)
     n = sink.finished
-    summary["harness_us_per_request"] = harness_ns / 1e3 / n if n else math.nan
-    summary["harness_cpu_us_per_request"] = harness_cpu_ns / 1e3 / n if n else math.nan
-    summary["harness_wakes_per_request"] = harness_waits / n if n else math.nan
-    summary.update(noise_floor_summary(noise_before, noise_after))
-    summary.update(workload.stats)
-    summary.update(heap.summary())
-    summary.update(store_summary)
-    tables: dict[str, list[dict[str, Any]]] = dict(sink.tables())
-    for addon in addons:
-        summary.update(addon.summary())
-        for stem, rows in addon.tables().items():
-            tables.setdefault(stem, []).extend(rows)
-    return PointResult(point, repeat, sink.records, summary, tables)
+    harness = {
+        "harness_us_per_request": harness_ns / 1e3 / n if n else math.nan,
+        "harness_cpu_us_per_request": harness_cpu_ns / 1e3 / n if n else math.nan,
+        "harness_wakes_per_request": harness_waits / n if n else math.nan,
+    }
+    figures = (
+        harness,
+        noise_floor_summary(noise_before, noise_after),
+        workload.stats,
+        heap.summary(),
+        store_summary,
+    )
+    return point_result(point, repeat, sink, elapsed, figures, addons)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -34,18 +33,47 @@ from sim.store.link import SharedLink
 __all__ = ["StoreError", "StoreModel", "TransferOutcome"]
 
 
-@dataclass(frozen=True)
 class TransferOutcome:
-    waited_s: float
-    attempts: int
-    stalls: int
-    error: BaseException | None = None
-    #: Measured by a real store in the load thread (None: the transfer was modelled).
-    transfer_ms: float | None = None
-    #: Bytes a real get reported moving (None: modelled).
-    transfer_bytes: int | None = None
-    #: Blocks whose content was checked after a real get.
-    verified_blocks: int = 0
+    """What became of one transfer; read-only by convention. A plain class, not a frozen
+    dataclass: one is made per request, and the compiled model core (sim.native) builds
+    a plain class natively, where a dataclass's ``__init__`` stays interpreted."""
+
+    __slots__ = (
+        "attempts",
+        "error",
+        "stalls",
+        "transfer_bytes",
+        "transfer_ms",
+        "verified_blocks",
+        "waited_s",
+    )
+
+    def __init__(
+        self,
+        waited_s: float,
+        attempts: int,
+        stalls: int,
+        error: BaseException | None = None,
+        transfer_ms: float | None = None,
+        transfer_bytes: int | None = None,
+        verified_blocks: int = 0,
+    ) -> None:
+        self.waited_s = waited_s
+        self.attempts = attempts
+        self.stalls = stalls
+        self.error = error
+        #: Measured by a real store in the load thread (None: the transfer was modelled).
+        self.transfer_ms = transfer_ms
+        #: Bytes a real get reported moving (None: modelled).
+        self.transfer_bytes = transfer_bytes
+        #: Blocks whose content was checked after a real get.
+        self.verified_blocks = verified_blocks
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        return (
+            f"TransferOutcome(waited_s={self.waited_s}, attempts={self.attempts}, "
+            f"stalls={self.stalls}, error={self.error!r})"
+        )
 
 
 class _Transfer:

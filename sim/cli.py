@@ -13,6 +13,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
+from sim.commands.interrupt import interrupt_hint
 from sim.errors import KvsimError
 from sim.process.signals import Terminated, sigterm_unwinds
 
@@ -139,8 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # code into a death by signal while the message is printed and Python exits.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        hint_fn = getattr(mod, "interrupt_hint", None)
-        hint = hint_fn(args) if hint_fn is not None else ""
+        hint = interrupt_hint(exc)  # what the command attached (sim.commands.interrupt)
         how = " by SIGTERM" if isinstance(exc, Terminated) else ""
         print(f"kvsim: interrupted{how}" + (f"; {hint}" if hint else ""), file=sys.stderr)
         return int(exc.code) if isinstance(exc, Terminated) else 130

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import importlib
 
+from connectors import registry
 from sim.commands.plugin_args import add_plugin_argument, command_plugins
+from sim.conformance import refuse_wrong_plugins
 
 HELP = "benchmark connector variants or index variants side by side"
 
@@ -42,9 +44,6 @@ def main(args: argparse.Namespace) -> int:
 
 def _refuse_wrong_plugins(target: str) -> None:
     """Check every plug-in variant the bench could time before it times anything."""
-    from connectors import registry
-    from sim.conformance import refuse_wrong_plugins
-
     if target == "connectors":
         refuse_wrong_plugins([(n, {}) for n in registry.address_variant_names()])
     else:

@@ -15,6 +15,12 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import yaml
+
+import sim
+from sim.analysis.store_fit import fit_store
+from sim.model.measure import DEFAULT_CHUNKS, DEFAULT_GROUPS, DEFAULT_REGIONS
+
 HELP = "measure on this machine the costs model mode simulates (writes a calibration file)"
 
 #: target name -> (help, add_arguments, main); the default target is "gil".
@@ -34,8 +40,6 @@ def _ints(text: str) -> list[int]:
 
 
 def _gil_arguments(p: argparse.ArgumentParser) -> None:
-    from sim.model.measure import DEFAULT_CHUNKS, DEFAULT_GROUPS, DEFAULT_REGIONS
-
     p.add_argument(
         "--out",
         default="results/calibration.json",
@@ -65,8 +69,6 @@ def _gil_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _gil_main(args: argparse.Namespace) -> int:
-    import sim
-
     def say(msg: str) -> None:
         print(f"calibrate: {msg}", file=sys.stderr, flush=True)
 
@@ -152,10 +154,6 @@ def _store_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _store_main(args: argparse.Namespace) -> int:
-    import yaml
-
-    from sim.analysis.store_fit import fit_store
-
     fit = fit_store(args.run_dir, args.workers)
     if args.json:
         print(json.dumps(fit.as_dict()))

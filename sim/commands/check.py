@@ -5,7 +5,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+import sim
+from sim.commands.check_audit import audit_variant
 from sim.commands.plugin_args import add_plugin_argument, command_plugins
+from sim.config.yaml_reader import read_yaml_value
+from sim.errors import UsageError
 
 HELP = "check a variant's addresses (or index) against the reference on a fixed corpus"
 
@@ -35,9 +39,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _options(pairs: list[str]) -> dict[str, Any]:
-    from sim.config.yaml_reader import read_yaml_value
-    from sim.errors import UsageError
-
     out: dict[str, Any] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
@@ -48,8 +49,6 @@ def _options(pairs: list[str]) -> dict[str, Any]:
 
 
 def main(args: argparse.Namespace) -> int:
-    import sim
-
     result = sim.check(
         args.name, plugins=args.plugin, options=_options(args.option), threads=args.threads
     )
@@ -57,8 +56,6 @@ def main(args: argparse.Namespace) -> int:
     if not result.ok:
         return 1
     if args.audit and result.reference == "scalar":  # an address variant
-        from sim.commands.check_audit import audit_variant
-
         with command_plugins(args.plugin) as plugins:
             return audit_variant(args.name, _options(args.option), plugins)
     return 0

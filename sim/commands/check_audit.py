@@ -17,6 +17,9 @@ import os
 import tempfile
 from typing import Any
 
+import sim
+from sim.rundir.numbers import as_float
+
 __all__ = ["AUDIT_POINT", "audit_variant"]
 
 #: The audited point: the seed's geometry, one load thread, 40 requests of 128K tokens.
@@ -35,9 +38,6 @@ AGREE_WITHIN = 0.2
 
 def audit_variant(name: str, options: dict[str, Any], plugins: list[dict[str, str]]) -> int:
     """Run the audited point for ``name``; print what the audit says. 0 when it agrees."""
-    import sim
-    from sim.rundir.numbers import as_float
-
     data = {**AUDIT_POINT, "plugins": plugins}
     data["connector"] = {**AUDIT_POINT["connector"], "variant": name, "options": options}
     exp = sim.build(data)

@@ -9,6 +9,22 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sim import api
+from sim.analysis.compare import compare
+from sim.analysis.completeness import completeness_warnings
+from sim.analysis.condense import MAX_LEVELS, condense_markdown
+from sim.analysis.crossrun import RUN_AXIS, host_difference, pair_runs, unpaired_lines
+from sim.analysis.gate import judge, parse_rule
+from sim.analysis.hosts import host_warnings
+from sim.analysis.manifest_diff import manifest_differences
+from sim.analysis.report import comparison_markdown, comparison_rows
+from sim.api.reports import with_warnings
+from sim.errors import UsageError
+from sim.rundir.claim import claim_outputs
+from sim.rundir.layout import COMPARE_STEM
+from sim.rundir.outputs import atomic_write_text, write_csv
+from sim.rundir.reader import load_results
+
 HELP = (
     "compare variants of a finished run, or the same points of two runs (before/after), "
     "with 95% intervals from the spread between repeats"
@@ -81,15 +97,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _error(msg: str) -> Exception:
-    from sim.errors import UsageError
-
     return UsageError(msg)
 
 
 def _warn(res: Any, by: str | None = None) -> list[str]:
-    from sim.analysis.completeness import completeness_warnings
-    from sim.analysis.hosts import host_warnings
-
     lines = completeness_warnings(res) + host_warnings(res, by or "variant")
     if res.note:
         print(res.note, file=sys.stderr)
@@ -101,8 +112,6 @@ def _warn(res: Any, by: str | None = None) -> list[str]:
 def _print(text: str, md: Path, csv: Path, all_rows: bool) -> None:
     """Print the Markdown (only its first and last levels when there are many, unless
     ``all_rows``: the file ``md`` has them all), then where it was written."""
-    from sim.analysis.condense import MAX_LEVELS, condense_markdown
-
     where = f"; {md} has every one, and --all-rows prints them"
     print(condense_markdown(text, None if all_rows else MAX_LEVELS, where), end="")
     print(f"\n(written: {md}, {csv})")
@@ -116,9 +125,6 @@ def _write(
     all_rows: bool,
     force: bool,
 ) -> None:
-    from sim.rundir.claim import claim_outputs
-    from sim.rundir.outputs import atomic_write_text, write_csv
-
     stem = stem.absolute()
     md, csv = stem.with_name(stem.name + ".md"), stem.with_name(stem.name + ".csv")
     claim_outputs([md, csv], force)
@@ -128,12 +134,9 @@ def _write(
 
 
 def _one(args: argparse.Namespace) -> int:
-    from sim.api import compare, open_run
-    from sim.rundir.layout import COMPARE_STEM
-
-    run = open_run(args.results[0])
+    run = api.open_run(args.results[0])
     _warn(run.results, args.by)  # before anything can fail, as for two runs
-    report = compare(
+    report = api.compare(
         run,
         args.by or "variant",
         args.baseline,
@@ -148,12 +151,6 @@ def _one(args: argparse.Namespace) -> int:
 
 
 def _two(args: argparse.Namespace) -> int:
-    from sim.analysis.compare import compare
-    from sim.analysis.crossrun import RUN_AXIS, host_difference, pair_runs, unpaired_lines
-    from sim.analysis.manifest_diff import manifest_differences
-    from sim.analysis.report import comparison_markdown, comparison_rows
-    from sim.rundir.reader import load_results
-
     a, b = (load_results(p) for p in args.results)
     if a.dir.resolve() == b.dir.resolve():
         raise _error(f"{a.dir}: RUN_A and RUN_B are the same directory")
@@ -204,8 +201,6 @@ def _two(args: argparse.Namespace) -> int:
     head, _, rest = text.partition("\n\n")
     text = f"{head}\n\n```\n{preface}\n```\n\n{rest}"
     if warnings:
-        from sim.api.reports import with_warnings
-
         text = with_warnings(text, warnings)
     cols, rows = comparison_rows(comp)
     stem = Path(args.out) if args.out else b.dir / f"compare_vs_{_safe(a.dir.name)}"
@@ -216,8 +211,6 @@ def _two(args: argparse.Namespace) -> int:
 
 
 def _rules(args: argparse.Namespace) -> list[Any]:
-    from sim.analysis.gate import parse_rule
-
     try:
         return [parse_rule(r) for r in args.fail_if]
     except ValueError as exc:
@@ -226,10 +219,6 @@ def _rules(args: argparse.Namespace) -> list[Any]:
 
 def _gate(args: argparse.Namespace, combined: Any, la: str, lb: str) -> int:
     """The --fail-if rules on the two runs' shared points (sim.analysis.gate): 1 if one fails."""
-    from sim.analysis.compare import compare
-    from sim.analysis.crossrun import RUN_AXIS
-    from sim.analysis.gate import judge
-
     rules = _rules(args)
     metrics = list(dict.fromkeys(r.metric for r in rules))
     try:

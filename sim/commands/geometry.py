@@ -11,6 +11,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from pydantic import ValidationError
+
+from sim.config import ConfigError, GeometryConfig
+from sim.config.model_source import layout_for
+from sim.config.presets import PRESETS, get_preset
+from sim.errors import UsageError
+
 HELP = "show the KV-cache geometry a model preset or HF config.json resolves to"
 
 _REFERENCE_TOKENS = 131072
@@ -40,17 +47,9 @@ def _size(n: float) -> str:
 
 
 def _lines(model: str, tp: int, block_size: int, kv_dtype: str) -> list[str]:
-    from pydantic import ValidationError
-
-    from sim.config import ConfigError, GeometryConfig
-    from sim.config.model_source import layout_for
-    from sim.config.presets import PRESETS
-
     is_preset = model.lower() in PRESETS
     path = Path(model).expanduser()
     if not is_preset and not path.exists():
-        from sim.config.presets import get_preset
-
         try:
             get_preset(model)
         except ValueError as exc:
@@ -107,8 +106,6 @@ def _lines(model: str, tp: int, block_size: int, kv_dtype: str) -> list[str]:
 
 
 def _preset_list() -> list[str]:
-    from sim.config.presets import PRESETS
-
     width = max(len(n) for n in PRESETS)
     out = ["presets (kvsim geometry NAME for details):"]
     out += [f"  {p.name:<{width}}  {p.summary}  [{p.hf_id}]" for p in PRESETS.values()]
@@ -116,8 +113,6 @@ def _preset_list() -> list[str]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from sim.errors import UsageError
-
     if args.model is None:
         print("\n".join(_preset_list()))
         return 0

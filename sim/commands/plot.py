@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from sim.api import open_run, plot
+
 HELP = "draw PNG figures of a finished run (latency CDF, p99 vs workers, GIL hold)"
 
 
@@ -27,8 +29,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from sim.api import open_run, plot
-
     run = open_run(args.results)
     if run.results.note:
         print(run.results.note, file=sys.stderr)

@@ -10,6 +10,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
+
+from sim.config.plugins import plugin_scope, read_plugin
+from sim.errors import ConfigError
 
 __all__ = ["add_plugin_argument", "command_plugins"]
 
@@ -29,11 +33,6 @@ def add_plugin_argument(p: argparse.ArgumentParser) -> None:
 def command_plugins(paths: Sequence[str]) -> Iterator[list[dict[str, str]]]:
     """The ``--plugin`` files' variants registered for the block (commands with no config);
     yields the files as read (``{path, source}``, what a config's ``plugins:`` holds)."""
-    from pathlib import Path
-
-    from sim.config.plugins import plugin_scope, read_plugin
-    from sim.errors import ConfigError
-
     read = []
     for path in paths:
         try:

@@ -5,6 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from sim.analysis.pr_report import bench_rows, pr_markdown
+from sim.errors import UsageError
+from sim.rundir.claim import claim_outputs
+from sim.rundir.outputs import atomic_write_text
+from sim.rundir.reader import load_results
+
 HELP = "write one Markdown page for a pull request: ratios, intervals, verdicts"
 
 
@@ -33,12 +39,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from sim.analysis.pr_report import bench_rows, pr_markdown
-    from sim.errors import UsageError
-    from sim.rundir.claim import claim_outputs
-    from sim.rundir.outputs import atomic_write_text
-    from sim.rundir.reader import load_results
-
     res = load_results(args.run)
     try:
         bench = bench_rows(args.bench) if args.bench else None

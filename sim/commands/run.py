@@ -7,19 +7,47 @@ lists the points and what the run directory already holds, running nothing.
 from __future__ import annotations
 
 import argparse
+import difflib
+import shlex
 import sys
+from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
 
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from sim.analysis.condense import MAX_TABLE_ROWS
+from sim.commands.interrupt import hint_on_interrupt
 from sim.commands.plugin_args import add_plugin_argument
+from sim.commands.run_args import RunArgs
+from sim.commands.run_hosts import run_on_hosts
+from sim.commands.run_report import report
+from sim.config.experiment import Point
+from sim.config.plugins import plugin_scope
+from sim.conformance import refuse_wrong_plugin_points
 from sim.console import output_console
+from sim.errors import UsageError
+from sim.events import SweepEvents
+from sim.model.validated import unvalidated_note
+from sim.preflight import parse_checked
+from sim.rundir.guard import normalize_dir
+from sim.rundir.layout import RepRun
+from sim.sweep.executors import ExecutorChoice, ExecutorError, preflight
+from sim.sweep.plan_view import plan_lines, plan_table, repeats_line
+from sim.sweep.runner import RepOutcome
+from sim.sweep.session import RunPlan, Session, SweepOutcome, open_session, plan_run
 
 HELP = "run an experiment and print a comparison of its points"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from sim.analysis.condense import MAX_TABLE_ROWS
-
     p.add_argument("config", help="experiment YAML file")
     p.add_argument(
         "--out",
@@ -105,36 +133,10 @@ def add_set_argument(p: argparse.ArgumentParser) -> None:
     )
 
 
-def set_items(args: argparse.Namespace) -> list[str]:
-    """The ``--set`` items of a command line, ``--mode`` and ``--audit`` included."""
-    items = list(args.set)
-    if getattr(args, "mode", None):
-        items.append(f"mode={args.mode}")
-    if getattr(args, "audit", False):
-        items.append("gil.audit=pyspy")
-    return items
-
-
-def interrupt_hint(args: argparse.Namespace) -> str:
-    """What to say after Ctrl-C: finished points are kept, and how to finish the run."""
-    out = getattr(args, "resolved_out", None)
-    if out is None:
-        return ""
-    import shlex
-
-    from sim.commands.run_report import rerun_command
-
-    cmd = shlex.join(rerun_command(args))
-    return f"finished point runs are kept in {out}; `{cmd} --resume` runs the rest"
-
-
-def check_baseline(baseline: str | None, points: list[Any]) -> None:
+def check_baseline(baseline: str | None, points: list[Point]) -> None:
     """Refuse a ``--baseline`` that is not among the variants, before any work is done."""
     if baseline is None:
         return
-    import difflib
-
-    from sim.errors import UsageError
 
     variants = list(dict.fromkeys(str(p.axes.get("variant")) for p in points))
     if baseline not in variants:
@@ -146,9 +148,7 @@ def check_baseline(baseline: str | None, points: list[Any]) -> None:
         )
 
 
-def _dry_run(plan: Any) -> int:
-    from sim.sweep.plan_view import plan_lines, plan_table
-
+def _dry_run(plan: RunPlan) -> int:
     out = output_console()
     out.print(plan_table(plan))
     for line in plan_lines(plan):
@@ -165,43 +165,47 @@ class _ProgressBar:
     """``kvsim run``'s display: one bar of requests over the whole sweep, a line per
     point run as it ends (the sweep's events)."""
 
-    def __init__(self, bar: Any, plan: Any, resume: bool) -> None:
+    def __init__(self, bar: Progress, plan: RunPlan, resume: bool) -> None:
         self.bar = bar
         self.plan = plan
         self.runs = len(plan.to_run(resume))
         self.planned = plan.planned_requests(resume)
         # The bar's task appears with the first point: an error before it (an unusable
         # output directory) then leaves no "starting 0/0 req" line behind.
-        self.task: Any = None
+        self.task: TaskID | None = None
         self.n = 0
         self.base = 0
         self.current = 0
 
-    def events(self) -> Any:
-        from sim.events import SweepEvents
-
+    def events(self) -> SweepEvents:
         return SweepEvents(started=self.started, progress=self.progress, finished=self.finished)
 
-    def started(self, rep: Any, _host: str) -> None:
-        bar, point = self.bar, rep.point
+    def _task(self) -> TaskID:
+        """The bar's task, made by the first event (a point run's start)."""
         if self.task is None:
-            self.task = bar.add_task("starting", total=self.planned)
+            self.task = self.bar.add_task("starting", total=self.planned)
+        return self.task
+
+    def started(self, rep: RepRun, _host: str) -> None:
+        bar, point, task = self.bar, rep.point, self._task()
         self.n += 1
         self.current = self.plan.requests[point.index]
         rep_txt = f" rep {rep.repeat}" if self.plan.config.repeats > 1 else ""
-        bar.update(self.task, description=f"[{self.n}/{self.runs}] {point.label}{rep_txt}")
+        bar.update(task, description=f"[{self.n}/{self.runs}] {point.label}{rep_txt}")
 
-    def progress(self, _rep: Any, done: int, total: int) -> None:
-        bar = self.bar
+    def progress(self, _rep: RepRun, done: int, total: int) -> None:
+        bar, task = self.bar, self._task()
         if total != self.current:
-            bar.update(self.task, total=bar.tasks[0].total + total - self.current)
+            bar.update(task, total=(bar.tasks[0].total or 0) + total - self.current)
             self.current = total
-        bar.update(self.task, completed=self.base + done)
+        bar.update(task, completed=self.base + done)
 
-    def finished(self, rep: Any, outcome: Any) -> None:
+    def finished(self, rep: RepRun, outcome: RepOutcome | None) -> None:
         bar = self.bar
+        if outcome is None:  # an executor's interrupted run: the session does not pass it on
+            return
         self.base += self.current
-        bar.update(self.task, completed=self.base)
+        bar.update(self._task(), completed=self.base)
         if self.runs > _MANY and outcome.status == "ok" and rep.point.config.mode == "model":
             return  # hundreds of lines of milliseconds: the bar says it; failures print
         if outcome.status == "ok":
@@ -210,16 +214,9 @@ class _ProgressBar:
             bar.console.print(f"[red]✗[/] {rep.label}  {outcome.status}: {outcome.error}")
 
 
-def _run_with_progress(session: Any, plan: Any, resume: bool, choice: Any) -> Any:
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
+def _run_with_progress(
+    session: Session, plan: RunPlan, resume: bool, choice: ExecutorChoice
+) -> SweepOutcome:
     err = Console(stderr=True)
     with Progress(
         TextColumn("[bold]{task.description}"),
@@ -245,20 +242,15 @@ def _say_removed(out_dir: Path, gone: list[Path]) -> None:
         )
 
 
-def _say_unvalidated(points: list[Any]) -> None:
+def _say_unvalidated(points: list[Point]) -> None:
     """One line when model-mode points combine features no validation covered."""
-    from sim.model.validated import unvalidated_note
-
     note = unvalidated_note(points)
     if note:
         print(f"kvsim: note: {note}", file=sys.stderr)
 
 
-def _executor_choice(args: argparse.Namespace) -> Any:
+def _executor_choice(args: RunArgs) -> ExecutorChoice:
     """The executor chosen on the command line; one-line UsageError when it is not usable."""
-    from sim.errors import UsageError
-    from sim.sweep.executors import ExecutorChoice, ExecutorError, preflight
-
     if args.executor != "local" and args.in_process:
         raise UsageError(
             f"--in-process runs points here; it cannot go with --executor {args.executor}"
@@ -271,50 +263,41 @@ def _executor_choice(args: argparse.Namespace) -> Any:
     return choice
 
 
-def main(args: argparse.Namespace) -> int:
-    from contextlib import ExitStack
-
+def main(cli_args: argparse.Namespace) -> int:
+    args = RunArgs.from_cli_args(cli_args)
     with ExitStack() as plugins:
         return _main(args, plugins)
 
 
-def _main(args: argparse.Namespace, plugins: Any) -> int:
-    from sim.config.plugins import plugin_scope
-    from sim.conformance import refuse_wrong_plugin_points
-    from sim.preflight import parse_checked
-    from sim.rundir.guard import normalize_dir
-    from sim.sweep.session import open_session, plan_run
-
-    args.set = set_items(args)  # kept in args.set so that a resume hint repeats them
-    cfg, points = parse_checked(args.config, args.set, args.plugin)
+def _main(args: RunArgs, plugins: ExitStack) -> int:
+    cfg, points = parse_checked(args.config, args.sets, args.plugins)
     plugins.enter_context(plugin_scope(cfg.plugins))  # their variants, until the command ends
     refuse_wrong_plugin_points(points)  # a plug-in computing wrong addresses is not measured
     check_baseline(args.baseline, points)
     # ``~`` expanded, ``..`` folded (no stray directories), absolute: never ambiguous.
     out_dir = normalize_dir(args.out or cfg.output_dir).absolute()
     # refuses model points the calibration lacks
-    plan = plan_run(cfg, points, out_dir, source=Path(args.config), overrides=args.set)
+    plan = plan_run(cfg, points, out_dir, source=Path(args.config), overrides=args.sets)
     _say_unvalidated(points)
     if args.dry_run:
         return _dry_run(plan)
     choice = _executor_choice(args)
     isolate = not args.in_process
-    with open_session(plan, force=args.force, resume=args.resume, isolate=isolate) as session:
-        args.resolved_out = out_dir
+    again = shlex.join(args.rerun_command())
+    with (
+        open_session(plan, force=args.force, resume=args.resume, isolate=isolate) as session,
+        hint_on_interrupt(
+            f"finished point runs are kept in {out_dir}; `{again} --resume` runs the rest"
+        ),
+    ):
         if args.quiet:
             outcome = session.run(plan, None, choice)
         elif choice.name != "local":
-            from sim.commands.run_hosts import run_on_hosts
-
             outcome = run_on_hosts(session, plan, args.resume, choice)
         else:
-            from sim.sweep.plan_view import repeats_line
-
             line = repeats_line(plan, args.resume)
             if line:
                 print(line, file=sys.stderr)
             outcome = _run_with_progress(session, plan, args.resume, choice)
     _say_removed(out_dir, outcome.removed)
-    from sim.commands.run_report import report
-
     return report(cfg, args, out_dir, outcome)

@@ -7,20 +7,30 @@ A run whose host was lost and that is retried is reported as a line above.
 
 from __future__ import annotations
 
-from typing import Any
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from sim.events import SweepEvents
+from sim.rundir.layout import RepRun
+from sim.sweep.executors import ExecutorChoice
+from sim.sweep.runner import RepOutcome
+from sim.sweep.session import RunPlan, Session, SweepOutcome
 
 __all__ = ["run_on_hosts"]
 
 
-def run_on_hosts(session: Any, plan: Any, resume: bool, choice: Any) -> Any:
+def run_on_hosts(
+    session: Session, plan: RunPlan, resume: bool, choice: ExecutorChoice
+) -> SweepOutcome:
     """Run ``plan`` in ``session`` through ``choice`` (an ExecutorChoice) with a per-host
     display; the sweep's outcome."""
-    # rich loads only for the display (a quiet or local run never draws this one)
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     err = Console(stderr=True)
     with Progress(
         TextColumn("[bold]{task.description}"),
@@ -38,17 +48,17 @@ def run_on_hosts(session: Any, plan: Any, resume: bool, choice: Any) -> Any:
 class _HostsDisplay:
     """The sweep's events shown as a bar of point runs and a line per host."""
 
-    def __init__(self, bar: Any, sweep: Any, planned: dict[int, int]) -> None:
+    def __init__(self, bar: Progress, sweep: TaskID, planned: dict[int, int]) -> None:
         self.bar = bar
         self.sweep = sweep
         self.planned = planned
-        self.host_task: dict[str, Any] = {}
+        self.host_task: dict[str, TaskID] = {}
         self.running: dict[tuple[int, int], str] = {}
 
-    def events(self) -> Any:
+    def events(self) -> SweepEvents:
         return SweepEvents(self.started, self.progress, self.finished, self.note)
 
-    def started(self, rep: Any, host: str) -> None:
+    def started(self, rep: RepRun, host: str) -> None:
         bar = self.bar
         self.running[(rep.point.index, rep.repeat)] = host
         desc = f"  {host}: {rep.label}"
@@ -58,12 +68,14 @@ class _HostsDisplay:
         else:
             bar.reset(self.host_task[host], total=total, description=desc)
 
-    def progress(self, rep: Any, done: int, total: int) -> None:
+    def progress(self, rep: RepRun, done: int, total: int) -> None:
         host = self.running.get((rep.point.index, rep.repeat))
         if host in self.host_task:
             self.bar.update(self.host_task[host], completed=done, total=total)
 
-    def finished(self, rep: Any, outcome: Any) -> None:
+    def finished(self, rep: RepRun, outcome: RepOutcome | None) -> None:
+        if outcome is None:  # an executor's interrupted run: the session does not pass it on
+            return
         bar = self.bar
         host = self.running.pop((rep.point.index, rep.repeat), "")
         bar.advance(self.sweep)

@@ -5,26 +5,33 @@ one per kind when many), the stage table, where the results are, and what failed
 
 from __future__ import annotations
 
-import argparse
+import shlex
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
+from sim.analysis.audit import audit_problems
+from sim.analysis.behind import lag_line
+from sim.analysis.condense import MAX_TABLE_ROWS, condense, shown_count
+from sim.analysis.point_notes import audit_line, point_warnings
+from sim.analysis.report import comparison_table, pick_baseline
+from sim.analysis.stage_report import has_stages, stage_table
+from sim.commands.run_args import RunArgs
+from sim.config.experiment import ExperimentConfig
 from sim.console import output_console
+from sim.rundir.layout import (
+    MANIFEST_FILE,
+    POINTS_DIR,
+    REQUESTS_FILE,
+    SUMMARY_FILE,
+    SUMMARY_REPEATS_FILE,
+)
+from sim.sweep.session import SweepOutcome
 
-__all__ = ["report", "rerun_command"]
-
-
-def rerun_command(args: argparse.Namespace) -> list[str]:
-    """``kvsim run CONFIG`` with this run's --set, --plugin and --out: the same run directory."""
-    cmd = ["kvsim", "run", args.config]
-    for s in args.set:
-        cmd += ["--set", s]
-    for f in getattr(args, "plugin", []):
-        cmd += ["--plugin", f]
-    if args.out:
-        cmd += ["--out", args.out]
-    return cmd
+__all__ = ["report"]
 
 
 def _print_behind(out: Any, rows: list[dict[str, Any]], axes: list[str]) -> None:
@@ -32,10 +39,6 @@ def _print_behind(out: Any, rows: list[dict[str, Any]], axes: list[str]) -> None
     py-spy audit (a sentence each, or one line per kind when many:
     sim.analysis.point_notes); one quiet line for the points that lagged while applying
     it (sim.analysis.behind); one line per reason the audit could not run."""
-    from sim.analysis.audit import audit_problems
-    from sim.analysis.behind import lag_line
-    from sim.analysis.point_notes import audit_line, point_warnings
-
     for note in point_warnings(rows, axes):
         out.print(f"[yellow]warning:[/yellow] {note}", highlight=False)
     quiet = lag_line(rows)  # lag while the load was applied: one line, not a warning
@@ -54,20 +57,15 @@ def _print_table(
     axes: list[str],
     baseline: Any,
     title: str,
-    args: argparse.Namespace,
+    args: RunArgs,
     limit: int | None,
 ) -> None:
     """The comparison table, condensed above ``limit`` rows, with a line that says where
     every point is and how to print them all."""
-    from sim.analysis.condense import condense, shown_count
-    from sim.analysis.report import comparison_table
-
     out.print(comparison_table(rows, axes, baseline, title, limit))
     shown = shown_count(condense(rows, axes, limit))
     if shown < len(rows):
-        import shlex
-
-        again = shlex.join([*rerun_command(args), "--resume", "--all-rows"])
+        again = shlex.join([*args.rerun_command(), "--resume", "--all-rows"])
         out.print(
             f"the table shows {shown:,} of {len(rows):,} points; every point is a row of "
             f"summary.csv, and `{again}` prints them all (it runs nothing that is done)",
@@ -76,23 +74,11 @@ def _print_table(
         )
 
 
-def report(cfg: Any, args: argparse.Namespace, out_dir: Path, outcome: Any) -> int:
+def report(cfg: ExperimentConfig, args: RunArgs, out_dir: Path, outcome: SweepOutcome) -> int:
     """Print the end of a run; the exit code (1 when a point failed)."""
-    from sim.analysis.condense import MAX_TABLE_ROWS
-    from sim.analysis.report import pick_baseline
-    from sim.rundir.layout import (
-        MANIFEST_FILE,
-        POINTS_DIR,
-        REQUESTS_FILE,
-        SUMMARY_FILE,
-        SUMMARY_REPEATS_FILE,
-    )
-
     result = outcome.result
     rows = result.summary_rows
     if not args.quiet:
-        from rich.console import Console
-
         out = output_console()
         err = Console(stderr=True)
         baseline = pick_baseline(rows, args.baseline)
@@ -100,11 +86,9 @@ def report(cfg: Any, args: argparse.Namespace, out_dir: Path, outcome: Any) -> i
             err.print(f"warning: baseline {args.baseline!r} is not among the variants run")
         if result.skipped:
             out.print(f"resumed: {result.skipped} point run(s) were already done and kept")
-        limit = None if getattr(args, "all_rows", False) else MAX_TABLE_ROWS
+        limit = None if args.all_rows else MAX_TABLE_ROWS
         _print_table(out, rows, result.axes, baseline, f"kvsim · {cfg.name}", args, limit)
         _print_behind(out, rows, result.axes)
-        from sim.analysis.stage_report import has_stages, stage_table
-
         if has_stages(rows):
             out.print(stage_table(rows, result.axes, "where the hold goes", limit))
         nf = outcome.noise_floor_p99_ms
@@ -132,14 +116,11 @@ def report(cfg: Any, args: argparse.Namespace, out_dir: Path, outcome: Any) -> i
 _LISTED = 10
 
 
-def _unfinished_line(args: argparse.Namespace, unfinished: list[Any]) -> str:
+def _unfinished_line(args: RunArgs, unfinished: list[Any]) -> str:
     """One line however many did not finish: how many of each state, and how to rerun."""
-    import shlex
-    from collections import Counter
-
     kinds = Counter(state for _, state, _ in unfinished)
     said = ", ".join(f"{n} {state}" for state, n in sorted(kinds.items()))
-    again = shlex.join([*rerun_command(args), "--resume"])
+    again = shlex.join([*args.rerun_command(), "--resume"])
     return (
         f"kvsim: error: {len(unfinished)} point run(s) did not finish ({said}); "
         f"`{again}` runs them again"

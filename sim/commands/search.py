@@ -15,14 +15,18 @@ import shlex
 import sys
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
 
 import sim
 from sim.api.experiments import Experiment
-from sim.api.search import search_dir
+from sim.api.search import SearchResult, search_dir
+from sim.commands.interrupt import hint_on_interrupt
 from sim.commands.plugin_args import add_plugin_argument
-from sim.commands.run import add_mode_argument, add_set_argument, set_items
+from sim.commands.run import add_mode_argument, add_set_argument
+from sim.commands.run_args import set_items
+from sim.config.plugins import plugin_scope
+from sim.conformance import refuse_wrong_plugin_points
 from sim.errors import UsageError
+from sim.preflight import parse_checked
 
 HELP = "find the highest rate (or best worker count) that meets a latency or stall SLO"
 
@@ -85,14 +89,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_plugin_argument(p)
 
 
-def interrupt_hint(args: argparse.Namespace) -> str:
-    out = getattr(args, "resolved_out", None)
-    if out is None:
-        return ""
-    argv = [a for a in sys.argv[1:] if a not in ("--force", "--resume")]
-    return f"points tried so far are kept in {out}; `kvsim {shlex.join(argv)} --resume` continues"
-
-
 def _check_numbers(args: argparse.Namespace) -> None:
     if not 0 < args.tol < 10:
         raise UsageError(f"--tol {args.tol}: allowed above 0 and below 10 (relative)")
@@ -109,42 +105,41 @@ def main(args: argparse.Namespace) -> int:
         return _main(args, plugins)
 
 
-def _main(args: argparse.Namespace, plugins: Any) -> int:
-    # the config (pydantic) and the conformance corpus (numpy) load when a search runs,
-    # not for `kvsim search --help`
-    from sim.config.plugins import plugin_scope
-    from sim.conformance import refuse_wrong_plugin_points
-    from sim.preflight import parse_checked
-
+def _main(args: argparse.Namespace, plugins: ExitStack) -> int:
     _check_numbers(args)
-    args.set = set_items(args)  # --audit and --mode as --set items, for every point
-    cfg, points = parse_checked(args.config, args.set, args.plugin)
+    sets = set_items(args)  # --audit and --mode as --set items, for every point
+    cfg, points = parse_checked(args.config, sets, args.plugin)
     plugins.enter_context(plugin_scope(cfg.plugins))  # their variants, until the command ends
     refuse_wrong_plugin_points(points)  # a plug-in computing wrong addresses is not measured
-    exp = Experiment(cfg, tuple(points), Path(args.config), tuple(args.set))
-    args.resolved_out = search_dir(exp, args.out)  # for the Ctrl-C hint
+    exp = Experiment(cfg, tuple(points), Path(args.config), tuple(sets))
+    argv = [a for a in sys.argv[1:] if a not in ("--force", "--resume")]
+    hint = (
+        f"points tried so far are kept in {search_dir(exp, args.out)}; "
+        f"`kvsim {shlex.join(argv)} --resume` continues"
+    )
     say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
     events = sim.SweepEvents(started=lambda rep, _host: say(f"  … {rep.point.label}"), note=say)
-    found = sim.search(
-        exp,
-        args.over,
-        args.slo,
-        args.out,
-        goal=args.goal,
-        lo=args.lo,
-        hi=args.hi,
-        tol=args.tol,
-        max_runs=args.max_runs,
-        force=args.force,
-        resume=args.resume,
-        isolate=not args.in_process,
-        events=events,
-    )
+    with hint_on_interrupt(hint):
+        found = sim.search(
+            exp,
+            args.over,
+            args.slo,
+            args.out,
+            goal=args.goal,
+            lo=args.lo,
+            hi=args.hi,
+            tol=args.tol,
+            max_runs=args.max_runs,
+            force=args.force,
+            resume=args.resume,
+            isolate=not args.in_process,
+            events=events,
+        )
     _print(found)
     return 0
 
 
-def _print(found: Any) -> None:
+def _print(found: SearchResult) -> None:
     """The answer per series, the harness's noise floor beside the limits, the files."""
     out_dir, figure = found.out_dir, found.figure
     if found.figure_error:

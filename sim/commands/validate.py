@@ -5,17 +5,27 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
 from typing import Any
 
 from sim.commands.plugin_args import add_plugin_argument
+from sim.commands.run import add_mode_argument, add_set_argument
+from sim.commands.run_args import set_items
+from sim.config.plugins import plugin_scope
+from sim.config.workload import FixedTokens, UniformTokens
+from sim.instruments.engine import check_device
+from sim.model.coverage import check_points as check_calibration
+from sim.preflight import budget, parse_checked
+from sim.preflight.budget import human_seconds
+from sim.rundir.guard import normalize_dir
+from sim.store.memory import check_points as check_store_memory
+from sim.workload.plan import preview_workload
 
 HELP = "check a config file and list its points without running anything"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("config", help="experiment YAML file")
-    from sim.commands.run import add_mode_argument, add_set_argument
-
     add_set_argument(p)
     add_mode_argument(p)
     add_plugin_argument(p)
@@ -43,28 +53,17 @@ def requests_phrase(counts: Sequence[int], stats: Sequence[Mapping[str, float]])
 
 
 def main(args: argparse.Namespace) -> int:
-    from contextlib import ExitStack
-
     with ExitStack() as plugins:
         return _main(args, plugins)
 
 
 def _main(args: argparse.Namespace, plugins: Any) -> int:
-    from sim.commands.run import set_items
-    from sim.config.plugins import plugin_scope
-    from sim.instruments.engine import check_device
-    from sim.preflight import parse_checked
-    from sim.rundir.guard import normalize_dir
-    from sim.store.memory import check_points
-    from sim.workload.plan import preview_workload
 
     cfg, points = parse_checked(args.config, set_items(args), args.plugin)
     plugins.enter_context(plugin_scope(cfg.plugins))  # their variants, until the command ends
-    memory_lines = check_points(args.config, points)  # real store: refuses what does not fit
+    memory_lines = check_store_memory(args.config, points)  # real store: refuses what does not fit
     check_device(args.config, points)  # engine.device: cuda where torch sees no GPU
     if any(p.config.mode == "model" for p in points):
-        from sim.model.coverage import check_points as check_calibration
-
         check_calibration(points)  # model mode: refuses what the calibration does not cover
     memo: dict[str, Any] = {}  # points sharing a trace replay it once
     previews = [preview_workload(p.config, memo) for p in points]
@@ -97,8 +96,6 @@ def _main(args: argparse.Namespace, plugins: Any) -> int:
 def rounding_notes(points: Sequence[Any]) -> list[str]:
     """Token counts the run will round down to the chunk granularity, said before it runs
     (``tokens: 1000`` with 128-token chunks loads 896 tokens)."""
-    from sim.config.workload import FixedTokens, UniformTokens
-
     notes: dict[str, None] = {}
     for p in points:
         tokens, gran = p.config.workload.tokens, p.config.model.chunk_granularity
@@ -114,8 +111,6 @@ def rounding_notes(points: Sequence[Any]) -> list[str]:
 def trace_lines(points: Sequence[Any], previews: Sequence[Any]) -> list[str]:
     """The planned workload of each distinct trace replay: requests, span, hit ratio and
     tokens loaded, so that a replay measuring almost nothing is seen before it runs."""
-    from sim.preflight.budget import human_seconds
-
     out: dict[str, None] = {}
     for p, w in zip(points, previews, strict=True):
         if w.span_s is None:
@@ -137,9 +132,7 @@ def budget_line(cfg: Any, points: list[Any], loads: list[Any]) -> str:
     """What the run will cost: requests in all, memory per point, and wall time per point
     (the bound ``limits.max_point_s`` is checked against, and the expected time with a
     point's start-up: sim.preflight.budget)."""
-    from sim.preflight.budget import check_points, human_bytes, human_seconds
-
-    estimates = check_points("", points, loads)  # parse_checked already refused past limits
+    estimates = budget.check_points("", points, loads)  # parse_checked already refused past limits
     runs = len(points) * cfg.repeats
     total = sum(w.requests for w in loads) * cfg.repeats
     mem = max((e.memory_bytes for e in estimates), default=0.0)
@@ -154,6 +147,6 @@ def budget_line(cfg: Any, points: list[Any], loads: list[Any]) -> str:
     )
     return (
         f"budget: {runs} point run(s), {total} requests in all; memory ≥ "
-        f"{human_bytes(mem)} per point{wall} (limits.max_points {cfg.limits.max_points}, "
+        f"{budget.human_bytes(mem)} per point{wall} (limits.max_points {cfg.limits.max_points}, "
         f"limits.max_point_s {cfg.limits.max_point_s:g})"
     )

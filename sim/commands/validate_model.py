@@ -19,7 +19,8 @@ import argparse
 import sys
 
 import sim
-from sim.commands.run import add_set_argument, set_items
+from sim.commands.run import add_set_argument
+from sim.commands.run_args import set_items
 
 HELP = "run a config in real and model mode and report the model's error per point"
 
@@ -35,8 +36,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    args.set = set_items(args)  # --audit as its --set item, for both modes
-    exp = sim.load(args.config, args.set)
+    exp = sim.load(args.config, set_items(args))  # --audit as its --set item, both modes
 
     def say(text: str) -> None:
         print(text, file=sys.stderr, flush=True)

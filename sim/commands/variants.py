@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 
+from connectors import registry
 from sim.commands.plugin_args import add_plugin_argument, command_plugins
+from sim.config.option_doc import option_rows
+from sim.errors import UsageError
 
 HELP = "list the registered connector variants, or show one variant and its options"
 
@@ -20,12 +24,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _one(name: str) -> int:
-    import difflib
-
-    from connectors import registry
-    from sim.config.option_doc import option_rows
-    from sim.errors import UsageError
-
     address, index = registry.address_variant_names(), registry.index_variant_names()
     if name in address:
         cls, where = registry.get_address_variant(name), "connector.variant"
@@ -57,8 +55,6 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from connectors import registry
-
     if args.name:
         return _one(args.name)
     print("address variants (connector.variant):")

@@ -129,6 +129,19 @@ def test_validate_model_pairs_real_and_model_points(small_calibration, write_con
     for r in model:
         before, after = loads[str(int(r["workers"]) - 1)]
         assert float(r["model_background_load"]) == pytest.approx((before + after) / 2, abs=1e-3)
+    # Resumed with the real points done and the model runs gone (a model change re-run on
+    # the same real data): the loads and conditions measured around the real points stay.
+    import shutil
+
+    conditions = (out / "calibration-conditions.json").read_text()
+    for sub in ("model", "model-idle", "model-matched"):
+        shutil.rmtree(out / sub)
+    assert cli_main(["validate-model", str(path), "--out", str(out), "--resume"]) == 0
+    assert json.loads((out / "background_load.json").read_text()) == loads
+    assert (out / "calibration-conditions.json").read_text() == conditions
+    again = read_csv(out / "model" / "summary.csv")
+    key = "model_background_load"
+    assert [r[key] for r in again] == [r[key] for r in model]
 
 
 def test_each_calibrated_request_starts_after_an_idle_gap_as_in_a_run(monkeypatch) -> None:

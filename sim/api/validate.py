@@ -111,8 +111,6 @@ def validate_model(
 def _run_all(exp: Experiment, base: Path, force: bool, resume: bool, events: Any) -> None:
     """The four runs: real (with the machine's conditions measured around it), model
     under those conditions, model on an idle machine, model at the real points' speed."""
-    import json
-
     from sim.model.coverage import point_calibration
     from sim.model.measure import measure_conditions
     from sim.model.validate import speed_scales
@@ -121,14 +119,46 @@ def _run_all(exp: Experiment, base: Path, force: bool, resume: bool, events: Any
 
     cal = point_calibration(exp.config)
     base.mkdir(parents=True, exist_ok=True)
+    cal_file = base / CONDITIONS_FILE
+    # A resumed validation keeps what was measured around the real points already run:
+    # their background loads, and the conditions file when there is one (else the model
+    # points would be given an empty load and conditions measured at another time).
+    loads: dict[int, list[float]] = {}
+    if resume and (base / LOADS_FILE).is_file():
+        loads = {int(k): v for k, v in _read_json(base / LOADS_FILE).items()}
+    keep_conditions = resume and cal_file.is_file()
     loadavg_before = _loadavg()
     before = measure_conditions()
-    loads: dict[int, list[float]] = {}
     real = exp.with_overrides(["mode=real"])
     _run(real, base / REAL_DIR, force, resume, events, loads, measure=True)
     after = measure_conditions()
     loadavg_after = _loadavg()
     write_json(base / LOADS_FILE, {str(k): v for k, v in loads.items()})
+    model = exp.with_overrides(["mode=model", f"machine.calibration={cal_file}"])
+    if not keep_conditions:
+        _write_conditions(cal, cal_file, before, after, loadavg_before, loadavg_after, events)
+    _run(model, base / MODEL_DIR, force, resume, events, loads)
+    idle = ["mode=model", f"machine.calibration={cal.path}", "machine.background_load=0.0"]
+    _run(exp.with_overrides(idle), base / IDLE_DIR, force, resume, events)
+    scales = speed_scales(load_results(base / REAL_DIR), load_results(base / MODEL_DIR))
+    write_json(base / SCALES_FILE, {",".join(k): v for k, v in scales.items()})
+    _run(model, base / MATCHED_DIR, force, resume, events, loads, scales=scales)
+
+
+def _write_conditions(
+    cal: Any,
+    cal_file: Path,
+    before: dict[str, Any],
+    after: dict[str, Any],
+    loadavg_before: list[float] | None,
+    loadavg_after: list[float] | None,
+    events: Any,
+) -> None:
+    """The calibration with the conditions measured around the real runs, for the model."""
+    import json
+
+    from sim.rundir.outputs import write_json
+
     cond = _merge_conditions(before, after)
     data = json.loads(json.dumps(cal.data))
     data["harness"].update(cond)
@@ -143,20 +173,12 @@ def _run_all(exp: Experiment, base: Path, force: bool, resume: bool, events: Any
         "loadavg_before": loadavg_before,
         "loadavg_after": loadavg_after,
     }
-    cal_file = base / CONDITIONS_FILE
     write_json(cal_file, data)
     events.note(
         f"machine conditions: background load {before['background_load']:.1f} before "
         f"the real runs, {after['background_load']:.1f} after; wake-up p50 "
         f"{cond['wake_ms'] * 1e3:.0f} µs"
     )
-    model = exp.with_overrides(["mode=model", f"machine.calibration={cal_file}"])
-    _run(model, base / MODEL_DIR, force, resume, events, loads)
-    idle = ["mode=model", f"machine.calibration={cal.path}", "machine.background_load=0.0"]
-    _run(exp.with_overrides(idle), base / IDLE_DIR, force, resume, events)
-    scales = speed_scales(load_results(base / REAL_DIR), load_results(base / MODEL_DIR))
-    write_json(base / SCALES_FILE, {",".join(k): v for k, v in scales.items()})
-    _run(model, base / MATCHED_DIR, force, resume, events, loads, scales=scales)
 
 
 def _run(

@@ -153,3 +153,40 @@ def test_the_instant_shortcut_changes_nothing(busy_point, monkeypatch) -> None:
         if key in fast.summary:
             assert fast.summary[key] == pytest.approx(slow.summary[key], rel=1e-9, nan_ok=True)
     assert fast.tables["steps"] == slow.tables["steps"]
+
+
+def test_a_task_started_on_full_cores_runs_its_wake_up_burst_at_full_speed() -> None:
+    """Beside a background load the OS gives a thread that just woke the core for a slice
+    before it shares (sim.model.cores): a task no longer than the burst is not slowed,
+    a longer one only after its burst; with no burst both share from the start."""
+    ends: dict[tuple[float, float], float] = {}
+    for burst in (0.0, 0.002):
+        for work in (0.001, 0.010):
+            loop = Loop()
+            cores = Cores(loop, 2, background=2.0, burst_s=burst)  # 3 runnable: pace 2/3
+            cores.run(work, lambda _a, k=(burst, work), lp=loop: ends.setdefault(k, lp.now))
+            loop.run()
+            assert cores.busy_core_s == pytest.approx(work)
+    assert ends[(0.0, 0.001)] == pytest.approx(0.0015)
+    assert ends[(0.0, 0.010)] == pytest.approx(0.015)
+    assert ends[(0.002, 0.001)] == pytest.approx(0.001)  # within its burst: full speed
+    assert ends[(0.002, 0.010)] == pytest.approx(0.002 + 0.008 * 1.5)
+
+
+def test_a_bursting_task_counts_in_the_sharing_and_can_be_taken_off() -> None:
+    """A task in its burst slows the others as any runnable thread does; taken off in it
+    (a GIL drop request), it reports the burst's rest plus the work after the burst."""
+    loop = Loop()
+    cores = Cores(loop, 1, burst_s=0.004)
+    done: dict[str, float] = {}
+    cores.run(0.010, lambda _a: done.setdefault("a", loop.now))  # a free core: no burst
+    loop.run(until=0.002)
+    b = cores.run(0.010, lambda _a: done.setdefault("b", loop.now))  # full: burst
+    assert cores.running == 2
+    loop.run(until=0.003)
+    assert cores.take_off(b) == pytest.approx(0.009)
+    assert cores.running == 1
+    loop.run()
+    # a: 2 ms alone, 1 ms at half pace beside b's burst, then alone again.
+    assert done == {"a": pytest.approx(0.0105)}
+    assert cores.busy_core_s == pytest.approx(0.011)

@@ -14,6 +14,16 @@ reschedule per running task and nothing at all while the cores are not full
 (the common case, which keeps model mode fast). Runs on :class:`sim.model.loop.Loop`
 (no SimPy): a task's completion is one heap entry; a rescheduled task's old entry
 is ignored (it is not due when it comes up).
+
+**The wake-up burst.** Processor sharing is the long run only. The OS scheduler gives a
+thread that has just woken (from a sleep, or from waiting for the GIL) the core for a
+slice before it shares: measured on this 2-core machine beside two CPU hogs, a run of
+0.3-1.5 ms CPU right after a sleep took 1.01-1.03x its CPU time in wall time, while
+2-30 ms runs took 2-6x (docs/model-mode.md, "The wake-up burst"). So a task that starts
+while the cores are full runs its first ``burst_s`` of CPU at full speed, then shares.
+Without it a thread doing short bursts (the engine's build, the simulation thread, a
+light request's hold) is slowed by a background load as much as a CPU hog, which the
+real ones are not. ``burst_s=0`` turns it off (pure processor sharing).
 """
 
 from __future__ import annotations
@@ -23,34 +33,46 @@ from typing import Any
 
 from sim.model.loop import Loop
 
-__all__ = ["Cores", "CpuTask"]
+__all__ = ["WAKE_BURST_S", "Cores", "CpuTask"]
 
 #: Work left below this (1 ns) counts as done: sums of float times are not exact.
 _EPS_S = 1e-9
+
+#: CPU a task started on full cores runs at full speed before it shares (module docstring).
+WAKE_BURST_S = 1.5e-3
 
 
 class CpuTask:
     """CPU work in progress; ``done(None)`` is called once it is finished."""
 
-    __slots__ = ("done", "due", "finish")
+    __slots__ = ("done", "due", "finish", "rest")
 
-    def __init__(self, finish: float, done: Callable[[Any], None]) -> None:
-        #: Virtual time at which the task is done.
+    def __init__(self, finish: float, done: Callable[[Any], None], rest: float = -1.0) -> None:
+        #: Virtual time at which the task is done; during its burst, the (loop) time at
+        #: which the burst ends.
         self.finish = finish
         self.done = done
         #: When its completion entry is due; an entry due at another time is stale
         #: (rescheduled since). Negative once finished or stopped.
         self.due = 0.0
+        #: In its wake-up burst: the work left after it (>= 0); -1 once sharing.
+        self.rest = rest
 
 
 class Cores:
     """Processor sharing over ``n`` cores on the given loop."""
 
-    def __init__(self, loop: Loop, n: int, background: float = 0.0) -> None:
+    def __init__(self, loop: Loop, n: int, background: float = 0.0, burst_s: float = 0.0) -> None:
         if n < 1:
             raise ValueError("cores must be >= 1")
         if background < 0:
             raise ValueError("background load must be >= 0")
+        if burst_s < 0:
+            raise ValueError("wake-up burst must be >= 0")
+        #: A task started on full cores runs this much CPU at full speed first.
+        self._burst_s = burst_s
+        #: Tasks in their burst (each on a core of its own; they count in the sharing).
+        self._bursting = 0
         self._loop = loop
         self._heap = loop.heap
         self._n = n
@@ -68,7 +90,7 @@ class Cores:
 
     @property
     def running(self) -> int:
-        return len(self._tasks)
+        return len(self._tasks) + self._bursting
 
     @property
     def busy_core_s(self) -> float:
@@ -81,12 +103,13 @@ class Cores:
         dt = now - self._t
         if dt > 0:
             self._v += dt * self._rate
-            self._busy_s += dt * self._rate * len(self._tasks)
+            self._busy_s += dt * (self._rate * len(self._tasks) + self._bursting)
             self._t = now
 
     def _set_rate(self) -> bool:
-        """Recompute the per-task rate; reschedule every task when it changed (True)."""
-        k = len(self._tasks) + self._bg
+        """Recompute the per-task rate; reschedule every task when it changed (True).
+        A task in its burst counts in the sharing but keeps its pace (full speed)."""
+        k = len(self._tasks) + self._bursting + self._bg
         rate = 1.0 if k <= self._n else self._n / k
         if rate == self._rate:
             return False
@@ -106,12 +129,30 @@ class Cores:
         dt = now - self._t
         if dt > 0:  # self._advance(), inline: this is the hottest path of model mode
             self._v += dt * self._rate
-            self._busy_s += dt * self._rate * len(tasks)
+            self._busy_s += dt * (self._rate * len(tasks) + self._bursting)
             self._t = now
-        tasks.remove(task)
-        if self._rate != 1.0 or len(tasks) + self._bg > self._n:  # else the pace stays 1
-            self._set_rate()
+        if task.rest >= 0.0:  # its burst is over
+            self._bursting -= 1
+            if self._burst_over(task):
+                return
+        else:
+            tasks.remove(task)
+        if self._rate != 1.0 or len(tasks) + self._bursting + self._bg > self._n:
+            self._set_rate()  # else the pace stays 1
         task.done(None)
+
+    def _burst_over(self, task: CpuTask) -> bool:
+        """``task``'s burst ended now: it shares the cores for the work left (True), or
+        it is done (False: the caller finishes it)."""
+        rest = task.rest
+        task.rest = -1.0
+        if rest < _EPS_S:
+            return False
+        task.finish = self._v + rest
+        self._tasks.append(task)  # the count in the sharing is unchanged: same pace
+        task.due = self._loop.now + rest / self._rate
+        self._loop.at(task.due, self._fire, task)
+        return True
 
     def run(self, work_s: float, done: Callable[[Any], None]) -> CpuTask:
         """Start ``work_s`` CPU seconds of work now; ``done(None)`` is called when they are done."""
@@ -121,18 +162,32 @@ class Cores:
         dt = now - self._t
         if dt > 0:  # self._advance(), inline
             self._v += dt * self._rate
-            self._busy_s += dt * self._rate * len(tasks)
+            self._busy_s += dt * (self._rate * len(tasks) + self._bursting)
             self._t = now
         if work_s < 0:
             work_s = 0.0
+        full = len(tasks) + self._bursting + 1 + self._bg > self._n
+        if full and self._burst_s > 0 and self._bursting < self._n:
+            return self._burst(work_s, done)  # full cores: the wake-up burst first
         task = CpuTask(self._v + work_s, done)
         tasks.append(task)
-        if self._rate == 1.0 and len(tasks) + self._bg <= self._n:  # not full: full speed
-            task.due = now + work_s
+        if self._rate == 1.0 and len(tasks) + self._bursting + self._bg <= self._n:
+            task.due = now + work_s  # not full: full speed
             loop.at(task.due, self._fire, task)
         elif not self._set_rate():  # otherwise _set_rate scheduled it with the others
             task.due = now + work_s / self._rate
             loop.at(task.due, self._fire, task)
+        return task
+
+    def _burst(self, work_s: float, done: Callable[[Any], None]) -> CpuTask:
+        """Start a task in its wake-up burst: its first ``burst_s`` at full speed."""
+        burst = work_s if work_s < self._burst_s else self._burst_s
+        loop = self._loop
+        task = CpuTask(loop.now + burst, done, work_s - burst)
+        self._bursting += 1
+        self._set_rate()  # one more in the sharing: the others slow down
+        task.due = task.finish
+        loop.at(task.due, self._fire, task)
         return task
 
     def instant(self, work_s: float) -> bool:
@@ -145,7 +200,7 @@ class Cores:
         now = loop.now
         end = now + work_s
         running = len(self._tasks)
-        if self._rate != 1.0 or running + 1 + self._bg > self._n:
+        if self._rate != 1.0 or running + self._bursting + 1 + self._bg > self._n:
             return False
         heap = self._heap  # loop.peek() <= end, inline (the hottest check of model mode)
         if (heap and heap[0][0] <= end) or loop.alarm_at <= end:
@@ -155,17 +210,29 @@ class Cores:
         dt = now - self._t
         if dt > 0:
             self._v += dt
-            self._busy_s += dt * running
+            self._busy_s += dt * (running + self._bursting)
         self._v += end - now  # not work_s: what a scheduled end would add, to the last bit
-        self._busy_s += (end - now) * (running + 1)
+        self._busy_s += (end - now) * (running + self._bursting + 1)
         self._t = loop.now = end
         return True
 
     def left(self, task: CpuTask) -> float:
         """CPU seconds ``task`` still needs (0 when done up to float rounding)."""
         self._advance()
-        left = task.finish - self._v
+        if task.rest >= 0.0:  # in its burst: the burst's rest at full speed, then the rest
+            left = task.finish - self._loop.now + task.rest
+        else:
+            left = task.finish - self._v
         return left if left >= _EPS_S else 0.0
+
+    def _remove(self, task: CpuTask) -> None:
+        """Take ``task`` (running, not done) off the cores; the caller resets the pace."""
+        if task.rest >= 0.0:
+            self._bursting -= 1
+            task.rest = -1.0
+        else:
+            self._tasks.remove(task)
+        task.due = -1.0
 
     def take_off(self, task: CpuTask) -> float:
         """:meth:`stop` ``task`` unless its work is done up to float rounding (it ends this
@@ -174,15 +241,17 @@ class Cores:
         dt = self._loop.now - self._t
         if dt > 0:  # self._advance(), inline
             self._v += dt * self._rate
-            self._busy_s += dt * self._rate * len(tasks)
+            self._busy_s += dt * (self._rate * len(tasks) + self._bursting)
             self._t = self._loop.now
-        left = task.finish - self._v
+        if task.rest >= 0.0:  # in its burst
+            left = task.finish - self._loop.now + task.rest
+        else:
+            left = task.finish - self._v
         if left < _EPS_S:
             return 0.0
-        tasks.remove(task)
-        task.due = -1.0
-        if self._rate != 1.0 or len(tasks) + self._bg > self._n:  # else the pace stays 1
-            self._set_rate()
+        self._remove(task)
+        if self._rate != 1.0 or len(tasks) + self._bursting + self._bg > self._n:
+            self._set_rate()  # else the pace stays 1
         return left
 
     def stop(self, task: CpuTask) -> float:
@@ -190,10 +259,9 @@ class Cores:
         if task.due < 0:
             return 0.0
         left = self.left(task)
-        self._tasks.remove(task)
-        task.due = -1.0
+        self._remove(task)
         self._set_rate()
         return left
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
-        return f"Cores(n={self._n}, running={len(self._tasks)})"
+        return f"Cores(n={self._n}, running={self.running})"

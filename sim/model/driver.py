@@ -31,7 +31,7 @@ import numpy as np
 
 from sim.config import Point
 from sim.model.calibration import Calibration
-from sim.model.cores import Cores
+from sim.model.cores import WAKE_BURST_S, Cores
 from sim.model.costs import ModelCosts, point_costs
 from sim.model.coverage import check_point, point_calibration
 from sim.model.draws import Uniforms
@@ -165,7 +165,7 @@ class _Point:
         self.costs = costs
         self.loop = loop = Loop()
         self.draw = draw
-        self.cores = Cores(loop, cores, background)
+        self.cores = Cores(loop, cores, background, WAKE_BURST_S)
         if cfg.gil.kind == "none":
             self.gil: SimGil = NoGil(loop, self.cores)
         else:

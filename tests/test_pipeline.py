@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import math
+import weakref
 from typing import ClassVar
 
 import pytest
@@ -10,6 +12,7 @@ import pytest
 from connectors.base import AddressVariant
 from connectors.registry import ADDRESS_VARIANTS
 from sim.config import parse_config
+from sim.runtime import pipeline
 from sim.runtime.point import run_point
 from sim.runtime.records import REQUEST_COLUMNS
 from sim.workload.plan import request_bytes
@@ -63,6 +66,33 @@ def test_every_request_ends_once_with_consistent_timestamps(write_config) -> Non
     assert s["requests"] == s["ok"] == 12 and s["failed"] == 0
     assert s["latency_p50_ms"] <= s["latency_p99_ms"] <= s["latency_max_ms"]
     assert s["noise_floor_p50_ms"] >= 0
+
+
+def test_a_finished_request_keeps_its_notes_not_its_job(write_config, monkeypatch) -> None:
+    """Real mode makes its rows after the load (sim.runtime.pipeline): until then each
+    finished request is held, so it must hold only what its row needs, not its job's
+    block tables (nor its CPU stages' result), or a long real point grows by them."""
+    jobs: list[weakref.ref] = []
+    admitted = pipeline._Request._admitted
+
+    def noting(self, job, waited_s):
+        jobs.append(weakref.ref(job))
+        admitted(self, job, waited_s)
+
+    alive: list[int] = []
+    records = pipeline.LoadPipeline.records
+
+    def counting(self):
+        gc.collect()
+        alive.append(sum(ref() is not None for ref in jobs))
+        yield from records(self)
+
+    monkeypatch.setattr(pipeline._Request, "_admitted", noting)
+    monkeypatch.setattr(pipeline.LoadPipeline, "records", counting)
+    _, points = parse_config(write_config({"workload": {"requests": 12}}))
+    res = run_point(points[0])
+    assert len(jobs) == 12 and res.summary["ok"] == 12
+    assert alive == [0]  # every request had ended: none of their jobs was still held
 
 
 def test_failures_are_recorded_and_the_run_goes_on(write_config, flaky_variant) -> None:

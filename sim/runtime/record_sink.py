@@ -15,7 +15,8 @@ the requests finished ahead of an earlier one still in flight, and every
 So a model-mode point of ten million requests holds its requests in flight and a
 batch, not ten million records (docs/design.md §6). Real mode adds its records after
 the load, not while it measures (the bookkeeping would be the simulation thread's GIL
-time): a real point's requests are few.
+time); until then a finished request keeps only its notes (sim.runtime.pipeline), and
+its row is made and passed here one at a time.
 """
 
 from __future__ import annotations

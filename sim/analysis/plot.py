@@ -31,6 +31,15 @@ from sim.analysis.layout import (
     label,
     rows_by_point,
 )
+from sim.rundir.layout import (
+    FIG_ENGINE_STEPS,
+    FIG_GIL_HOLD,
+    FIG_HOLD_STAGES,
+    FIG_LATENCY_CCDF,
+    FIG_LATENCY_CDF,
+    FIG_LATENCY_VS_RATE,
+    FIG_P99_LATENCY,
+)
 from sim.rundir.reader import RunResults
 
 __all__ = [
@@ -82,20 +91,20 @@ def plot_results(
     drawn: list[tuple[str, Any]] = []
     with plt.rc_context(STYLE):
         if res.table("requests"):
-            drawn.append(("latency_cdf.png", figures.latency_cdf(plt, res, layout)))
-            drawn.append(("latency_ccdf.png", figures_load.latency_ccdf(plt, res, layout)))
-            drawn.append(("p99_latency.png", figures.p99_vs_x(plt, res, layout, n_boot, seed)))
-            drawn.append(("gil_hold.png", figures.gil_hold(plt, res, layout)))
+            drawn.append((FIG_LATENCY_CDF, figures.latency_cdf(plt, res, layout)))
+            drawn.append((FIG_LATENCY_CCDF, figures_load.latency_ccdf(plt, res, layout)))
+            drawn.append((FIG_P99_LATENCY, figures.p99_vs_x(plt, res, layout, n_boot, seed)))
+            drawn.append((FIG_GIL_HOLD, figures.gil_hold(plt, res, layout)))
         from sim.analysis import stage_figure
 
         if stage_figure.has_stage_columns(res):
-            drawn.append(("hold_stages.png", stage_figure.hold_stages(plt, res, layout)))
+            drawn.append((FIG_HOLD_STAGES, stage_figure.hold_stages(plt, res, layout)))
         rate = figures_load.rate_axis(res)
         if rate is not None:
-            drawn.append(("latency_vs_rate.png", figures_load.latency_vs_rate(plt, res, rate)))
+            drawn.append((FIG_LATENCY_VS_RATE, figures_load.latency_vs_rate(plt, res, rate)))
         steps = figures.engine_steps(plt, res, layout, n_boot, seed)
         if steps is not None:
-            drawn.append(("engine_steps.png", steps))
+            drawn.append((FIG_ENGINE_STEPS, steps))
         try:
             claim_outputs([out_dir / name for name, _fig in drawn], force)
         except BaseException:

@@ -18,21 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sim.rundir.validation_layout import TOP_FILES, ValidationLayout
+
 if TYPE_CHECKING:  # the sweep and the model load only when a validation runs
     from sim.api.experiments import Experiment
     from sim.events import SweepEvents
 
 __all__ = ["Validation", "validate_model"]
-
-#: Sub-directories of a validation, one run directory per mode.
-REAL_DIR, MODEL_DIR, IDLE_DIR, MATCHED_DIR = "real", "model", "model-idle", "model-matched"
-#: Files a validation writes beside its runs.
-CONDITIONS_FILE = "calibration-conditions.json"
-LOADS_FILE = "background_load.json"
-SCALES_FILE = "speed_scales.json"
-REPORT_FILE, TABLE_FILE = "validation.md", "validation.csv"
-#: What a validation writes at the top of its directory (beside the four runs).
-TOP_FILES = (LOADS_FILE, CONDITIONS_FILE, SCALES_FILE, TABLE_FILE, REPORT_FILE)
 
 
 @dataclass(frozen=True)
@@ -49,7 +41,8 @@ class Validation:
     @property
     def files(self) -> list[Path]:
         """The report files written."""
-        return [self.out_dir / REPORT_FILE, self.out_dir / TABLE_FILE]
+        where = ValidationLayout(self.out_dir)
+        return [where.report, where.table]
 
 
 def validate_model(
@@ -76,39 +69,42 @@ def validate_model(
     from sim.rundir.reader import load_results
 
     events = events or SweepEvents()
-    base = Path(out or f"results/{exp.name}-validate").absolute()
+    where = ValidationLayout(Path(out).absolute()) if out else ValidationLayout.default(exp.name)
+    base = where.base
     _claim_base(base, force, create=run)
     if run:
-        _run_all(exp, base, force, resume, events)
+        _run_all(exp, where, force, resume, events)
     load_note = ""
-    if (base / CONDITIONS_FILE).is_file() and (base / LOADS_FILE).is_file():
-        per_point = [x for v in _read_json(base / LOADS_FILE).values() for x in v]
+    if where.conditions.is_file() and where.loads.is_file():
+        per_point = [x for v in _read_json(where.loads).values() for x in v]
         load_note = (
             f"Background load on this machine (runnable threads of other processes, measured "
             f"by a fair-share spin test before and after each real point): "
             f"{min(per_point):.1f}–{max(per_point):.1f}. Each model point was given the mean "
             f"of its real twin's two measurements, and the wake-up and timer latencies "
-            f"measured around the real runs ({CONDITIONS_FILE})."
-            f"{_loadavg_note(base / CONDITIONS_FILE)}\n\n"
+            f"measured around the real runs ({where.conditions.name})."
+            f"{_loadavg_note(where.conditions)}\n\n"
         )
-    real = load_results(base / REAL_DIR)
-    pairs = validate_runs(real, load_results(base / MODEL_DIR), n_boot=boot)
+    real = load_results(where.real)
+    pairs = validate_runs(real, load_results(where.model), n_boot=boot)
     text, csv_rows = render(pairs, f"kvsim validate-model · {exp.name}")
     text = text.replace("\n\n", "\n\n" + load_note, 1) if load_note else text
-    if (base / IDLE_DIR).is_dir():
-        text += idle_line(validate_runs(real, load_results(base / IDLE_DIR), n_boot=1))
-    if (base / MATCHED_DIR).is_dir():
-        scales_file = base / SCALES_FILE
+    if where.idle.is_dir():
+        text += idle_line(validate_runs(real, load_results(where.idle), n_boot=1))
+    if where.matched.is_dir():
+        scales_file = where.scales
         scales = list(_read_json(scales_file).values()) if scales_file.is_file() else []
-        matched = validate_runs(real, load_results(base / MATCHED_DIR), n_boot=1)
+        matched = validate_runs(real, load_results(where.matched), n_boot=1)
         text += matched_line(matched, scales)
     if csv_rows:
-        write_csv(base / TABLE_FILE, list(csv_rows[0]), csv_rows)
-    atomic_write_text(base / REPORT_FILE, text)
+        write_csv(where.table, list(csv_rows[0]), csv_rows)
+    atomic_write_text(where.report, text)
     return Validation(base, text, csv_rows)
 
 
-def _run_all(exp: Experiment, base: Path, force: bool, resume: bool, events: Any) -> None:
+def _run_all(
+    exp: Experiment, where: ValidationLayout, force: bool, resume: bool, events: Any
+) -> None:
     """The four runs: real (with the machine's conditions measured around it), model
     under those conditions, model on an idle machine, model at the real points' speed."""
     from sim.model.coverage import point_calibration
@@ -118,31 +114,31 @@ def _run_all(exp: Experiment, base: Path, force: bool, resume: bool, events: Any
     from sim.rundir.reader import load_results
 
     cal = point_calibration(exp.config)
-    base.mkdir(parents=True, exist_ok=True)
-    cal_file = base / CONDITIONS_FILE
+    where.base.mkdir(parents=True, exist_ok=True)
+    cal_file = where.conditions
     # A resumed validation keeps what was measured around the real points already run:
     # their background loads, and the conditions file when there is one (else the model
     # points would be given an empty load and conditions measured at another time).
     loads: dict[int, list[float]] = {}
-    if resume and (base / LOADS_FILE).is_file():
-        loads = {int(k): v for k, v in _read_json(base / LOADS_FILE).items()}
+    if resume and where.loads.is_file():
+        loads = {int(k): v for k, v in _read_json(where.loads).items()}
     keep_conditions = resume and cal_file.is_file()
     loadavg_before = _loadavg()
     before = measure_conditions()
     real = exp.with_overrides(["mode=real"])
-    _run(real, base / REAL_DIR, force, resume, events, loads, measure=True)
+    _run(real, where.real, force, resume, events, loads, measure=True)
     after = measure_conditions()
     loadavg_after = _loadavg()
-    write_json(base / LOADS_FILE, {str(k): v for k, v in loads.items()})
+    write_json(where.loads, {str(k): v for k, v in loads.items()})
     model = exp.with_overrides(["mode=model", f"machine.calibration={cal_file}"])
     if not keep_conditions:
         _write_conditions(cal, cal_file, before, after, loadavg_before, loadavg_after, events)
-    _run(model, base / MODEL_DIR, force, resume, events, loads)
+    _run(model, where.model, force, resume, events, loads)
     idle = ["mode=model", f"machine.calibration={cal.path}", "machine.background_load=0.0"]
-    _run(exp.with_overrides(idle), base / IDLE_DIR, force, resume, events)
-    scales = speed_scales(load_results(base / REAL_DIR), load_results(base / MODEL_DIR))
-    write_json(base / SCALES_FILE, {",".join(k): v for k, v in scales.items()})
-    _run(model, base / MATCHED_DIR, force, resume, events, loads, scales=scales)
+    _run(exp.with_overrides(idle), where.idle, force, resume, events)
+    scales = speed_scales(load_results(where.real), load_results(where.model))
+    write_json(where.scales, {",".join(k): v for k, v in scales.items()})
+    _run(model, where.matched, force, resume, events, loads, scales=scales)
 
 
 def _write_conditions(
@@ -306,7 +302,7 @@ def _claim_base(base: Path, force: bool, create: bool) -> None:
         raise RunDirError(f"{normalize_dir(base)}: cannot write ({exc.strerror or exc})") from None
     if empty:
         record_owned(base, *TOP_FILES)
-    claim_outputs([base / name for name in TOP_FILES], force)
+    claim_outputs(ValidationLayout(base).top_files(), force)
 
 
 def _read_json(path: Path) -> dict[str, Any]:

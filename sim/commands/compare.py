@@ -21,7 +21,7 @@ from sim.analysis.report import comparison_markdown, comparison_rows
 from sim.api.reports import with_warnings
 from sim.errors import UsageError
 from sim.rundir.claim import claim_outputs
-from sim.rundir.layout import COMPARE_STEM
+from sim.rundir.layout import compare_stem
 from sim.rundir.outputs import atomic_write_text, write_csv
 from sim.rundir.reader import load_results
 
@@ -144,7 +144,7 @@ def _one(args: argparse.Namespace) -> int:
         bootstrap=args.bootstrap,
         seed=args.seed,
     )
-    stem = Path(args.out) if args.out else run.dir / COMPARE_STEM
+    stem = Path(args.out) if args.out else compare_stem(run.dir)
     md, csv = report.write(stem, force=args.force)
     _print(report.markdown, md, csv, args.all_rows)
     return 0
@@ -203,7 +203,7 @@ def _two(args: argparse.Namespace) -> int:
     if warnings:
         text = with_warnings(text, warnings)
     cols, rows = comparison_rows(comp)
-    stem = Path(args.out) if args.out else b.dir / f"compare_vs_{_safe(a.dir.name)}"
+    stem = Path(args.out) if args.out else compare_stem(b.dir, a.dir.name)
     _write(stem, text, cols, rows, args.all_rows, args.force)
     if args.fail_if:
         return _gate(args, pairing.combined, la, lb)
@@ -249,10 +249,6 @@ def _apart(a: Any, b: Any, axes: list[str]) -> str:
         if any(p.startswith("workers:") for p in parts)
         else f" ({'; '.join(parts)})"
     )
-
-
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "-" for c in name) or "A"
 
 
 def main(args: argparse.Namespace) -> int:

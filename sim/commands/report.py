@@ -8,6 +8,7 @@ from pathlib import Path
 from sim.analysis.pr_report import bench_rows, pr_markdown
 from sim.errors import UsageError
 from sim.rundir.claim import claim_outputs
+from sim.rundir.layout import REPORT_FILE, report_file
 from sim.rundir.outputs import atomic_write_text
 from sim.rundir.reader import load_results
 
@@ -27,7 +28,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--out",
         type=Path,
         metavar="FILE",
-        help="where to write the page (default: RUN/report.md)",
+        help=f"where to write the page (default: RUN/{REPORT_FILE})",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the interval's bootstrap floor")
     p.add_argument(
@@ -45,7 +46,7 @@ def main(args: argparse.Namespace) -> int:
         text = pr_markdown(res, args.baseline, bench, seed=args.seed)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    out = (args.out or res.dir / "report.md").absolute()
+    out = (args.out or report_file(res.dir)).absolute()
     claim_outputs([out], args.force)  # new, the run's own, or --force; listed before written
     atomic_write_text(out, text)
     print(text, end="")

@@ -27,6 +27,7 @@ from sim.config.plugins import plugin_scope
 from sim.conformance import refuse_wrong_plugin_points
 from sim.errors import UsageError
 from sim.preflight import parse_checked
+from sim.rundir.layout import RESULTS_FILE, SEARCH_FILE, SUMMARY_FILE
 
 HELP = "find the highest rate (or best worker count) that meets a latency or stall SLO"
 
@@ -154,7 +155,7 @@ def _print(found: SearchResult) -> None:
             note += " — more than 10% of the limit: the answer is only as good as that"
         print(note)
     print(
-        f"points in {out_dir} (summary.csv, results.json, search.json"
+        f"points in {out_dir} ({SUMMARY_FILE}, {RESULTS_FILE}, {SEARCH_FILE}"
         + (f", {figure.relative_to(out_dir)}" if figure else "")
         + "); `kvsim compare` and `kvsim plot` read them"
     )

@@ -45,11 +45,20 @@ __all__ = [
     "COMPARE_STEM",
     "FIGURES_DIR",
     "FIGURE_FILES",
+    "FIG_ENGINE_STEPS",
+    "FIG_GIL_HOLD",
+    "FIG_HOLD_STAGES",
+    "FIG_LATENCY_CCDF",
+    "FIG_LATENCY_CDF",
+    "FIG_LATENCY_VS_RATE",
+    "FIG_P99_LATENCY",
+    "FIG_SEARCH",
     "LEDGER_FILE",
     "LOCK_FILE",
     "LOG_FILE",
     "MANIFEST_FILE",
     "POINTS_DIR",
+    "REPORT_FILE",
     "REP_FILES",
     "REP_PREFIX",
     "REQUESTS_FILE",
@@ -61,6 +70,7 @@ __all__ = [
     "SUMMARY_REPEATS_FILE",
     "RepRun",
     "clear_rep_dir",
+    "compare_stem",
     "figure_file",
     "figures_dir",
     "in_run_order",
@@ -71,6 +81,7 @@ __all__ = [
     "rep_dir",
     "rep_file_names",
     "rep_runs",
+    "report_file",
     "search_file",
     "spec_file",
     "status_file",
@@ -101,16 +112,27 @@ LOG_FILE = "stderr.log"
 REP_PREFIX = "rep-"
 #: What ``kvsim search`` records of a search (sim.slo_search.driver).
 SEARCH_FILE = "search.json"
-#: Every figure kvsim writes into ``figures/`` (``kvsim plot``, and the search's own).
+#: ``kvsim report``'s page for a pull request (sim.analysis.pr_report).
+REPORT_FILE = "report.md"
+#: The figures kvsim draws (``kvsim plot``: sim.analysis.plot; the search's own).
+FIG_LATENCY_CDF = "latency_cdf.png"
+FIG_LATENCY_CCDF = "latency_ccdf.png"
+FIG_P99_LATENCY = "p99_latency.png"
+FIG_GIL_HOLD = "gil_hold.png"
+FIG_ENGINE_STEPS = "engine_steps.png"
+FIG_HOLD_STAGES = "hold_stages.png"
+FIG_LATENCY_VS_RATE = "latency_vs_rate.png"
+FIG_SEARCH = "search.png"
+#: Every figure kvsim writes into ``figures/``.
 FIGURE_FILES = (
-    "latency_cdf.png",
-    "latency_ccdf.png",
-    "p99_latency.png",
-    "gil_hold.png",
-    "engine_steps.png",
-    "hold_stages.png",
-    "latency_vs_rate.png",
-    "search.png",
+    FIG_LATENCY_CDF,
+    FIG_LATENCY_CCDF,
+    FIG_P99_LATENCY,
+    FIG_GIL_HOLD,
+    FIG_ENGINE_STEPS,
+    FIG_HOLD_STAGES,
+    FIG_LATENCY_VS_RATE,
+    FIG_SEARCH,
 )
 #: A status.json holds one record per file its run wrote; far more is not one.
 MAX_STATUS_BYTES = 16 << 20
@@ -160,6 +182,21 @@ def figure_file(run_dir: Path, name: str) -> Path:
     if name not in FIGURE_FILES:
         raise ValueError(f"{name!r} is not a figure kvsim writes; FIGURE_FILES lists them")
     return figures_dir(run_dir) / name
+
+
+def report_file(run_dir: Path) -> Path:
+    """Where ``kvsim report`` writes its page by default."""
+    return run_dir / REPORT_FILE
+
+
+def compare_stem(run_dir: Path, against: str | None = None) -> Path:
+    """Where ``kvsim compare`` writes ``.md`` and ``.csv`` by default: ``compare``, or
+    ``compare_vs_<against>`` for a comparison with the run named ``against`` (made
+    safe for a file name). Both are derived files (sim.rundir.derived)."""
+    if against is None:
+        return run_dir / COMPARE_STEM
+    safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in against) or "A"
+    return run_dir / f"{COMPARE_STEM}_vs_{safe}"
 
 
 def search_file(run_dir: Path) -> Path:

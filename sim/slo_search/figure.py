@@ -15,7 +15,7 @@ from typing import Any
 
 from sim.errors import RunDirError
 from sim.files.read import read_bounded
-from sim.rundir.layout import FIGURES_DIR, figure_file, search_file
+from sim.rundir.layout import FIG_SEARCH, FIGURES_DIR, figure_file, search_file
 from sim.rundir.numbers import as_float
 from sim.slo_search.driver import MAX_SEARCH_BYTES
 
@@ -51,7 +51,7 @@ def draw_search(run_dir: Path) -> Path:
     log = bool(values) and max(values) / min(values) >= 8
     from sim.rundir.guard import record_owned
 
-    out = figure_file(run_dir, "search.png")
+    out = figure_file(run_dir, FIG_SEARCH)
     out.parent.mkdir(parents=True, exist_ok=True)
     from sim.analysis.figures_load import panel_axis, plain_log_x
 

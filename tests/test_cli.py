@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sim.cli import main
+from sim.cli import COMMANDS, main
 from sim.rundir.outputs import read_csv
 
 
@@ -100,3 +100,17 @@ def test_python_dash_m_sim_works(write_config) -> None:
         check=False,
     )
     assert out.returncode == 0, out.stderr
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [[name, "--help"] for name in COMMANDS]
+    + [["bench", target, "--help"] for target in ("index", "connectors", "verdicts")],
+    ids=lambda argv: " ".join(argv[:-1]),
+)
+def test_every_help_prints(argv: list[str], capsys) -> None:
+    """argparse %-formats help texts: a bare '10%' once made `kvsim bench --help` a traceback."""
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    assert done.value.code == 0
+    assert "usage: kvsim" in capsys.readouterr().out

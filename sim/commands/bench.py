@@ -28,7 +28,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="target", metavar="TARGET", required=True)
     for name, module in TARGETS.items():
         mod = importlib.import_module(f"sim.benches.{module}")
-        tp = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
+        # argparse %-formats a sub-command's help (not its description): "10%" must be "10%%"
+        tp = sub.add_parser(name, help=mod.HELP.replace("%", "%%"), description=mod.HELP)
         mod.add_arguments(tp)
         if name in PLUGGABLE:
             add_plugin_argument(tp)

@@ -5,9 +5,11 @@ from here (``sim.runtime.records`` and ``sim.runtime.metrics`` for the request
 and the point, the instruments and the store for theirs, the benches for what
 they read back), and ``docs/columns.md`` is generated from it
 (``python -m sim.columns > docs/columns.md``; tests/test_columns.py keeps it
-true). A new column is one entry here plus the code that measures it. It sits on
-the ground floor, beside ``sim.errors``: it imports nothing of kvsim, so every
-package may name a column without importing the package that measures it.
+true). A new column is one entry here plus the code that measures it; a request
+column computed from the request's other columns is one entry here alone (its
+``derive``: both modes' requests.csv then carry it, tests/test_column_edit.py).
+It sits on the ground floor, beside ``sim.errors``: it imports nothing of kvsim,
+so every package may name a column without importing the package that measures it.
 
 Summary columns are grouped by what measures them; ``SUMMARY`` lists them in
 the order summary.csv has them, after the axis columns. Latency percentiles
@@ -17,7 +19,9 @@ next to these; every metric gets a ``<metric>_std`` column over repeats.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = [
     "ARRIVAL",
@@ -50,6 +54,10 @@ class Column:
     name: str
     unit: str
     meaning: str
+    #: A request column computed from the request's finished record (its other columns,
+    #: as sim.runtime.records.RequestRecord holds them) when its row is made, in either
+    #: mode; None: a column the record holds (a field that the modes fill).
+    derive: Callable[[Any], object] | None = None
 
 
 #: Units read from a name's suffix (the names carry their units: docs/design.md §6).
@@ -70,8 +78,10 @@ def _unit(name: str) -> str:
     return "count"
 
 
-def _c(name: str, meaning: str, unit: str | None = None) -> Column:
-    return Column(name, unit if unit is not None else _unit(name), meaning)
+def _c(
+    name: str, meaning: str, unit: str | None = None, derive: Callable[[Any], object] | None = None
+) -> Column:
+    return Column(name, unit if unit is not None else _unit(name), meaning, derive)
 
 
 #: Units whose values are whole numbers; every other unit is a measure (a float).

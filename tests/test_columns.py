@@ -7,7 +7,12 @@ from pathlib import Path
 
 from sim import columns
 from sim.runtime.metrics import SUMMARY_METRICS
-from sim.runtime.records import HOLD_STAGE_COLUMNS, REQUEST_COLUMNS
+from sim.runtime.records import (
+    DERIVED_COLUMNS,
+    HOLD_STAGE_COLUMNS,
+    RECORD_FIELDS,
+    REQUEST_COLUMNS,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "columns.md"
@@ -21,6 +26,8 @@ def test_reference_is_up_to_date() -> None:
 
 def test_the_request_record_has_the_catalogue_columns_in_order() -> None:
     assert list(columns.names(columns.REQUESTS)) == REQUEST_COLUMNS
+    # the record holds every column the catalogue does not derive, in the same order
+    assert [c for c in REQUEST_COLUMNS if c not in DERIVED_COLUMNS] == RECORD_FIELDS
     assert columns.names(columns.HOLD_STAGES) == HOLD_STAGE_COLUMNS
 
 

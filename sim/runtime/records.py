@@ -16,7 +16,9 @@ from typing import Protocol
 from sim import columns
 
 __all__ = [
+    "DERIVED_COLUMNS",
     "HOLD_STAGE_COLUMNS",
+    "RECORD_FIELDS",
     "REQUEST_COLUMNS",
     "TIME_COLUMNS",
     "RequestRecord",
@@ -76,7 +78,11 @@ class RequestRecord:
     trace_line: int | None = None
 
     def as_row(self) -> dict[str, object]:
-        row = {f.name: getattr(self, f.name) for f in fields(self)}
+        """The request's requests.csv row: the catalogue's columns, in its order."""
+        row = {
+            name: derive(self) if (derive := DERIVED_COLUMNS.get(name)) else getattr(self, name)
+            for name in REQUEST_COLUMNS
+        }
         if row["trace_line"] is None:
             row["trace_line"] = ""  # an empty CSV cell, not the text "None"
         for name in TIME_COLUMNS:
@@ -87,7 +93,13 @@ class RequestRecord:
         return row
 
 
-REQUEST_COLUMNS = [f.name for f in fields(RequestRecord)]
+#: requests.csv's columns, in order: the catalogue's (sim.columns.REQUESTS).
+REQUEST_COLUMNS = list(columns.names(columns.REQUESTS))
+#: The columns computed from the finished record when its row is made (name -> how).
+DERIVED_COLUMNS = {c.name: c.derive for c in columns.REQUESTS if c.derive is not None}
+#: The columns the record holds: the rest of the catalogue's, in the same order
+#: (tests/test_columns.py).
+RECORD_FIELDS = [f.name for f in fields(RequestRecord)]
 #: Run-time columns (seconds), written with nanosecond resolution.
 TIME_COLUMNS = tuple(c for c in REQUEST_COLUMNS if c.endswith("_s"))
 

@@ -19,12 +19,18 @@ from typing import Any
 from sim.rundir.columns import csv_text, format_cell, format_column, rows_to_cells
 from sim.rundir.layout import REQUESTS_FILE, SUMMARY_FILE, table_file
 from sim.rundir.outputs import AtomicTextStream, atomic_write_text, csv_table_text, write_csv
-from sim.runtime.records import REQUEST_COLUMNS, TIME_COLUMNS, RequestRecord
+from sim.runtime.records import (
+    DERIVED_COLUMNS,
+    RECORD_FIELDS,
+    REQUEST_COLUMNS,
+    TIME_COLUMNS,
+    RequestRecord,
+)
 
 __all__ = ["RequestsFile", "request_cells", "requests_text", "write_point_tables"]
 
 _TIME = frozenset(TIME_COLUMNS)
-_VALUES = attrgetter(*REQUEST_COLUMNS)
+_VALUES = attrgetter(*RECORD_FIELDS)
 
 
 def _time_column(values: list[Any]) -> list[Any]:
@@ -42,9 +48,11 @@ def request_cells(records: Sequence[Any]) -> list[list[Any]]:
         return rows_to_cells(REQUEST_COLUMNS, [r.as_row() for r in records])
     if not records:
         return [[] for _ in REQUEST_COLUMNS]
+    held = dict(zip(RECORD_FIELDS, zip(*map(_VALUES, records), strict=True), strict=True))
     cells = []
-    for name, col in zip(REQUEST_COLUMNS, zip(*map(_VALUES, records), strict=True), strict=True):
-        values = list(col)
+    for name in REQUEST_COLUMNS:  # the catalogue's order (sim.columns.REQUESTS)
+        derive = DERIVED_COLUMNS.get(name)
+        values = [derive(r) for r in records] if derive else list(held[name])
         if name == "trace_line":
             values = ["" if v is None else v for v in values]
         if name in _TIME:

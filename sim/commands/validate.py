@@ -13,12 +13,10 @@ from sim.commands.run import add_mode_argument, add_set_argument
 from sim.commands.run_args import set_items
 from sim.config.plugins import plugin_scope
 from sim.config.workload import FixedTokens, UniformTokens
-from sim.instruments.engine import check_device
-from sim.model.coverage import check_points as check_calibration
 from sim.preflight import budget, parse_checked
 from sim.preflight.budget import human_seconds
+from sim.preflight.machine import check_covered, check_runnable
 from sim.rundir.guard import normalize_dir
-from sim.store.memory import check_points as check_store_memory
 from sim.workload.plan import preview_workload
 
 HELP = "check a config file and list its points without running anything"
@@ -57,14 +55,12 @@ def main(args: argparse.Namespace) -> int:
         return _main(args, plugins)
 
 
-def _main(args: argparse.Namespace, plugins: Any) -> int:
-
+def _main(args: argparse.Namespace, plugins: ExitStack) -> int:
     cfg, points = parse_checked(args.config, set_items(args), args.plugin)
     plugins.enter_context(plugin_scope(cfg.plugins))  # their variants, until the command ends
-    memory_lines = check_store_memory(args.config, points)  # real store: refuses what does not fit
-    check_device(args.config, points)  # engine.device: cuda where torch sees no GPU
-    if any(p.config.mode == "model" for p in points):
-        check_calibration(points)  # model mode: refuses what the calibration does not cover
+    # a real store's memory, a GPU an engine asks for, then the calibration of model points
+    memory_lines = check_runnable(args.config, points)
+    check_covered(points)
     memo: dict[str, Any] = {}  # points sharing a trace replay it once
     previews = [preview_workload(p.config, memo) for p in points]
     counts = [w.requests for w in previews]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -22,7 +21,6 @@ from sim.store.kv_buffers import KVBuffers
 __all__ = [
     "MemoryPlan",
     "available_bytes",
-    "check_points",
     "check_real_store",
     "memory_plan",
     "request_chunks",
@@ -168,20 +166,3 @@ def check_real_store(cfg: ExperimentConfig, plan: MemoryPlan | None = None) -> l
     if not plan.fits:
         problems.append(f"memory: the point does not fit: {plan.arithmetic()}")
     return problems
-
-
-def check_points(config_path: str, points: list[Any]) -> list[str]:
-    """Refuse (ConfigError naming the file, point and arithmetic) a real-store point that
-    cannot run; otherwise the memory line of each real-store point, for ``kvsim validate``."""
-    from sim.errors import ConfigError
-
-    lines = []
-    for p in points:
-        if p.config.store.kind != "mooncake":
-            continue
-        plan = memory_plan(p.config)
-        problems = check_real_store(p.config, plan)
-        if problems:
-            raise ConfigError(f"{config_path}: point {p.index} ({p.label}): {problems[0]}")
-        lines.append(f"  {p.index:3d}  real store memory: {plan.arithmetic()}")
-    return lines

@@ -26,6 +26,7 @@ from typing import Any
 from sim.config import ExperimentConfig, Point
 from sim.errors import RunDirError
 from sim.events import SweepEvents
+from sim.preflight.machine import check_covered, check_runnable
 from sim.rundir.derived import remove_derived_since, remove_stale_derived
 from sim.rundir.guard import open_run_dir
 from sim.rundir.layout import RepRun
@@ -134,10 +135,7 @@ def plan_run(
     """
     from sim.workload.plan import planned_requests
 
-    if any(p.config.mode == "model" for p in points):
-        from sim.model.coverage import check_points
-
-        check_points(points)  # refuse what the calibration does not cover, before anything
+    check_covered(points)  # refuse what the calibration does not cover, before anything
     memo: dict[str, Any] = {}  # points that share a trace replay read it once
     counts = {p.index: planned_requests(p.config, memo)[0] for p in points}
     digests = DataDigests().plan(p.config for p in points)
@@ -225,12 +223,7 @@ def check_points(plan: RunPlan) -> None:
     """Refuse a real-store point that cannot fit in memory, or a real engine on a GPU
     this machine does not have (ConfigError naming the config file), before the run
     directory is touched."""
-    from sim.instruments.engine import check_device
-    from sim.store.memory import check_points as check_store_memory
-
-    source = str(plan.source) if plan.source is not None else "<python>"
-    check_store_memory(source, plan.points)
-    check_device(source, plan.points)  # engine.device: cuda where there is none
+    check_runnable(str(plan.source) if plan.source is not None else "<python>", plan.points)
 
 
 @contextmanager

@@ -14,7 +14,7 @@ from sim.analysis.compare import compare
 from sim.analysis.completeness import completeness_warnings
 from sim.analysis.condense import MAX_LEVELS, condense_markdown
 from sim.analysis.crossrun import RUN_AXIS, host_difference, pair_runs, unpaired_lines
-from sim.analysis.gate import judge, parse_rule
+from sim.analysis.gate import Rule, judge, parse_rule
 from sim.analysis.hosts import host_warnings
 from sim.analysis.manifest_diff import manifest_differences
 from sim.analysis.report import comparison_markdown, comparison_rows
@@ -23,7 +23,7 @@ from sim.errors import UsageError
 from sim.rundir.claim import claim_outputs
 from sim.rundir.layout import compare_stem
 from sim.rundir.outputs import atomic_write_text, write_csv
-from sim.rundir.reader import load_results
+from sim.rundir.reader import RunResults, load_results
 
 HELP = (
     "compare variants of a finished run, or the same points of two runs (before/after), "
@@ -100,7 +100,7 @@ def _error(msg: str) -> Exception:
     return UsageError(msg)
 
 
-def _warn(res: Any, by: str | None = None) -> list[str]:
+def _warn(res: RunResults, by: str | None = None) -> list[str]:
     lines = completeness_warnings(res) + host_warnings(res, by or "variant")
     if res.note:
         print(res.note, file=sys.stderr)
@@ -210,14 +210,14 @@ def _two(args: argparse.Namespace) -> int:
     return 0
 
 
-def _rules(args: argparse.Namespace) -> list[Any]:
+def _rules(args: argparse.Namespace) -> list[Rule]:
     try:
         return [parse_rule(r) for r in args.fail_if]
     except ValueError as exc:
         raise _error(str(exc)) from None
 
 
-def _gate(args: argparse.Namespace, combined: Any, la: str, lb: str) -> int:
+def _gate(args: argparse.Namespace, combined: RunResults, la: str, lb: str) -> int:
     """The --fail-if rules on the two runs' shared points (sim.analysis.gate): 1 if one fails."""
     rules = _rules(args)
     metrics = list(dict.fromkeys(r.metric for r in rules))
@@ -233,7 +233,7 @@ def _gate(args: argparse.Namespace, combined: Any, la: str, lb: str) -> int:
     return 1 if result.failed else 0
 
 
-def _apart(a: Any, b: Any, axes: list[str]) -> str:
+def _apart(a: RunResults, b: RunResults, axes: list[str]) -> str:
     """Which axes keep two runs apart, and how to give them a point in common."""
     parts = []
     for axis in axes:

@@ -28,13 +28,14 @@ from sim.rundir.layout import (
     REQUESTS_FILE,
     SUMMARY_FILE,
     SUMMARY_REPEATS_FILE,
+    RepRun,
 )
 from sim.sweep.session import SweepOutcome
 
 __all__ = ["report"]
 
 
-def _print_behind(out: Any, rows: list[dict[str, Any]], axes: list[str]) -> None:
+def _print_behind(out: Console, rows: list[dict[str, Any]], axes: list[str]) -> None:
     """Warnings for points that did not apply their load or whose meter exceeds the
     py-spy audit (a sentence each, or one line per kind when many:
     sim.analysis.point_notes); one quiet line for the points that lagged while applying
@@ -52,10 +53,10 @@ def _print_behind(out: Any, rows: list[dict[str, Any]], axes: list[str]) -> None
 
 
 def _print_table(
-    out: Any,
+    out: Console,
     rows: list[dict[str, Any]],
     axes: list[str],
-    baseline: Any,
+    baseline: str | None,
     title: str,
     args: RunArgs,
     limit: int | None,
@@ -116,7 +117,7 @@ def report(cfg: ExperimentConfig, args: RunArgs, out_dir: Path, outcome: SweepOu
 _LISTED = 10
 
 
-def _unfinished_line(args: RunArgs, unfinished: list[Any]) -> str:
+def _unfinished_line(args: RunArgs, unfinished: list[tuple[RepRun, str, str]]) -> str:
     """One line however many did not finish: how many of each state, and how to rerun."""
     kinds = Counter(state for _, state, _ in unfinished)
     said = ", ".join(f"{n} {state}" for state, n in sorted(kinds.items()))

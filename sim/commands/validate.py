@@ -11,13 +11,14 @@ from typing import Any
 from sim.commands.plugin_args import add_plugin_argument
 from sim.commands.run import add_mode_argument, add_set_argument
 from sim.commands.run_args import set_items
+from sim.config.experiment import ExperimentConfig, Point
 from sim.config.plugins import plugin_scope
-from sim.config.workload import FixedTokens, UniformTokens
+from sim.config.workload import FixedTokens, TraceArrival, UniformTokens
 from sim.preflight import budget, parse_checked
 from sim.preflight.budget import human_seconds
 from sim.preflight.machine import check_covered, check_runnable
 from sim.rundir.guard import normalize_dir
-from sim.workload.plan import preview_workload
+from sim.workload.plan import WorkloadPreview, preview_workload
 
 HELP = "check a config file and list its points without running anything"
 
@@ -89,7 +90,7 @@ def _main(args: argparse.Namespace, plugins: ExitStack) -> int:
     return 0
 
 
-def rounding_notes(points: Sequence[Any]) -> list[str]:
+def rounding_notes(points: Sequence[Point]) -> list[str]:
     """Token counts the run will round down to the chunk granularity, said before it runs
     (``tokens: 1000`` with 128-token chunks loads 896 tokens)."""
     notes: dict[str, None] = {}
@@ -104,14 +105,14 @@ def rounding_notes(points: Sequence[Any]) -> list[str]:
     return list(notes)
 
 
-def trace_lines(points: Sequence[Any], previews: Sequence[Any]) -> list[str]:
+def trace_lines(points: Sequence[Point], previews: Sequence[WorkloadPreview]) -> list[str]:
     """The planned workload of each distinct trace replay: requests, span, hit ratio and
     tokens loaded, so that a replay measuring almost nothing is seen before it runs."""
     out: dict[str, None] = {}
     for p, w in zip(points, previews, strict=True):
-        if w.span_s is None:
-            continue
         arr = p.config.workload.arrival
+        if w.span_s is None or not isinstance(arr, TraceArrival):  # a span: a trace's alone
+            continue
         warm = arr.cache.warm.requests
         out[
             f"trace: {w.requests} requests load something (of "
@@ -124,7 +125,7 @@ def trace_lines(points: Sequence[Any], previews: Sequence[Any]) -> list[str]:
     return list(out)
 
 
-def budget_line(cfg: Any, points: list[Any], loads: list[Any]) -> str:
+def budget_line(cfg: ExperimentConfig, points: list[Point], loads: list[WorkloadPreview]) -> str:
     """What the run will cost: requests in all, memory per point, and wall time per point
     (the bound ``limits.max_point_s`` is checked against, and the expected time with a
     point's start-up: sim.preflight.budget)."""

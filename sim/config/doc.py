@@ -14,6 +14,7 @@ from pydantic_core import PydanticUndefined
 
 from sim.config import ExperimentConfig
 from sim.config.loader import _members
+from sim.config.option_doc import variant_options_markdown
 
 __all__ = ["render"]
 
@@ -112,8 +113,6 @@ def render() -> str:
         "Every field can be a sweep axis by its dotted path, e.g. `connector.workers`.",
     ]
     _section(ExperimentConfig, "", out, set())
-    from sim.config.option_doc import variant_options_markdown
-
     out += variant_options_markdown()
     return "\n".join(out) + "\n"
 

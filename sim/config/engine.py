@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, Strict, StrictBool, field_validator, model_validator
 
+from connectors import registry
 from sim.config.types import FrozenModel, NonNegFloat, PosInt
 
 __all__ = ["EngineConfig", "HeapConfig"]
@@ -94,8 +95,6 @@ class EngineConfig(FrozenModel):
     @field_validator("index_variant")
     @classmethod
     def _known_variant(cls, v: str) -> str:
-        from connectors import registry
-
         names = registry.index_variant_names()
         if v not in names:
             raise ValueError(f"unknown index variant {v!r}; allowed: {', '.join(names)}")

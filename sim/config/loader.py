@@ -17,11 +17,14 @@ from typing import Any, get_args
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from connectors import registry
 from sim.config.experiment import ExperimentConfig, Point, expand_points
 from sim.config.grid import check_grid
 from sim.config.overrides import apply_overrides, parse_overrides
 from sim.config.paths import CONFIG_DIR
+from sim.config.plugins import plugin_scope, read_plugin
 from sim.config.sweep_axes import axis_problem, sweep_value_line
+from sim.config.yaml_reader import read_yaml
 from sim.errors import ConfigError
 from sim.files.read import excerpt
 
@@ -35,12 +38,6 @@ __all__ = [
     "read_config",
     "read_mapping",
 ]
-
-
-def _read_yaml(path: Path) -> tuple[Any, yaml.Node | None]:
-    from sim.config.yaml_reader import read_yaml
-
-    return read_yaml(path)
 
 
 def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
@@ -198,8 +195,6 @@ def _check_variant(
     where: str,
     overridden: tuple[str, ...] = (),
 ) -> None:
-    from connectors import registry
-
     suffix = f" [at {where}]" if where else ""
     point = {"connector": {"variant": cfg.connector.variant}}
     line = (sweep_value_line(node, "connector.variant", point) if where else None) or _line_of(
@@ -257,7 +252,7 @@ def read_config(
     sim.preflight (docs/design.md §2).
     """
     path = Path(path)
-    raw, node = _read_yaml(path)
+    raw, node = read_yaml(path)
     return _parse(path, node, raw, overrides, plugins)
 
 
@@ -317,8 +312,6 @@ def _read_plugins(
 ) -> dict[str, Any]:
     """``raw`` with each ``plugins:`` entry read (sim.config.plugins): paths in the
     config against its directory, ``--plugin`` paths against the working directory."""
-    from sim.config.plugins import read_plugin
-
     listed = raw.get("plugins", [])
     if not listed and not extra:
         return raw
@@ -354,8 +347,6 @@ def _parse(
     The config's plug-ins are registered while it is validated (its variant names
     are checked against them) and removed again when this returns.
     """
-    from sim.config.plugins import plugin_scope
-
     if isinstance(raw, Mapping) and not isinstance(raw, dict):
         raw = dict(raw)
     if not isinstance(raw, dict):

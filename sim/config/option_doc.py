@@ -7,17 +7,17 @@ defined (the variant's ``Options`` model).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
+
+from connectors import registry
 
 __all__ = ["option_rows", "variant_options_markdown"]
 
 
 def _type(field: Any) -> str:
-    from typing import Literal, get_args, get_origin
-
     tp = field.annotation
     if get_origin(tp) is Literal:
         return " or ".join(str(a) for a in get_args(tp))
@@ -44,8 +44,6 @@ def option_rows(model: type[BaseModel] | None) -> list[tuple[str, str, str, str]
 
 def variant_options_markdown() -> list[str]:
     """The docs/config.md section: one table per address variant that takes options."""
-    from connectors import registry
-
     out = [
         "\n## `connector.options` — per variant\n",
         "Options of the chosen `connector.variant` (`kvsim variants NAME` prints the same). "

@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import Field
 
 from sim.config.types import FrozenModel
+from sim.errors import ConfigError
 from sim.files.read import read_bounded
 
 __all__ = ["MAX_PLUGIN_BYTES", "PluginSource", "plugin_codes", "plugin_scope", "read_plugin"]
@@ -68,7 +69,7 @@ def read_plugin(entry: Any, base: Path) -> dict[str, str]:
 
 def plugin_codes(sources: Sequence[PluginSource | dict[str, Any]]) -> list[Any]:
     """The loader's view (``connectors.plugin_file.PluginCode``) of config entries."""
-    from connectors.plugin_file import PluginCode
+    from connectors.plugin_file import PluginCode  # numpy (token_index): only with plug-ins
 
     out = []
     for s in sources:
@@ -81,8 +82,7 @@ def plugin_codes(sources: Sequence[PluginSource | dict[str, Any]]) -> list[Any]:
 def plugin_scope(sources: Sequence[PluginSource | dict[str, Any]]) -> Iterator[list[type]]:
     """The plug-ins' variants registered inside the block (none outside it); a broken
     file is a ConfigError whose first line names it."""
-    from connectors.plugin_file import PluginError, plugins_loaded
-    from sim.errors import ConfigError
+    from connectors.plugin_file import PluginError, plugins_loaded  # numpy: only if used
 
     with ExitStack() as stack:
         try:

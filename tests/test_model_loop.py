@@ -155,10 +155,10 @@ def test_the_instant_shortcut_changes_nothing(busy_point, monkeypatch) -> None:
     assert fast.tables["steps"] == slow.tables["steps"]
 
 
-def test_a_task_started_on_full_cores_runs_its_wake_up_burst_at_full_speed() -> None:
+def test_a_short_task_started_on_full_cores_runs_at_full_speed() -> None:
     """Beside a background load the OS gives a thread that just woke the core for a slice
-    before it shares (sim.model.cores): a task no longer than the burst is not slowed,
-    a longer one only after its burst; with no burst both share from the start."""
+    (sim.model.cores): a task no longer than the burst is not slowed; a longer one shares
+    from its start, as every task does with no burst."""
     ends: dict[tuple[float, float], float] = {}
     for burst in (0.0, 0.002):
         for work in (0.001, 0.010):
@@ -169,24 +169,38 @@ def test_a_task_started_on_full_cores_runs_its_wake_up_burst_at_full_speed() -> 
             assert cores.busy_core_s == pytest.approx(work)
     assert ends[(0.0, 0.001)] == pytest.approx(0.0015)
     assert ends[(0.0, 0.010)] == pytest.approx(0.015)
-    assert ends[(0.002, 0.001)] == pytest.approx(0.001)  # within its burst: full speed
-    assert ends[(0.002, 0.010)] == pytest.approx(0.002 + 0.008 * 1.5)
+    assert ends[(0.002, 0.001)] == pytest.approx(0.001)  # a burst: full speed
+    assert ends[(0.002, 0.010)] == pytest.approx(0.015)
 
 
-def test_a_bursting_task_counts_in_the_sharing_and_can_be_taken_off() -> None:
-    """A task in its burst slows the others as any runnable thread does; taken off in it
-    (a GIL drop request), it reports the burst's rest plus the work after the burst."""
+def test_a_burst_has_a_core_of_its_own_and_can_be_taken_off() -> None:
+    """A task in its burst takes a core from the others' sharing (here the only one);
+    taken off in it (a GIL drop request), it reports its work left, and the others get
+    the core back."""
     loop = Loop()
     cores = Cores(loop, 1, burst_s=0.004)
     done: dict[str, float] = {}
     cores.run(0.010, lambda _a: done.setdefault("a", loop.now))  # a free core: no burst
     loop.run(until=0.002)
-    b = cores.run(0.010, lambda _a: done.setdefault("b", loop.now))  # full: burst
+    b = cores.run(0.003, lambda _a: done.setdefault("b", loop.now))  # full: a burst
     assert cores.running == 2
     loop.run(until=0.003)
-    assert cores.take_off(b) == pytest.approx(0.009)
+    assert cores.take_off(b) == pytest.approx(0.002)
     assert cores.running == 1
     loop.run()
-    # a: 2 ms alone, 1 ms at half pace beside b's burst, then alone again.
-    assert done == {"a": pytest.approx(0.0105)}
+    # a: 2 ms alone, stopped for b's 1 ms of burst, then its 8 ms left alone.
+    assert done == {"a": pytest.approx(0.011)}
     assert cores.busy_core_s == pytest.approx(0.011)
+
+
+def test_at_most_one_burst_per_core() -> None:
+    """On one core beside a background load, a second short task does not burst: it
+    waits for the first's burst, then shares with the background."""
+    loop = Loop()
+    cores = Cores(loop, 1, background=1.0, burst_s=0.002)
+    done: dict[str, float] = {}
+    cores.run(0.001, lambda _a: done.setdefault("a", loop.now))
+    cores.run(0.001, lambda _a: done.setdefault("b", loop.now))
+    loop.run()
+    assert done == {"a": pytest.approx(0.001), "b": pytest.approx(0.003)}
+    assert cores.busy_core_s == pytest.approx(0.002)

@@ -18,16 +18,19 @@ is ignored (it is not due when it comes up).
 **The wake-up burst.** Processor sharing is the long run only. The OS scheduler gives a
 thread that has just woken (from a sleep, or from waiting for the GIL) the core for a
 slice before it shares: measured on this 2-core machine beside two CPU hogs, a run of
-0.3-1.5 ms CPU right after a sleep took 1.01-1.03x its CPU time in wall time, while
-2-30 ms runs took 2-6x (docs/model-mode.md, "The wake-up burst"). So a task that starts
-while the cores are full runs its first ``burst_s`` of CPU at full speed, then shares.
-Without it a thread doing short bursts (the engine's build, the simulation thread, a
-light request's hold) is slowed by a background load as much as a CPU hog, which the
-real ones are not. ``burst_s=0`` turns it off (pure processor sharing).
+0.3-1.5 ms CPU right after a sleep took 1.01-1.03x its CPU time in wall time, while a
+2 ms run took 2.1x and 3-30 ms runs 2.7-6x, no less than their fair share gives
+(docs/model-mode.md, "The wake-up burst"): the slice is an advance on the thread's share,
+repaid by waiting, not a gift. So a task of at most ``burst_s`` CPU that starts while the
+cores are full runs at full speed on a core of its own (the others share the rest); a
+longer one shares from its start. Without it a thread doing short bursts (the engine's
+build, the simulation thread's items, the probe) is slowed by a background load as much
+as a CPU hog, which the real ones are not. ``burst_s=0`` turns it off.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -45,18 +48,17 @@ WAKE_BURST_S = 1.5e-3
 class CpuTask:
     """CPU work in progress; ``done(None)`` is called once it is finished."""
 
-    __slots__ = ("done", "due", "finish", "rest")
+    __slots__ = ("done", "due", "fast", "finish")
 
-    def __init__(self, finish: float, done: Callable[[Any], None], rest: float = -1.0) -> None:
-        #: Virtual time at which the task is done; during its burst, the (loop) time at
-        #: which the burst ends.
+    def __init__(self, finish: float, done: Callable[[Any], None], fast: bool = False) -> None:
+        #: Virtual time at which the task is done (a burst's: the loop time it ends).
         self.finish = finish
         self.done = done
         #: When its completion entry is due; an entry due at another time is stale
         #: (rescheduled since). Negative once finished or stopped.
         self.due = 0.0
-        #: In its wake-up burst: the work left after it (>= 0); -1 once sharing.
-        self.rest = rest
+        #: A wake-up burst: on a core of its own, ``finish`` is a loop time.
+        self.fast = fast
 
 
 class Cores:
@@ -71,7 +73,7 @@ class Cores:
             raise ValueError("wake-up burst must be >= 0")
         #: A task started on full cores runs this much CPU at full speed first.
         self._burst_s = burst_s
-        #: Tasks in their burst (each on a core of its own; they count in the sharing).
+        #: Tasks in a wake-up burst (each on a core of its own; the others share the rest).
         self._bursting = 0
         self._loop = loop
         self._heap = loop.heap
@@ -108,17 +110,26 @@ class Cores:
 
     def _set_rate(self) -> bool:
         """Recompute the per-task rate; reschedule every task when it changed (True).
-        A task in its burst counts in the sharing but keeps its pace (full speed)."""
-        k = len(self._tasks) + self._bursting + self._bg
-        rate = 1.0 if k <= self._n else self._n / k
+        A task in its burst has a core to itself: the others share what is left."""
+        k = len(self._tasks) + self._bg
+        free = self._n - self._bursting
+        rate = 1.0 if k <= free else (free / k if free > 0 else 0.0)
         if rate == self._rate:
             return False
         self._rate = rate
-        loop, v = self._loop, self._v
         for task in self._tasks:
-            task.due = loop.now + max(0.0, (task.finish - v) / rate)
-            loop.at(task.due, self._fire, task)
+            self._schedule(task)
         return True
+
+    def _schedule(self, task: CpuTask) -> None:
+        """Set ``task``'s completion entry at the current pace (none while the bursts
+        take every core: _set_rate reschedules it once one frees)."""
+        rate = self._rate
+        if rate > 0.0:
+            task.due = self._loop.now + max(0.0, (task.finish - self._v) / rate)
+            self._loop.at(task.due, self._fire, task)
+        else:
+            task.due = math.inf
 
     def _fire(self, task: CpuTask) -> None:
         now = self._loop.now
@@ -131,28 +142,13 @@ class Cores:
             self._v += dt * self._rate
             self._busy_s += dt * (self._rate * len(tasks) + self._bursting)
             self._t = now
-        if task.rest >= 0.0:  # its burst is over
+        if task.fast:
             self._bursting -= 1
-            if self._burst_over(task):
-                return
         else:
             tasks.remove(task)
         if self._rate != 1.0 or len(tasks) + self._bursting + self._bg > self._n:
             self._set_rate()  # else the pace stays 1
         task.done(None)
-
-    def _burst_over(self, task: CpuTask) -> bool:
-        """``task``'s burst ended now: it shares the cores for the work left (True), or
-        it is done (False: the caller finishes it)."""
-        rest = task.rest
-        task.rest = -1.0
-        if rest < _EPS_S:
-            return False
-        task.finish = self._v + rest
-        self._tasks.append(task)  # the count in the sharing is unchanged: same pace
-        task.due = self._loop.now + rest / self._rate
-        self._loop.at(task.due, self._fire, task)
-        return True
 
     def run(self, work_s: float, done: Callable[[Any], None]) -> CpuTask:
         """Start ``work_s`` CPU seconds of work now; ``done(None)`` is called when they are done."""
@@ -166,26 +162,24 @@ class Cores:
             self._t = now
         if work_s < 0:
             work_s = 0.0
-        full = len(tasks) + self._bursting + 1 + self._bg > self._n
-        if full and self._burst_s > 0 and self._bursting < self._n:
-            return self._burst(work_s, done)  # full cores: the wake-up burst first
+        short = work_s <= self._burst_s and self._bursting < self._n
+        if short and len(tasks) + self._bursting + 1 + self._bg > self._n:  # full cores
+            return self._burst(work_s, done)
         task = CpuTask(self._v + work_s, done)
         tasks.append(task)
         if self._rate == 1.0 and len(tasks) + self._bursting + self._bg <= self._n:
             task.due = now + work_s  # not full: full speed
             loop.at(task.due, self._fire, task)
         elif not self._set_rate():  # otherwise _set_rate scheduled it with the others
-            task.due = now + work_s / self._rate
-            loop.at(task.due, self._fire, task)
+            self._schedule(task)
         return task
 
     def _burst(self, work_s: float, done: Callable[[Any], None]) -> CpuTask:
-        """Start a task in its wake-up burst: its first ``burst_s`` at full speed."""
-        burst = work_s if work_s < self._burst_s else self._burst_s
+        """Start a short task as a wake-up burst: at full speed on a core of its own."""
         loop = self._loop
-        task = CpuTask(loop.now + burst, done, work_s - burst)
+        task = CpuTask(loop.now + work_s, done, True)
         self._bursting += 1
-        self._set_rate()  # one more in the sharing: the others slow down
+        self._set_rate()  # one core fewer for the others
         task.due = task.finish
         loop.at(task.due, self._fire, task)
         return task
@@ -219,17 +213,13 @@ class Cores:
     def left(self, task: CpuTask) -> float:
         """CPU seconds ``task`` still needs (0 when done up to float rounding)."""
         self._advance()
-        if task.rest >= 0.0:  # in its burst: the burst's rest at full speed, then the rest
-            left = task.finish - self._loop.now + task.rest
-        else:
-            left = task.finish - self._v
+        left = task.finish - (self._loop.now if task.fast else self._v)
         return left if left >= _EPS_S else 0.0
 
     def _remove(self, task: CpuTask) -> None:
         """Take ``task`` (running, not done) off the cores; the caller resets the pace."""
-        if task.rest >= 0.0:
+        if task.fast:
             self._bursting -= 1
-            task.rest = -1.0
         else:
             self._tasks.remove(task)
         task.due = -1.0
@@ -243,10 +233,7 @@ class Cores:
             self._v += dt * self._rate
             self._busy_s += dt * (self._rate * len(tasks) + self._bursting)
             self._t = self._loop.now
-        if task.rest >= 0.0:  # in its burst
-            left = task.finish - self._loop.now + task.rest
-        else:
-            left = task.finish - self._v
+        left = task.finish - (self._loop.now if task.fast else self._v)
         if left < _EPS_S:
             return 0.0
         self._remove(task)

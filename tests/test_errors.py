@@ -85,3 +85,25 @@ def test_argument_errors_of_compare_are_usage_errors(tmp_path, capsys) -> None:
     assert "--bootstrap 5" in capsys.readouterr().err
     assert main(["geometry", "llama-3.1-8b", "--tp", "0"]) == 2
     assert "--tp: must be a positive integer" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("inside", [True, False], ids=["with-hint", "before-hint"])
+def test_ctrl_c_prints_the_hint_the_command_attached(monkeypatch, capsys, inside: bool) -> None:
+    """The resume hint rides on the interrupt (sim.commands.interrupt), not on the
+    Namespace: only an interrupt inside the block says it."""
+    from sim.commands.interrupt import hint_on_interrupt
+
+    def interrupted(args):
+        if inside:
+            with hint_on_interrupt("finished point runs are kept in X"):
+                raise KeyboardInterrupt
+        raise KeyboardInterrupt
+
+    fake = types.SimpleNamespace(HELP="x", add_arguments=lambda p: None, main=interrupted)
+    monkeypatch.setitem(sys.modules, "sim.commands._fake", fake)
+    monkeypatch.setitem(sim.cli.COMMANDS, "fake", "_fake")
+    # the CLI ignores SIGINT and SIGTERM once interrupted: not in this test process
+    monkeypatch.setattr(sim.cli.signal, "signal", lambda *_args: None)
+    assert main(["fake"]) == 130
+    said = "kvsim: interrupted; finished point runs are kept in X\n" if inside else None
+    assert capsys.readouterr().err == (said or "kvsim: interrupted\n")

@@ -14,6 +14,7 @@ import math
 import shlex
 import sys
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 
 import sim
@@ -90,29 +91,68 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_plugin_argument(p)
 
 
-def _check_numbers(args: argparse.Namespace) -> None:
-    if not 0 < args.tol < 10:
-        raise UsageError(f"--tol {args.tol}: allowed above 0 and below 10 (relative)")
-    if not 1 <= args.max_runs <= 100:
-        raise UsageError(f"--max-runs {args.max_runs}: allowed 1 to 100")
-    for flag in ("lo", "hi"):
-        v = getattr(args, flag)
-        if v is not None and not (math.isfinite(v) and v > 0):
-            raise UsageError(f"--{flag} {v}: must be a positive number")
+@dataclass(frozen=True)
+class SearchArgs:
+    """What ``kvsim search`` was asked, checked at the door (:meth:`from_cli_args`)."""
+
+    config: str
+    slo: tuple[str, ...]
+    over: str
+    goal: str | None
+    lo: float | None
+    hi: float | None
+    tol: float
+    max_runs: int
+    out: str | None
+    force: bool
+    resume: bool
+    quiet: bool
+    in_process: bool
+    #: ``--set`` items with ``--mode`` and ``--audit`` as items of their own
+    sets: tuple[str, ...]
+    plugins: tuple[str, ...]
+
+    @classmethod
+    def from_cli_args(cls, args: argparse.Namespace) -> SearchArgs:
+        """The arguments, or a one-line UsageError for a number out of range."""
+        if not 0 < args.tol < 10:
+            raise UsageError(f"--tol {args.tol}: allowed above 0 and below 10 (relative)")
+        if not 1 <= args.max_runs <= 100:
+            raise UsageError(f"--max-runs {args.max_runs}: allowed 1 to 100")
+        for flag in ("lo", "hi"):
+            v = getattr(args, flag)
+            if v is not None and not (math.isfinite(v) and v > 0):
+                raise UsageError(f"--{flag} {v}: must be a positive number")
+        return cls(
+            config=args.config,
+            slo=tuple(args.slo),
+            over=args.over,
+            goal=args.goal,
+            lo=args.lo,
+            hi=args.hi,
+            tol=args.tol,
+            max_runs=args.max_runs,
+            out=args.out,
+            force=args.force,
+            resume=args.resume,
+            quiet=args.quiet,
+            in_process=args.in_process,
+            sets=tuple(set_items(args)),
+            plugins=tuple(args.plugin),
+        )
 
 
-def main(args: argparse.Namespace) -> int:
+def main(cli_args: argparse.Namespace) -> int:
+    args = SearchArgs.from_cli_args(cli_args)
     with ExitStack() as plugins:
         return _main(args, plugins)
 
 
-def _main(args: argparse.Namespace, plugins: ExitStack) -> int:
-    _check_numbers(args)
-    sets = set_items(args)  # --audit and --mode as --set items, for every point
-    cfg, points = parse_checked(args.config, sets, args.plugin)
+def _main(args: SearchArgs, plugins: ExitStack) -> int:
+    cfg, points = parse_checked(args.config, args.sets, args.plugins)
     plugins.enter_context(plugin_scope(cfg.plugins))  # their variants, until the command ends
     refuse_wrong_plugin_points(points)  # a plug-in computing wrong addresses is not measured
-    exp = Experiment(cfg, tuple(points), Path(args.config), tuple(sets))
+    exp = Experiment(cfg, tuple(points), Path(args.config), args.sets)
     argv = [a for a in sys.argv[1:] if a not in ("--force", "--resume")]
     hint = (
         f"points tried so far are kept in {search_dir(exp, args.out)}; "

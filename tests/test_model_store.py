@@ -8,6 +8,9 @@ failed attempts, retries with back-off, and giving up.
 
 from __future__ import annotations
 
+from heapq import heappop, heappush
+from typing import Any
+
 import numpy as np
 import pytest
 import simpy
@@ -15,6 +18,7 @@ import simpy
 from sim.config import StoreConfig
 from sim.model.loop import Loop
 from sim.store.clock import SimpyClock
+from sim.store.link import SharedLink
 from sim.store.model import StoreModel, TransferOutcome
 
 #: (start s, bytes, fault seed or None) — overlapping, so the link and the slots are shared.
@@ -117,3 +121,45 @@ def test_same_transfers_end_at_the_same_times_with_the_same_outcomes(name: str) 
     alone = [t - s for (t, _o), (s, _b, _f) in zip(got, TRANSFERS, strict=True)]
     solo = [StoreModel(Loop(), cfg).transfer_time_s(b) for _s, b, _f in TRANSFERS]
     assert any(a > 1.5 * s for a, s in zip(alone, solo, strict=True))  # sharing slowed some
+
+
+class _CountingClock:
+    """Timers in time order, at most ``limit`` of them: a timer that keeps coming back
+    fails the test instead of hanging it."""
+
+    def __init__(self, now: float, limit: int = 100) -> None:
+        self.now = now
+        self._queue: list[tuple[float, int, Any, Any]] = []
+        self._seq = 0
+        self._limit = limit
+
+    def after(self, delay: float, fn: Any, arg: Any = None) -> None:
+        heappush(self._queue, (self.now + max(delay, 0.0), self._seq, fn, arg))
+        self._seq += 1
+
+    def run(self) -> None:
+        for _ in range(self._limit):
+            if not self._queue:
+                return
+            self.now, _seq, fn, arg = heappop(self._queue)
+            fn(arg)
+        raise AssertionError(f"still {len(self._queue)} timer(s) after {self._limit}")
+
+
+@pytest.mark.parametrize(
+    ("now", "nbytes"),
+    [
+        (16384.14531365453, 0.6353926658630371),  # seen 4.5 simulated hours into a day
+        (1e9, 10_000.0),  # a step of the clock moves 47,600 bytes here
+    ],
+)
+def test_a_transfer_ends_when_what_it_has_left_is_below_the_clocks_resolution(
+    now: float, nbytes: float
+) -> None:
+    """Its finish time rounds to now: it ends now, not a timer at now for ever."""
+    clock = _CountingClock(now)
+    link = SharedLink(clock, 400e9)
+    ended: list[float] = []
+    link.send(nbytes, lambda _arg: ended.append(clock.now))
+    clock.run()
+    assert ended == [now]

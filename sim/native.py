@@ -35,7 +35,8 @@ from sim.errors import KvsimError
 __all__ = ["ENV", "MODULES", "NativeBuildError", "build", "enable", "native_state"]
 
 #: The modules compiled: the model's event loop, resources and threads, and the
-#: store model both modes share. Order matters to nobody; each must be mypy-clean.
+#: store model and the arrivals both modes share. Order matters to nobody; each must
+#: be mypy-clean.
 MODULES = (
     "sim.model.loop",
     "sim.model.cores",
@@ -49,6 +50,7 @@ MODULES = (
     "sim.model.draws",
     "sim.store.link",
     "sim.store.model",
+    "sim.runtime.arrivals",
 )
 #: The environment variable that turns the compiled core off ("0").
 ENV = "KVSIM_NATIVE"

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -66,7 +67,9 @@ def _ended(job: ModelJob) -> None:
 
 class _Request(ModelJob):
     """One request's path after its arrival: CPU stages on a worker (it is its own
-    :class:`ModelJob`: one object less per request), the store, the end."""
+    :class:`ModelJob`: one object less per request), the store, the end. Built when the
+    simulation thread hands it over (``now``): the arrivals' ``hand_over``
+    (sim.runtime.arrivals.HandOver) with the point bound first."""
 
     __slots__ = ("arrival", "p", "rec", "req", "then")
 
@@ -75,9 +78,9 @@ class _Request(ModelJob):
         p: _Point,
         req: PlannedRequest,
         arrival_s: float,
-        injected: float,
         then: Callable[[float], None] | None,
     ) -> None:
+        injected = p.loop.now
         self.p = p
         self.req = req
         self.arrival = arrival = p.origin + arrival_s  # loop time; the record has run time
@@ -217,13 +220,8 @@ class _Point:
         late = c.timer_late.draw if workload.closed_clients is None else None
         clock = _HarnessClock(self.loop, self.harness, c.arrival_s, late)
         self.origin = self.loop.now
-        drive_arrivals(clock, self.origin, workload, self.hand_over)
-
-    def hand_over(
-        self, req: PlannedRequest, arrival_s: float, then: Callable[[float], None] | None
-    ) -> None:
-        """The simulation thread hands ``req`` over now (sim.runtime.arrivals.HandOver)."""
-        _Request(self, req, arrival_s, self.loop.now, then)
+        # the hand-over is the request's constructor: no call of ours in between
+        drive_arrivals(clock, self.origin, workload, partial(_Request, self))
 
 
 class _HarnessClock:

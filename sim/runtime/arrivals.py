@@ -30,8 +30,9 @@ __all__ = ["ArrivalClock", "HandOver", "Then", "drive_arrivals"]
 #: ``then(clock time)``: the request ended then (a closed loop's client is ready again).
 Then = Callable[[float], None]
 #: ``hand_over(request, arrival run time, then)``: give the request to the pipeline now;
-#: ``then`` once it has ended (closed loop), or None (open loop).
-HandOver = Callable[[PlannedRequest, float, Then | None], None]
+#: ``then`` once it has ended (closed loop), or None (open loop). What it returns is
+#: not used (model mode's is the request's constructor).
+HandOver = Callable[[PlannedRequest, float, Then | None], object]
 
 
 class ArrivalClock(Clock, Protocol):
@@ -73,7 +74,7 @@ def _open_loop(clock: ArrivalClock, origin: float, workload: Workload, hand_over
                 return
             req = nxt
             t = origin + (req.at_s or 0.0)
-            if t > clock.now or not inline:
+            if not inline or t > clock.now:
                 clock.at(t, arrive, req)
                 return
 

@@ -62,3 +62,19 @@ def write_config(tmp_path: Path):
         return path
 
     return _write
+
+
+def slow_config(write_config) -> Path:
+    """Two point runs of about three seconds each, for the tests that signal a run.
+
+    A test sends its signal once a point has started (its child handles SIGTERM, or its
+    log exists); the point must still be running when the signal lands. At 1.5 s a point,
+    a loaded machine (load 5 on 2 cores) let the first point finish first, now and then,
+    and the run ended complete: the test measured its own lateness, not kvsim.
+    """
+    return write_config(
+        {
+            "workload": {"requests": 24, "arrival": {"kind": "poisson", "rate_rps": 8}},
+            "sweep": {"seed": [1, 2]},
+        }
+    )

@@ -20,18 +20,9 @@ from procscan import TAG_ENV, catches, children, kill_tagged, new_tag, tagged, w
 
 from sim.cli import main
 from sim.rundir.layout import MANIFEST_FILE
+from tests.conftest import slow_config
 
 pytestmark = pytest.mark.realthreads
-
-
-def _slow_config(write_config) -> Path:
-    """Two point runs of about a second and a half each."""
-    return write_config(
-        {
-            "workload": {"requests": 12, "arrival": {"kind": "poisson", "rate_rps": 8}},
-            "sweep": {"seed": [1, 2]},
-        }
-    )
 
 
 def _start(cmd: list[str], tag: str, **kw) -> subprocess.Popen[str]:
@@ -51,7 +42,7 @@ def _first_child(proc: subprocess.Popen[str]) -> int:
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_signal_to_a_points_child_makes_the_run_exit_1(write_config, tmp_path, sig) -> None:
-    path = _slow_config(write_config)
+    path = slow_config(write_config)
     tag = new_tag()
     proc = _start([sys.executable, "-m", "sim", "run", "-q", str(path)], tag)
     try:
@@ -77,7 +68,7 @@ def test_ctrl_c_to_the_group_while_kvsim_ignores_it_exit_code_matches_the_manife
 ) -> None:
     """As in a script's background job: SIGINT ignored by kvsim (and so by its children,
     which inherit that), Ctrl-C to the whole group. Whatever ended, the code says it."""
-    path = _slow_config(write_config)
+    path = slow_config(write_config)
     tag = new_tag()
 
     def ignore_sigint() -> None:
@@ -98,7 +89,7 @@ def test_ctrl_c_to_the_group_while_kvsim_ignores_it_exit_code_matches_the_manife
 
 
 def test_sigterm_to_kvsim_exits_143_with_the_words_of_ctrl_c(write_config, tmp_path) -> None:
-    path = _slow_config(write_config)
+    path = slow_config(write_config)
     tag = new_tag()
     proc = _start([sys.executable, "-m", "sim", "run", "-q", str(path)], tag)
     try:

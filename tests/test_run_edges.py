@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -18,6 +17,7 @@ from sim.process.lifeline import PARENT_PID_ENV
 from sim.rundir.guard import record_owned
 from sim.rundir.layout import read_status
 from sim.rundir.outputs import write_json
+from tests.conftest import slow_config
 
 
 def _wait_for(predicate, timeout_s: float) -> bool:
@@ -134,17 +134,8 @@ def test_resume_removes_compare_and_figures_of_the_partial_run(write_config, tmp
     assert (out / "figures" / "gil_hold.png").exists()  # not in the ledger: not kvsim's
 
 
-def _slow_config(write_config) -> Path:
-    return write_config(
-        {
-            "workload": {"requests": 12, "arrival": {"kind": "poisson", "rate_rps": 8}},
-            "sweep": {"seed": [1, 2]},
-        }
-    )
-
-
 def test_ctrl_c_message_says_how_to_resume(write_config, tmp_path) -> None:
-    path = _slow_config(write_config)
+    path = slow_config(write_config)
     cmd = [sys.executable, "-m", "sim", "run", "-q", str(path)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -160,7 +151,7 @@ def test_ctrl_c_message_says_how_to_resume(write_config, tmp_path) -> None:
 
 
 def test_kill_9_of_the_parent_marks_the_point_interrupted(write_config, tmp_path) -> None:
-    path = _slow_config(write_config)
+    path = slow_config(write_config)
     cmd = [sys.executable, "-m", "sim", "run", "-q", str(path)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     rep = None
@@ -190,7 +181,7 @@ def test_a_child_whose_parent_died_before_it_started_marks_its_point_interrupted
     """A kill -9 of the parent while the child's interpreter starts comes before the
     child can ask to die with it: the pid the parent gave tells it, and the point is
     marked interrupted at once rather than run for nobody."""
-    path = _slow_config(write_config)
+    path = write_config()  # any point: its child never runs it
     assert main(["run", "-q", "--in-process", str(path)]) == 0
     rep = sorted((tmp_path / "out" / "points").iterdir())[0] / "rep-0"
     (rep / "status.json").unlink()

@@ -18,6 +18,7 @@ import pytest
 from sim.cli import main
 from sim.process.signals import deferred_signals
 from sim.rundir.layout import LOG_FILE, MANIFEST_FILE, REQUESTS_FILE, verify_rep
+from tests.conftest import slow_config
 
 pytestmark = pytest.mark.realthreads
 
@@ -81,22 +82,13 @@ def test_signals_held_during_cleanup_are_counted_not_raised() -> None:
     assert signal.getsignal(signal.SIGINT) is before
 
 
-def _slow_config(write_config) -> Path:
-    return write_config(
-        {
-            "workload": {"requests": 12, "arrival": {"kind": "poisson", "rate_rps": 8}},
-            "sweep": {"seed": [1, 2]},
-        }
-    )
-
-
 def _started_rep(out: Path) -> Path | None:
     logs = list((out / "points").glob(f"*/rep-0/{LOG_FILE}"))
     return logs[0].parent if logs else None
 
 
 def test_a_second_ctrl_c_during_cleanup_still_leaves_a_status(write_config, tmp_path) -> None:
-    path = _slow_config(write_config)
+    path = slow_config(write_config)
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "sim", "run", "-q", str(path)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -123,7 +115,7 @@ def test_a_second_ctrl_c_during_cleanup_still_leaves_a_status(write_config, tmp_
 def test_kill_9_of_the_parent_ends_the_child_and_marks_it_interrupted(
     write_config, tmp_path
 ) -> None:
-    path = _slow_config(write_config)
+    path = slow_config(write_config)
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "sim", "run", "-q", str(path)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -1,12 +1,17 @@
 """A model-mode point's peak memory does not grow with its request count (issue 28).
 
 Each point runs in a fresh process (sim.benches.model_point), which reports its own
-peak RSS. 150,000 requests rather than the issue's 10^6, to keep the suite's time
-reasonable on a 2-core machine: past 65,536 requests both bounded paths are in use
-(the plan drawn a block at a time past sim.workload.plan.PLAN_HELD; the summary in
-histograms past sim.runtime.summary_stream.EXACT_LIMIT), so a larger count only runs
-longer in the same memory. Before records were streamed a point held ~4.8 KB per
-request: these 140,000 more would have added some 650 MB.
+peak RSS. 150,000 requests rather than the issue's 10^6: the suite runs the
+interpreted core (KVSIM_NATIVE=0), which simulated 10,000-12,000 requests per CPU
+second on the 2-core development machine, so 10^6 would add some 100 s of a core to
+every run of the suite (more beside CI's CPU hog), and past 65,536 requests
+both bounded paths are in use (the plan drawn a block at a time past
+sim.workload.plan.PLAN_HELD; the summary in histograms past
+sim.runtime.summary_stream.EXACT_LIMIT), so a larger count only runs longer in the
+same memory. The figures at 10^6 and 10^7 requests come from ``kvsim bench model
+--requests N`` and the day's two 10^7-request points (docs/model-mode.md, Speed).
+Before records were streamed a point held ~4.8 KB per request: these 140,000 more
+would have added some 650 MB.
 """
 
 from __future__ import annotations

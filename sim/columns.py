@@ -7,7 +7,7 @@ they read back), and ``docs/columns.md`` is generated from it
 (``python -m sim.columns > docs/columns.md``; tests/test_columns.py keeps it
 true). A new column is one entry here plus the code that measures it; a request
 column computed from the request's other columns is one entry here alone (its
-``derive``: both modes' requests.csv then carry it, tests/test_column_edit.py).
+``derive``: both modes' requests.csv then carry it, tests/e2e/test_column_edit.py).
 It sits on the ground floor, beside ``sim.errors``: it imports nothing of kvsim,
 so every package may name a column without importing the package that measures it.
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = ["TABLE_WIDTH", "output_console", "pipe_console"]
 
-#: The width every table kvsim prints is built to fit (tests/test_piped_output.py checks).
+#: The width every table kvsim prints is built to fit (tests/e2e/test_piped_output.py checks).
 TABLE_WIDTH = 100
 
 

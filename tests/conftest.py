@@ -18,7 +18,7 @@ import yaml
 signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # The suite tests the source: model mode's compiled core (sim.native) would not see the
-# spies and patches some tests put on its classes. tests/test_native_core.py runs the
+# spies and patches some tests put on its classes. tests/test_native.py runs the
 # compiled core in child processes and checks it gives the very same results.
 os.environ["KVSIM_NATIVE"] = "0"
 

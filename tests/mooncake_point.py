@@ -1,4 +1,4 @@
-"""Run one real-store point in this process, for tests/test_store_mooncake.py.
+"""Run one real-store point in this process, for tests/store/test_mooncake.py.
 
 Started by the tests inside a private network namespace (``unshare -n``); prints
 one JSON line with what happened. Test-only variants are registered here, in

@@ -1,4 +1,4 @@
-"""Driver side of tests/test_ray_plugin.py, run INSIDE the throw-away cluster
+"""Driver side of tests/e2e/test_ray_plugin.py, run INSIDE the throw-away cluster
 (``tests/ray_cluster.sh``): a plug-in variant from a directory the Ray worker never saw.
 
 The config and its plug-in file are loaded here, then their directory is removed

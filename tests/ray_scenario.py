@@ -1,4 +1,4 @@
-"""Driver side of tests/test_ray_executor.py, run INSIDE the throw-away cluster
+"""Driver side of tests/e2e/test_ray_executor.py, run INSIDE the throw-away cluster
 (``tests/ray_cluster.sh``): three sweeps through ``kvsim run --executor ray``.
 
 1. ``fast.yaml`` into ``ray_out``: runs to the end.

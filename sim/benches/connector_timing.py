@@ -98,7 +98,7 @@ def measure_sustained(
     (request i is ``fn(i)``); see the module docstring for what the consumer does between
     them. The collection count is what ``kvsim run`` records per request as
     ``gc_gen0 + gc_gen1 + gc_gen2``: a check, free of timing, that the bench and the run
-    see the same allocations (tests/test_gc_agreement.py)."""
+    see the same allocations (tests/e2e/test_gc_agreement.py)."""
     from connectors.base import free_time
 
     _fresh_heap(clock)

@@ -159,7 +159,7 @@ VALIDATED: tuple[Validated, ...] = (
 
 
 def markdown_table() -> str:
-    """The table as docs/model-mode.md shows it (tests/test_model_validated.py keeps the two
+    """The table as docs/model-mode.md shows it (tests/model/test_validated.py keeps the two
     the same: a change of one is a change of both)."""
     lines = [
         "| config | validated | features | latency p50 within ±10 % | p99 within ±15 % |",

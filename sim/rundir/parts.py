@@ -9,7 +9,7 @@ one field per column) — its rows are copied as bytes instead, which is what
 parsing and re-writing them would give. Any other file (an older kvsim's, a
 quoted error message, a table whose columns differ from the union) goes through
 the parse-and-write path, row by row, so the result is the same either way:
-``tests/test_fast_tables.py`` checks it against the reference.
+``tests/rundir/test_columns.py`` checks it against the reference.
 """
 
 from __future__ import annotations

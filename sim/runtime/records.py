@@ -61,7 +61,7 @@ class RequestRecord:
     gc_gen2: int = 0
     #: Of those, the ones that ran inside the addresses stage (the variant's allocations
     #: set them off). gc_gen0 + gc_gen1 + gc_gen2 is what ``kvsim bench connectors``
-    #: reports per request as sustained GCs (tests/test_gc_agreement.py).
+    #: reports per request as sustained GCs (tests/e2e/test_gc_agreement.py).
     gc_addresses: int = 0
     store_wait_ms: float = float("nan")
     transfer_ms: float = float("nan")

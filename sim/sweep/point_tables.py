@@ -5,7 +5,7 @@ dict per row: a model-mode point simulates a request in tens of microseconds,
 and turning each record into a dict (``RequestRecord.as_row``) and then into a
 row cost as much again. The cells are the ones ``as_row`` and ``write_csv``
 make — run-time columns to the nanosecond, an empty ``trace_line`` when there is
-none, floats to six significant digits — and ``tests/test_fast_tables.py``
+none, floats to six significant digits — and ``tests/rundir/test_columns.py``
 checks the file byte for byte against that reference path.
 """
 

@@ -63,7 +63,7 @@ class RunManifest:
             from sim.native import native_state
 
             self._data["calibration"] = [c.manifest_entry() for c in check_points(points).values()]
-            # Compiled or interpreted, the results are the same (tests/test_native_core.py).
+            # Compiled or interpreted, the results are the same (tests/test_native.py).
             self._data["model_core"] = native_state()
         self._data["sessions"].append(
             {"started_unix": self._started, "status": "running", "executor": executor}

@@ -1,0 +1,209 @@
+"""The exit code always tells: a sweep with a point run not ``ok`` exits 1, whatever
+stopped that run (SIGTERM or SIGINT to its child), with ``-q`` too, and says so in one
+line on stderr; SIGTERM to kvsim itself exits 143 with the same words as Ctrl-C.
+
+Every wait here is bounded; a test that fails kills what it started (by its tag).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sim.cli import main
+from sim.rundir.layout import MANIFEST_FILE
+from tests.conftest import slow_config
+from tests.procscan import TAG_ENV, catches, children, kill_tagged, new_tag, tagged, wait_for
+
+pytestmark = pytest.mark.realthreads
+
+
+def _start(cmd: list[str], tag: str, **kw) -> subprocess.Popen[str]:
+    env = {**os.environ, TAG_ENV: tag, "PYTHONPATH": str(Path(__file__).parents[2])}
+    return subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, **kw
+    )
+
+
+def _first_child(proc: subprocess.Popen[str]) -> int:
+    """The first point's child, once it handles SIGTERM (then it marks a stop interrupted)."""
+    found: list[int] = []
+    assert wait_for(lambda: found.extend(children(proc.pid, "sim.sweep.child")) or found, 60)
+    assert wait_for(lambda: catches(found[0], signal.SIGTERM), 60)
+    return found[0]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_to_a_points_child_makes_the_run_exit_1(write_config, tmp_path, sig) -> None:
+    path = slow_config(write_config)
+    tag = new_tag()
+    proc = _start([sys.executable, "-m", "sim", "run", "-q", str(path)], tag)
+    try:
+        os.kill(_first_child(proc), sig)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        kill_tagged(tag)
+    manifest = json.loads((tmp_path / "out" / MANIFEST_FILE).read_text())
+    assert manifest["status"] == "failed"
+    assert proc.returncode == 1, err
+    assert out == ""  # -q: nothing on stdout, the word is on stderr
+    last = err.strip().splitlines()[-1]
+    assert "1 point run(s) did not finish (1 interrupted)" in last, err
+    assert "--resume" in last
+    assert "Traceback" not in err
+    assert wait_for(lambda: not tagged(tag), 30), "a process the run started survived"
+
+
+def test_ctrl_c_to_the_group_while_kvsim_ignores_it_exit_code_matches_the_manifest(
+    write_config, tmp_path
+) -> None:
+    """As in a script's background job: SIGINT ignored by kvsim (and so by its children,
+    which inherit that), Ctrl-C to the whole group. Whatever ended, the code says it."""
+    path = slow_config(write_config)
+    tag = new_tag()
+
+    def ignore_sigint() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    cmd = [sys.executable, "-m", "sim", "run", "-q", str(path)]
+    proc = _start(cmd, tag, start_new_session=True, preexec_fn=ignore_sigint)
+    try:
+        _first_child(proc)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        kill_tagged(tag)
+    status = json.loads((tmp_path / "out" / MANIFEST_FILE).read_text())["status"]
+    assert (status, proc.returncode) in (("complete", 0), ("failed", 1)), (status, err)
+
+
+def test_sigterm_to_kvsim_exits_143_with_the_words_of_ctrl_c(write_config, tmp_path) -> None:
+    path = slow_config(write_config)
+    tag = new_tag()
+    proc = _start([sys.executable, "-m", "sim", "run", "-q", str(path)], tag)
+    try:
+        _first_child(proc)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        kill_tagged(tag)
+    assert proc.returncode == 143, err
+    assert "kvsim: interrupted by SIGTERM; finished point runs are kept in" in err, err
+    assert "--resume" in err and "Traceback" not in err
+    assert json.loads((tmp_path / "out" / MANIFEST_FILE).read_text())["status"] == "interrupted"
+    assert wait_for(lambda: not tagged(tag), 30), "a process the run started survived"
+
+
+def test_a_stopped_child_is_stopped_at_its_budget_and_the_sweep_goes_on(
+    write_config, tmp_path
+) -> None:
+    """SIGSTOP to a point's child: the sweep waits its budget (limits.max_point_s +
+    request_timeout_s: 4 s here), fails that point run, runs the next."""
+    from sim.rundir.outputs import read_csv
+
+    path = write_config(
+        {
+            "workload": {"requests": 12, "arrival": {"kind": "poisson", "rate_rps": 8}},
+            "sweep": {"seed": [1, 2]},
+            "limits": {"max_point_s": 3, "request_timeout_s": 1},
+        }
+    )
+    tag = new_tag()
+    proc = _start([sys.executable, "-m", "sim", "run", "-q", str(path)], tag)
+    try:
+        child = _first_child(proc)
+        os.kill(child, signal.SIGSTOP)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        kill_tagged(tag)
+    assert proc.returncode == 1, err
+    rows = read_csv(tmp_path / "out" / "summary_repeats.csv")
+    assert sorted(r["status"] for r in rows) == ["failed", "ok"], rows
+    failed = next(r for r in rows if r["status"] == "failed")
+    assert "no result within 4 s" in failed["error"], failed
+    assert not tagged(tag)  # the stopped child was ended, not left behind
+
+
+def test_a_search_whose_point_was_stopped_exits_1_not_judging_it(
+    write_config, tmp_path, monkeypatch, capsys
+) -> None:
+    """A point run stopped by a signal has no verdict: the search says so and exits 1,
+    instead of counting it a miss and bisecting on. Its resume then finishes."""
+    from sim.rundir.layout import write_status
+    from sim.sweep import runner
+
+    real = runner._in_process
+    stopped: list[str] = []
+
+    def stopped_once(rep, progress, host=None):  # type: ignore[no-untyped-def]
+        if not stopped:  # as the child writes it when SIGTERM or Ctrl-C reaches it
+            stopped.append(rep.label)
+            write_status(rep.dir, "interrupted", error="stopped by Ctrl-C or SIGTERM")
+            return
+        real(rep, progress, host)
+
+    monkeypatch.setattr(runner, "_in_process", stopped_once)
+    path = write_config()
+    out = tmp_path / "search"
+    args = ["search", str(path), "--slo", "latency_p99_ms<=1000", "--over",
+            "workload.arrival.rate_rps", "--max-runs", "2", "--out", str(out),
+            "--in-process", "-q"]  # fmt: skip
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert "1 point run(s) did not finish" in err and "interrupted" in err, err
+    assert main([*args, "--resume"]) == 0
+
+
+def test_a_ray_hosts_stopped_child_is_failed_at_its_budget(
+    write_config, tmp_path, monkeypatch
+) -> None:
+    """The Ray task's wait on its child is bounded too (start-up allowance + budget):
+    run_on_host driven here (no cluster: only the node id is asked of Ray)."""
+    import threading
+    import types
+
+    from sim.config import parse_config
+    from sim.rundir.layout import rep_runs
+    from sim.sweep.executors import ray_host
+    from sim.sweep.spec import PointSpec
+
+    fake_ray = types.SimpleNamespace(
+        get_runtime_context=lambda: types.SimpleNamespace(get_node_id=lambda: "node")
+    )
+    monkeypatch.setitem(sys.modules, "ray", fake_ray)
+    monkeypatch.setattr(ray_host, "START_ALLOWANCE_S", 20.0)  # start-up here, loaded or not
+    path = write_config({"limits": {"max_point_s": 2, "request_timeout_s": 1}})
+    _cfg, points = parse_config(path)
+    rep = rep_runs(tmp_path / "out", points, 1)[0]
+    spec = PointSpec.for_rep(rep, ["variant"], path).to_json()
+    result: list[dict] = []
+    task = threading.Thread(target=lambda: result.append(ray_host.run_on_host(spec, [], "k")))
+    task.start()
+    found: list[int] = []
+    try:
+        assert wait_for(lambda: found.extend(children(os.getpid(), "sim.sweep.child")) or found, 60)
+        os.kill(found[0], signal.SIGSTOP)
+        task.join(timeout=90)
+        assert not task.is_alive(), "the task waited on a stopped child past its bound"
+    finally:
+        for pid in found:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        task.join(timeout=30)
+    status = json.loads(result[0]["outputs"]["status.json"][1])
+    assert status["status"] == "failed" and "no result within 23 s" in status["error"], status

@@ -1,0 +1,87 @@
+"""The Makefile's install step runs again for a new interpreter or changed dependencies.
+
+A copy of the Makefile and the stamp script with a stand-in ``scripts/install.sh`` that
+only says it ran: nothing is installed anywhere, and each ``make`` shows whether the
+install step ran.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="no make on this machine")
+
+
+def _checkout(tmp_path: Path) -> Path:
+    root = tmp_path / "checkout"
+    (root / "scripts").mkdir(parents=True)
+    shutil.copy(ROOT / "Makefile", root / "Makefile")
+    shutil.copy(ROOT / "pyproject.toml", root / "pyproject.toml")
+    shutil.copy(ROOT / "scripts" / "install_stamp.py", root / "scripts" / "install_stamp.py")
+    (root / "scripts" / "install.sh").write_text('echo "INSTALL RAN with $PYTHON"\n')
+    return root
+
+
+def _make_install(root: Path, python: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL")}
+    return subprocess.run(
+        ["make", "-s", "install", f"PYTHON={python}"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_install_runs_once_per_interpreter_and_again_for_a_new_venv(tmp_path: Path) -> None:
+    root = _checkout(tmp_path)
+    first = _make_install(root, sys.executable)
+    assert first.returncode == 0, first.stderr
+    assert "INSTALL RAN" in first.stdout
+    assert "is missing" in first.stderr
+
+    again = _make_install(root, sys.executable)
+    assert again.returncode == 0, again.stderr
+    assert "INSTALL RAN" not in again.stdout
+
+    # A new virtual environment, as the README suggests: the stamp names another interpreter.
+    venv = tmp_path / "venv"
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)],
+        check=True,
+        timeout=60,
+    )
+    venv_python = str(venv / "bin" / "python3")
+    fresh = _make_install(root, venv_python)
+    assert fresh.returncode == 0, fresh.stderr
+    assert f"INSTALL RAN with {venv_python}" in fresh.stdout
+    assert f"was made for {sys.executable}" in fresh.stderr
+    assert "INSTALL RAN" not in _make_install(root, venv_python).stdout
+
+
+def test_install_runs_again_when_the_dependencies_change(tmp_path: Path) -> None:
+    root = _checkout(tmp_path)
+    assert "INSTALL RAN" in _make_install(root, sys.executable).stdout
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + "\n# a new dependency\n")
+    changed = _make_install(root, sys.executable)
+    assert "INSTALL RAN" in changed.stdout
+    assert "changed since" in changed.stderr
+
+
+def test_a_failed_install_leaves_no_stamp(tmp_path: Path) -> None:
+    root = _checkout(tmp_path)
+    (root / "scripts" / "install.sh").write_text("echo INSTALL RAN; exit 3\n")
+    failed = _make_install(root, sys.executable)
+    assert failed.returncode != 0
+    assert not (root / ".kvsim-installed").exists()
+    assert "INSTALL RAN" in _make_install(root, sys.executable).stdout

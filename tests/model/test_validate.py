@@ -1,0 +1,134 @@
+"""validate-model's metrics and targets: the engine's step times join the metrics when the
+engine runs; GIL wait, stall and step p99 have targets beside latency's."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from sim.analysis.bootstrap import Interval
+from sim.config import parse_config
+from sim.model.validate import TARGETS, Target, ValidationRow, summary_counts, validate_runs
+from sim.model.validate_report import render
+from sim.rundir.reader import load_results
+from sim.sweep.experiment import run_experiment
+from tests.model.test_driver import write_calibration
+
+
+def _row(**pairs: tuple[float, float]) -> ValidationRow:
+    real = {k: Interval(r, math.nan, math.nan) for k, (r, _m) in pairs.items()}
+    return ValidationRow({"workers": "1"}, real, {k: m for k, (_r, m) in pairs.items()})
+
+
+def test_targets_are_relative_with_an_absolute_floor_for_gil_wait() -> None:
+    assert {k: (t.rel, t.abs_ms) for k, t in TARGETS.items()} == {
+        "latency_p50_ms": (0.10, 0.0),
+        "latency_p99_ms": (0.15, 0.0),
+        "gil_wait_mean_ms": (0.25, 0.1),
+        "stall_p99_ms": (0.25, 0.0),
+        "engine_step_p99_ms": (0.25, 0.0),
+    }
+    wait = TARGETS["gil_wait_mean_ms"]
+    assert wait.met(0.01, 0.10) is True  # +900 %, but 0.09 ms: within the floor
+    assert wait.met(0.01, 0.12) is False
+    assert wait.met(2.0, 2.49) is True and wait.met(2.0, 2.51) is False  # 25 % > 0.1 ms
+    assert wait.met(math.nan, 1.0) is None
+    assert str(wait) == "±25% or 0.1 ms" and str(Target(0.1)) == "±10%"
+    row = _row(gil_wait_mean_ms=(0.0, 0.05), stall_p99_ms=(4.0, 5.1))
+    assert math.isnan(row.error("gil_wait_mean_ms"))  # no relative error from a zero
+    assert row.within("gil_wait_mean_ms") is True
+    assert row.within("stall_p99_ms") is False
+
+
+def test_counts_are_over_the_points_that_have_the_metric() -> None:
+    nan = math.nan
+    rows = [
+        _row(
+            **{n: (1.0, 1.0) for n in TARGETS},
+            gil_wait_p99_ms=(1.0, 1.0),
+            engine_step_p50_ms=(nan, nan),
+        ),
+        _row(
+            **{n: (1.0, 1.5) for n in TARGETS},
+            gil_wait_p99_ms=(1.0, 1.0),
+            engine_step_p50_ms=(nan, nan),
+        ),
+    ]
+    rows[1].real["engine_step_p99_ms"] = Interval(nan, nan, nan)
+    s = summary_counts(rows)
+    assert s["points"] == 2
+    assert s["latency_p50_ms_met"] == 1 and s["latency_p50_ms_points"] == 2
+    assert s["engine_step_p99_ms_met"] == 1 and s["engine_step_p99_ms_points"] == 1
+
+
+@pytest.fixture
+def two_runs(write_config, tmp_path):
+    """The same grid twice with other seeds (standing in for a real and a model run)."""
+    cal = write_calibration(tmp_path / "cal.json")
+
+    def run(engine: bool, seed: int):
+        cfg = {
+            "mode": "model",
+            "seed": seed,
+            "machine": {"calibration": str(cal)},
+            "workload": {"requests": 40},
+            "connector": {"variant": "synthetic", "options": {"hold_ms": 3.0}},
+            "engine": {"enabled": engine, "baseline_steps": 5, "forward_ms": 1.0},
+            "gil": {"probe": True},
+            "sweep": {"connector.workers": [1, 2]},
+        }
+        path = write_config(cfg, name=f"e{engine}-{seed}.yaml")
+        c, points = parse_config(path)
+        out = tmp_path / f"run-{engine}-{seed}"
+        run_experiment(c, points, path, out)
+        return load_results(out)
+
+    return run
+
+
+def test_engine_step_times_join_the_metrics_when_the_engine_runs(two_runs) -> None:
+    real, model = two_runs(True, 1), two_runs(True, 2)
+    rows = validate_runs(real, model, n_boot=50)
+    assert [r.key["workers"] for r in rows] == ["1", "2"]
+    for row, (label, side) in zip(rows, (("1", real), ("2", real)), strict=True):
+        steps = [
+            float(s["step_ms"])
+            for s in side.table("steps")
+            if s["phase"] == "load" and s["workers"] == label
+        ]
+        assert steps
+        assert row.real["engine_step_p99_ms"].value == pytest.approx(np.percentile(steps, 99))
+        assert row.real["engine_step_p50_ms"].value == pytest.approx(np.percentile(steps, 50))
+        iv = row.real["engine_step_p99_ms"]
+        assert iv.low <= iv.value <= iv.high
+        assert not math.isnan(row.model["engine_step_p99_ms"])
+        assert row.within("engine_step_p99_ms") is not None
+    text, csv_rows = render(rows, "t")
+    assert "engine_step_p99 real [95% CI]" in text
+    assert "- engine_step_p99_ms: " in text and "within ±25%" in text
+    assert "- gil_wait_mean_ms: " in text and "within ±25% or 0.1 ms" in text
+    assert "engine_step_p50_ms_model" in csv_rows[0]
+
+
+def test_without_the_engine_its_metrics_are_left_out(two_runs) -> None:
+    rows = validate_runs(two_runs(False, 1), two_runs(False, 2), n_boot=50)
+    assert all(math.isnan(r.real["engine_step_p99_ms"].value) for r in rows)
+    text, csv_rows = render(rows, "t")
+    assert "engine_step" not in text and "engine_step_p99_ms_model" not in csv_rows[0]
+    assert "- stall_p99_ms: " in text and "- latency_p50_ms: " in text
+
+
+def test_the_summary_lines_count_the_mechanism_targets() -> None:
+    from sim.model.validate_report import _mechanism
+
+    rows = [_row(**{n: (1.0, 1.0) for n in TARGETS}), _row(**{n: (1.0, 2.0) for n in TARGETS})]
+    for r in rows:
+        r.real["gil_wait_p99_ms"] = r.real["engine_step_p50_ms"] = Interval(1.0, 1.0, 1.0)
+        r.model["gil_wait_p99_ms"] = r.model["engine_step_p50_ms"] = 1.0
+    line = _mechanism(summary_counts(rows))
+    assert line == "; within target: gil wait mean 1/2, stall p99 1/2, engine step p99 1/2"
+    for r in rows:  # without the engine its target is left out
+        r.real["engine_step_p99_ms"] = Interval(math.nan, math.nan, math.nan)
+    assert _mechanism(summary_counts(rows)) == "; within target: gil wait mean 1/2, stall p99 1/2"

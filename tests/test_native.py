@@ -1,0 +1,142 @@
+"""The compiled model core (sim.native) gives the very same results as the source.
+
+mypyc compiles the model's loop, resources and threads and the store model to C; the
+suite itself runs the interpreted source (tests/conftest.py), so here child processes
+run the same points once with the compiled core and once without, and every record,
+summary value and table must match to the last bit (repr), on the model's varied paths
+(tests/model/test_draws.py's cases, two seeds each).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sim.native import ENV
+from tests.model.test_draws import CASES, sampled_calibration  # noqa: F401 (fixture)
+
+_ROOT = Path(__file__).resolve().parent.parent
+
+_CHILD = """
+import json, sys
+import sim.model.loop
+from sim.config import parse_config
+from sim.model.driver import run_model_point
+from sim.native import native_state
+out = {"state": native_state(), "loop": sim.model.loop.__file__, "runs": {}}
+for path in sys.argv[1:]:
+    _, points = parse_config(path)
+    res = run_model_point(points[0])
+    out["runs"][path] = {
+        "rows": [repr(sorted(r.as_row().items())) for r in res.records],
+        "summary": {k: repr(v) for k, v in res.summary.items()},
+        "tables": repr(res.tables),
+    }
+print(json.dumps(out))
+"""
+
+
+def _python(native: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python *args`` in a child with the compiled core on ("1") or off ("0")."""
+    env = {**os.environ, ENV: native, "PYTHONPATH": str(_ROOT)}
+    return subprocess.run(
+        [sys.executable, *args], env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+
+
+def _child(env_value: str, configs: list[Path]) -> dict:
+    done = _python(env_value, "-c", _CHILD, *map(str, configs))
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout)
+
+
+def _native_built() -> str:
+    """native_state() as a child with the compiled core allowed sees it."""
+    done = _python("1", "-c", "from sim.native import native_state; print(native_state())")
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.strip()
+
+
+def test_the_compiled_core_gives_the_very_same_runs(write_config, sampled_calibration):  # noqa: F811
+    state = _native_built()
+    if state != "native":
+        pytest.skip(f"the compiled model core is missing: {state} (scripts/install.sh builds it)")
+    configs = [
+        write_config(
+            {"mode": "model", "seed": seed, "machine": {"calibration": str(sampled_calibration)}}
+            | CASES[case],
+            name=f"{case}-{seed}.yaml",
+        )
+        for case in sorted(CASES)
+        for seed in (1, 2)
+    ]
+    native, source = _child("1", configs), _child("0", configs)
+    assert native["state"] == "native" and not native["loop"].endswith(".py")
+    assert source["state"].startswith("python") and source["loop"].endswith(".py")
+    for path in map(str, configs):
+        a, b = native["runs"][path], source["runs"][path]
+        assert len(a["rows"]) > 0
+        assert a["rows"] == b["rows"], path
+        assert a["summary"] == b["summary"], path
+        assert a["tables"] == b["tables"], path
+
+
+def test_a_real_point_runs_on_the_compiled_store_model(write_config, tmp_path):
+    """Real mode drives the same compiled store model (sim.store.link, sim.store.model)
+    from its simulation thread: a tiny real run completes with every request loaded."""
+    state = _native_built()
+    if state != "native":
+        pytest.skip(f"the compiled model core is missing: {state} (scripts/install.sh builds it)")
+    out = tmp_path / "real"
+    cfg = write_config({"output": {"dir": str(out)}}, name="real.yaml")
+    done = _python("1", "-m", "sim", "run", str(cfg), "--quiet")
+    assert done.returncode == 0, done.stderr[-2000:]
+    with open(out / "summary.csv", newline="", encoding="utf-8") as fh:
+        (values,) = list(csv.DictReader(fh))
+    assert values["status"] == "ok"
+    assert int(float(values["ok"])) == int(float(values["requests"])) == 8
+
+
+@pytest.fixture
+def fake_root(tmp_path, monkeypatch):
+    """sim.native looking at a source tree of its own (the modules as one-line files)."""
+    import sim.native as native
+
+    for name in native.MODULES:
+        path = tmp_path.joinpath(*name.split(".")).with_suffix(".py")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"# {name}\n")
+    monkeypatch.setattr(native, "_ROOT", tmp_path)
+    monkeypatch.setenv(ENV, "1")
+    native.native_state.cache_clear()
+    yield native
+    native.native_state.cache_clear()
+
+
+def test_an_edited_module_is_never_shadowed_by_an_older_build(fake_root):
+    native = fake_root
+    assert native.native_state().startswith("python (not built")
+    stamp = native._native_dir() / native._STAMP
+    stamp.parent.mkdir(parents=True)
+    stamp.write_text(json.dumps({"digest": native._digest()}))
+    native.native_state.cache_clear()
+    # The stamp matches, but there is no compiled library to load: still interpreted.
+    assert native.native_state().startswith("python (the build does not load")
+    (native._ROOT / "sim" / "model" / "gil.py").write_text("# edited\n")
+    native.native_state.cache_clear()
+    assert native.native_state().startswith("python (the build is older than the source")
+    path = ["/the/source"]
+    native.enable("sim.model", path)
+    assert path == ["/the/source"]
+
+
+def test_the_switch_turns_the_compiled_core_off(fake_root, monkeypatch):
+    monkeypatch.setenv(ENV, "0")
+    fake_root.native_state.cache_clear()
+    assert fake_root.native_state() == f"python ({ENV}=0)"

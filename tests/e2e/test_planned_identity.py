@@ -28,7 +28,7 @@ ROWS = [
 
 def _trace_config(write_config, tmp_path: Path) -> Path:
     (tmp_path / "t.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ROWS))
-    from conftest import TINY, deep_merge
+    from tests.conftest import TINY, deep_merge
 
     raw = deep_merge(
         TINY,

@@ -2,9 +2,9 @@
 
 The cluster (a head taking no work and two worker nodes, ``host-a`` and
 ``host-b``, each offering one ``kvsim_host`` slot) runs inside private network
-and PID namespaces, started, used and stopped by ``tests/ray_cluster.sh`` (its
+and PID namespaces, started, used and stopped by ``tests/helpers/ray_cluster.sh`` (its
 trap stops it however the driver ends; the kernel ends whatever is left with
-the namespace). ``tests/ray_scenario.py`` drives three sweeps there — one to
+the namespace). ``tests/helpers/ray_scenario.py`` drives three sweeps there — one to
 the end, one stopped by Ctrl-C, one that loses a node — and this test checks
 the run directories afterwards against local runs of the same configs.
 One cluster serves every check: Ray takes several seconds to start.
@@ -130,8 +130,8 @@ def cluster_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     }
     cmd = [
         "unshare", "-n", "-p", "-f", "--mount-proc",
-        "bash", str(HERE / "ray_cluster.sh"), " ".join(HOSTS),
-        sys.executable, str(HERE / "ray_scenario.py"), str(work),
+        "bash", str(HERE / "helpers" / "ray_cluster.sh"), " ".join(HOSTS),
+        sys.executable, str(HERE / "helpers" / "ray_scenario.py"), str(work),
     ]  # fmt: skip
     try:
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=840)

@@ -1,8 +1,8 @@
 """A plug-in variant runs on a Ray host from a directory the worker never saw.
 
-The throw-away cluster of tests/e2e/test_ray_executor.py (``tests/ray_cluster.sh``: a
+The throw-away cluster of tests/e2e/test_ray_executor.py (``tests/helpers/ray_cluster.sh``: a
 head taking no work and one worker node, ``host-a``, in private network and PID
-namespaces). ``tests/ray_plugin_scenario.py`` loads a config whose plug-in lives in
+namespaces). ``tests/helpers/ray_plugin_scenario.py`` loads a config whose plug-in lives in
 a private directory, removes that directory, then runs the sweep on Ray: the
 variant's code can reach the host only inside the points' specs.
 """
@@ -83,8 +83,8 @@ def test_a_plugin_variant_runs_on_a_ray_host_without_its_file(tmp_path: Path) ->
     }
     cmd = [
         "unshare", "-n", "-p", "-f", "--mount-proc",
-        "bash", str(HERE / "ray_cluster.sh"), "host-a",
-        sys.executable, str(HERE / "ray_plugin_scenario.py"), str(tmp_path),
+        "bash", str(HERE / "helpers" / "ray_cluster.sh"), "host-a",
+        sys.executable, str(HERE / "helpers" / "ray_plugin_scenario.py"), str(tmp_path),
     ]  # fmt: skip
     try:
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)

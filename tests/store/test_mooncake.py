@@ -2,7 +2,7 @@
 
 Every test that starts a master runs it in a private network namespace with only
 loopback (``unshare -n``), through ``kvsim run`` (whose runner puts such a point's
-child in one) or through ``tests/mooncake_point.py`` started under ``unshare -n``.
+child in one) or through ``tests/helpers/mooncake_point.py`` started under ``unshare -n``.
 They skip only where the Mooncake package cannot be imported or no namespace can
 be made, and say which.
 """
@@ -26,7 +26,7 @@ from sim.store.mooncake import mooncake_missing
 from sim.store.netns import netns_available, wrap_in_netns
 
 ROOT = Path(__file__).resolve().parents[2]
-HELPER = Path(__file__).resolve().parents[1] / "mooncake_point.py"
+HELPER = Path(__file__).resolve().parents[1] / "helpers" / "mooncake_point.py"
 
 _why = mooncake_missing() or (
     None if netns_available() is None else f"no private network namespace: {netns_available()}"

@@ -1,10 +1,10 @@
 """Driver side of tests/e2e/test_ray_plugin.py, run INSIDE the throw-away cluster
-(``tests/ray_cluster.sh``): a plug-in variant from a directory the Ray worker never saw.
+(``tests/helpers/ray_cluster.sh``): a plug-in variant from a directory the Ray worker never saw.
 
 The config and its plug-in file are loaded here, then their directory is removed
 before the sweep starts: the points can only run on the Ray host from the variant's
 text that travels in their specs. What happened is written to ``scenario.json``.
-Usage: python tests/ray_plugin_scenario.py WORKDIR
+Usage: python tests/helpers/ray_plugin_scenario.py WORKDIR
 """
 
 from __future__ import annotations

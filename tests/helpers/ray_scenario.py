@@ -1,5 +1,5 @@
 """Driver side of tests/e2e/test_ray_executor.py, run INSIDE the throw-away cluster
-(``tests/ray_cluster.sh``): three sweeps through ``kvsim run --executor ray``.
+(``tests/helpers/ray_cluster.sh``): three sweeps through ``kvsim run --executor ray``.
 
 1. ``fast.yaml`` into ``ray_out``: runs to the end.
 2. ``slow.yaml`` into ``int_out``: Ctrl-C (SIGINT) once one run has finished.
@@ -7,7 +7,7 @@
    killed) while it measures a point; the sweep must retry it elsewhere and finish.
 
 What happened is written to ``scenario.json`` for the test to check once the
-cluster is gone. Usage: python tests/ray_scenario.py WORKDIR
+cluster is gone. Usage: python tests/helpers/ray_scenario.py WORKDIR
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A throw-away Ray cluster on this machine for tests: start it, run a command, stop it.
 #
-#   unshare -n -p -f --mount-proc bash tests/ray_cluster.sh "host-a host-b" CMD ARGS...
+#   unshare -n -p -f --mount-proc bash tests/helpers/ray_cluster.sh "host-a host-b" CMD ARGS...
 #
 # Run it inside private network and PID namespaces (as above): the network one has only
 # loopback, so Ray's daemons, which listen on every interface, can reach nothing else;

@@ -4,7 +4,7 @@ Started by the tests inside a private network namespace (``unshare -n``); prints
 one JSON line with what happened. Test-only variants are registered here, in
 this process only, through the registry:
 
-    python tests/mooncake_point.py CONFIG MODE
+    python tests/helpers/mooncake_point.py CONFIG MODE
 
 MODE: ``plain``; ``offset`` (variant ``test-offset``: region 1 one block off);
 ``short`` (variant ``test-short``: sizes halved, so the get returns an error code);

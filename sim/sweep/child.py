@@ -166,8 +166,13 @@ def _claim_stdout() -> TextIO:
     return channel
 
 
-class _Stopped(Exception):
-    """SIGTERM reached the child: from the parent stopping it, or because the parent died."""
+class _Stopped(BaseException):
+    """SIGTERM reached the child: from the parent stopping it, or because the parent died.
+
+    A BaseException, as KeyboardInterrupt is: raised wherever the main thread is, it must
+    not be taken for a failed request by an ``except Exception`` on the way (beside a CPU
+    hog one SIGTERM in about eight was, and the point ended ok).
+    """
 
 
 def _end_with_parent(parent: int) -> bool:
@@ -202,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         channel.write(json.dumps({"started": True}) + "\n")
         channel.flush()
         execute(rep_dir, _Reporter(channel))
-    except (Exception, KeyboardInterrupt) as exc:
+    except (Exception, KeyboardInterrupt, _Stopped) as exc:
         if isinstance(exc, (_Stopped, KeyboardInterrupt)) and os.getppid() == parent:
             # SIGTERM or Ctrl-C from the parent (which marks the point too): no traceback
             write_status(rep_dir, "interrupted", error="stopped by Ctrl-C or SIGTERM")

@@ -19,6 +19,7 @@ __all__ = [
     "TAG_ENV",
     "catches",
     "children",
+    "command_line",
     "kill_tagged",
     "new_tag",
     "tagged",
@@ -46,7 +47,8 @@ def _pids() -> list[int]:
     return [int(p) for p in os.listdir("/proc") if p.isdigit()]
 
 
-def _cmdline(pid: int) -> str:
+def command_line(pid: int) -> str:
+    """``pid``'s command line, arguments joined by spaces ('' once it is gone)."""
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
     except OSError:
@@ -58,7 +60,7 @@ def children(pid: int, needle: str = "") -> list[int]:
     out = []
     for p in _pids():
         st = _stat(p)
-        if st is not None and st[1] == pid and st[0] != "Z" and needle in _cmdline(p):
+        if st is not None and st[1] == pid and st[0] != "Z" and needle in command_line(p):
             out.append(p)
     return out
 

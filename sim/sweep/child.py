@@ -142,13 +142,19 @@ def execute_spec(
 
 
 class _Reporter:
-    """Progress lines to the parent, at most every PROGRESS_EVERY_S, always the last."""
+    """Progress lines to the parent, at most every PROGRESS_EVERY_S, always the last.
 
-    def __init__(self, channel: TextIO) -> None:
+    It also ends the point at the first progress after a stop that code on the way
+    swallowed (``stops``: the signals that reached this process)."""
+
+    def __init__(self, channel: TextIO, stops: list[int]) -> None:
         self._channel = channel
+        self._stops = stops
         self._last = 0.0
 
     def __call__(self, done: int, total: int) -> None:
+        if self._stops:
+            raise _Stopped(f"signal {self._stops[0]}")
         now = time.monotonic()
         if done < total and now - self._last < PROGRESS_EVERY_S:
             return
@@ -175,11 +181,17 @@ class _Stopped(BaseException):
     """
 
 
-def _end_with_parent(parent: int) -> bool:
+def _end_with_parent(parent: int, stops: list[int]) -> bool:
     """Turn SIGTERM into an exception that marks the point interrupted, not failed, and
-    ask for it when ``parent`` dies (kill -9 included); False when it is already gone."""
+    ask for it when ``parent`` dies (kill -9 included); False when it is already gone.
+
+    Each signal is also noted in ``stops``: an exception raised where the main thread
+    happens to be can be swallowed there (a library's bare ``except:``, a SimPy
+    process, which keeps any exception as its failure), and the point must still not
+    end ``ok``: the reporter and the end of :func:`main` look at the note."""
 
     def stop(signum: int, frame: Any) -> None:
+        stops.append(signum)
         raise _Stopped(f"signal {signum}")
 
     signal.signal(signal.SIGTERM, stop)
@@ -198,15 +210,18 @@ def main(argv: list[str] | None = None) -> int:
     # (a kill -9 while the interpreter started) left this process to another parent,
     # and no SIGTERM will come for it.
     parent = parent_pid()
+    stops: list[int] = []
     try:  # from the handler's first instant: a stop is "interrupted", never a traceback
-        alive = _end_with_parent(parent)
+        alive = _end_with_parent(parent, stops)
         channel = _claim_stdout()
         if not alive:
             raise _Stopped("the parent ended before the point started")
         # The parent's wait on this point runs from here on its budget (sim.sweep.deadline).
         channel.write(json.dumps({"started": True}) + "\n")
         channel.flush()
-        execute(rep_dir, _Reporter(channel))
+        execute(rep_dir, _Reporter(channel, stops))
+        if stops:  # a stop swallowed on the way: the point did not end as it would have
+            raise _Stopped(f"signal {stops[0]}")
     except (Exception, KeyboardInterrupt, _Stopped) as exc:
         if isinstance(exc, (_Stopped, KeyboardInterrupt)) and os.getppid() == parent:
             # SIGTERM or Ctrl-C from the parent (which marks the point too): no traceback

@@ -73,3 +73,25 @@ def test_validate_prints_the_planned_workload_of_a_warm_trace(
     assert "span 0.02 s at speed-up 1" in line
     assert f"hit ratio {2048 / 3400:.3f} of prompt tokens" in line
     assert "tokens loaded (load: hit) mean 1,024, p50 1,024, p99 1,024" in line
+
+
+def test_validate_hints_at_warming_a_mostly_cold_window(write_config, tmp_path, capsys) -> None:
+    """Five prompts of which only the last shares a head with an earlier one: 1 of 5 load."""
+    path = trace_config(write_config, tmp_path)
+    rows = [
+        {"timestamp": 10 * i, "input_length": 1100, "output_length": 1, "hash_ids": ids}
+        for i, ids in enumerate([[0, 1, 2], [3, 4, 5], [6, 7, 8], [9, 10, 11], [0, 1, 12]])
+    ]
+    write_trace(tmp_path / "trace.jsonl", rows)
+    assert main(["validate", str(path)]) == 0
+    hints = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("hint: ")]
+    assert len(hints) == 1, hints
+    assert "4 of 5 measured requests find nothing stored" in hints[0]
+    assert "cache.warm.requests, now 0" in hints[0]
+
+
+def test_validate_gives_no_warm_hint_when_most_requests_load(
+    write_config, tmp_path, capsys
+) -> None:
+    assert main(["validate", str(trace_config(write_config, tmp_path))]) == 0
+    assert "hint: " not in capsys.readouterr().out

@@ -13,7 +13,9 @@ expected and what came.
 
 from __future__ import annotations
 
+import sys
 import threading
+import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +23,7 @@ from typing import Any
 from connectors import registry
 from sim.conformance.corpus import Case, corpus
 
-__all__ = ["CheckResult", "check_variant", "first_difference"]
+__all__ = ["CheckResult", "check_variant", "describe_raise", "first_difference"]
 
 #: Threads that run the corpus at once (a run's load threads share one instance).
 THREADS = 4
@@ -112,12 +114,25 @@ def _call(variant: Any, case: Case) -> Any:
     return variant.addresses(list(case.chunks), list(case.block_ids), case.handler)
 
 
+def describe_raise(exc: BaseException, cls: type) -> str:
+    """``raised KeyError: 'x' (mine.py line 6, in helper)``: the exception and the
+    innermost line of the variant's own file it passed through, so a bug in a plug-in
+    is found without a traceback of kvsim's frames."""
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    line = f"raised {type(exc).__name__}" + (f": {text}" if text else "")
+    module = sys.modules.get(cls.__module__)
+    path = getattr(module, "__file__", None)
+    own = [f for f in traceback.extract_tb(exc.__traceback__) if path and f.filename == path]
+    if own:
+        line += f" ({path} line {own[-1].lineno}, in {own[-1].name})"
+    return line
+
+
 def _run_case(variant: Any, case: Case, expected: Any) -> str | None:
     try:
         got = _call(variant, case)
     except Exception as exc:  # the variant's bug, reported as the case's failure
-        text = str(exc).splitlines()[0] if str(exc) else ""
-        return f"{case.label}: raised {type(exc).__name__}: {text}"
+        return f"{case.label}: {describe_raise(exc, type(variant))}"
     return first_difference(case, expected, got)
 
 
@@ -136,8 +151,14 @@ def check_variant(
     for case in cases:
         geo = case.geometry
         if geo.name not in instances:
-            instances[geo.name] = cls(geo.db, opts)
-            instances[geo.name].warm_up()
+            step = "the constructor"
+            try:  # the variant's bug (docs/your-connector.md: warm_up), said in one line
+                instances[geo.name] = cls(geo.db, opts)
+                step = "warm_up()"
+                instances[geo.name].warm_up()
+            except Exception as exc:
+                failure = f"{geo.name}: {step} {describe_raise(exc, cls)}"
+                return CheckResult(name, len(cases), 0, 1, failure)
             refs[geo.name] = ref_cls(geo.db, None)
     expected = [_call(refs[c.geometry.name], c) for c in cases]
     passed = 0

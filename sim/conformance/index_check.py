@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from connectors import registry
-from sim.conformance.check import CheckResult
+from sim.conformance.check import CheckResult, describe_raise
 
 __all__ = ["INDEX_CASES", "check_index_variant"]
 
@@ -35,8 +35,14 @@ def check_index_variant(name: str, components: int = 3) -> CheckResult:
     from connectors.token_index import MetadataFactory, reference_index
 
     cls = registry.get_index_variant(name)
-    variant = cls(components, 64, "cpu")
-    variant.warm_up()
+    step = "the constructor"
+    try:  # the variant's bug (its _setup runs here), said in one line
+        variant = cls(components, 64, "cpu")
+        step = "warm_up()"
+        variant.warm_up()
+    except Exception as exc:
+        failure = f"{step} {describe_raise(exc, cls)}"
+        return CheckResult(name, len(INDEX_CASES), 0, 1, failure, REFERENCE)
     factory = MetadataFactory(8, 64, "cpu", pad_multiple=8)
     passed = 0
     for lens in INDEX_CASES:
@@ -45,7 +51,7 @@ def check_index_variant(name: str, components: int = 3) -> CheckResult:
         try:
             got = variant.step(meta)
         except Exception as exc:  # the variant's bug, reported as the case's failure
-            failure = f"query lens {list(lens)}: raised {type(exc).__name__}: {exc}"
+            failure = f"query lens {list(lens)}: {describe_raise(exc, cls)}"
             return CheckResult(name, len(INDEX_CASES), passed, 1, failure, REFERENCE)
         failure = _difference(lens, components, want, got)
         if failure:

@@ -85,6 +85,39 @@ class Shifted(CachedIndex):
 """
 
 
+#: Raises in its own helper, from warm_up's first call: the user's bug, not kvsim's.
+RAISES = """
+from connectors.base import AddressVariant
+from connectors.registry import register
+
+
+def lookup(table):
+    return table["missing"]
+
+
+@register
+class Raises(AddressVariant):
+    name = "raises"
+
+    def prepare_values(self, chunks, block_ids):
+        return lookup({})
+"""
+
+#: An index variant whose buffer allocation (in _setup, called by warm_up) raises.
+INDEX_SETUP_RAISES = """
+from connectors.registry import register_index
+from connectors.index_cached import CachedIndex
+
+
+@register_index
+class Broken(CachedIndex):
+    name = "broken"
+
+    def _setup(self):
+        raise RuntimeError("no buffer for you")
+"""
+
+
 def _plugin(tmp_path: Path, name: str, text: str) -> Path:
     path = tmp_path / name
     path.write_text(textwrap.dedent(text))
@@ -148,6 +181,32 @@ def test_numpy_ints_are_refused_with_the_reason(tmp_path: Path, capsys) -> None:
     assert "native bindings reject NumPy scalars" in out
     assert main(["bench", "connectors", "--plugin", str(path)]) == 2
     assert "variant 'npints' is not measured" in capsys.readouterr().err
+
+
+def test_a_variant_that_raises_is_one_line_naming_its_own_line(
+    tmp_path: Path, write_config, capsys
+) -> None:
+    path = _plugin(tmp_path, "raises.py", RAISES)
+    assert main(["check", "raises", "--plugin", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "Traceback" not in out
+    assert "warm_up() raised KeyError: 'missing'" in out
+    assert f"({path} line 7, in lookup)" in out
+    cfg = write_config({"connector": {"variant": "raises"}})
+    assert main(["run", "-q", str(cfg), "--plugin", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: variant 'raises' is not measured: " in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_index_variant_whose_setup_raises_is_one_line(tmp_path: Path) -> None:
+    pytest.importorskip("torch", reason="index variants need torch")
+    code = PluginCode(str(tmp_path / "idx.py"), textwrap.dedent(INDEX_SETUP_RAISES))
+    with plugins_loaded([code]):
+        result = check_index_variant("broken")
+    assert not result.ok and result.passed == 0
+    assert "warm_up() raised RuntimeError: no buffer for you" in (result.failure or "")
+    assert f"({tmp_path / 'idx.py'} line 11, in _setup)" in (result.failure or "")
 
 
 def test_the_threaded_pass_finds_what_one_thread_does_not(tmp_path: Path) -> None:

@@ -205,6 +205,15 @@ class _Samples:
         return list(self.by_round(m, point).values())
 
 
+def _same_number(a: str, b: str) -> bool:
+    """Two texts of one finite number ("2" and "2.0")."""
+    try:
+        x, y = float(a), float(b)
+    except ValueError:
+        return False
+    return math.isfinite(x) and x == y
+
+
 def _as_round(key: str) -> tuple[int, str]:
     return (int(key), "") if key.isdigit() else (1 << 30, key)
 
@@ -237,6 +246,11 @@ def compare(
     if baseline is None:
         baseline = "scalar" if "scalar" in all_variants else all_variants[0]
     elif baseline not in all_variants:
+        # a run's tables write 2.0 as 2: the value a user typed in the config is the same one
+        same = [v for v in all_variants if _same_number(v, baseline)]
+        if len(same) == 1:
+            baseline = same[0]
+    if baseline not in all_variants:
         raise ValueError(
             f"baseline {baseline!r} is not among the values of {by} in {res.dir}: "
             f"{', '.join(all_variants)}"

@@ -215,21 +215,12 @@ def _ratio_text(ratio: Any) -> str:
 
 def _method_lines(comp: Any) -> list[str]:
     """How the ratios' intervals were drawn, and what a ``*`` is worth in this table."""
-    from sim.analysis.verdict import MIN_REPEATS
-
     pct = f"{comp.level:.0%}"
     how = "paired by round" if comp.paired else "the two runs' repeats, unpaired"
     cells = comp.interval_cells
     at = f"{comp.by}={comp.baseline} at the same {', '.join(comp.level_axes) or 'settings'}"
     if cells == 0:
-        return [
-            f"Each cell is the value, then its ratio to {at}.",
-            "",
-            f"No verdicts: one repeat per point cannot show the run-to-run spread, so the "
-            f"ratios have no interval and none is marked as a difference; a verdict needs at "
-            f"least {MIN_REPEATS} repeats per point (`repeats: 3` or more to see a 10 % "
-            "difference; docs/statistics.md).",
-        ]
+        return [f"Each cell is the value, then its ratio to {at}.", "", _no_verdict_line(comp)]
     lines = [
         f"Each cell is the value, then its ratio to {at}, with its {pct} interval from the "
         f"spread between repeats ({how}; each run's own {comp.n_boot}-resample request "
@@ -245,6 +236,30 @@ def _method_lines(comp: Any) -> list[str]:
             "lone `*` in a big table with that in mind.",
         ]
     return lines
+
+
+def _no_verdict_line(comp: Any) -> str:
+    """Why no ratio has an interval: one repeat, nothing beside the baseline, or figures
+    without a log — three causes with three different remedies."""
+    from sim.analysis.verdict import MIN_REPEATS
+
+    if comp.repeats < MIN_REPEATS:
+        return (
+            "No verdicts: one repeat per point cannot show the run-to-run spread, so the "
+            "ratios have no interval and none is marked as a difference; a verdict needs at "
+            f"least {MIN_REPEATS} repeats per point (`repeats: 3` or more to see a 10 % "
+            "difference; docs/statistics.md)."
+        )
+    if not any(c.ratio is not None for c in comp.cells.values()):
+        others = ", ".join(comp.level_axes) or "none"
+        return (
+            f"Nothing to compare: at every level {comp.by}={comp.baseline} is the only value, "
+            f"so there is no ratio; `--by AXIS` compares another axis (the others: {others})."
+        )
+    return (
+        "No verdicts: no ratio here has an interval (a figure of zero or below has no log; "
+        f"a point needs at least {MIN_REPEATS} finished repeats; docs/statistics.md)."
+    )
 
 
 def comparison_markdown(comp: Any, run_dir: str) -> str:

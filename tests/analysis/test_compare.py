@@ -22,13 +22,19 @@ HOLD = {"scalar": 12.0, "numpy": 3.0}
 
 
 def write_run(
-    path: Path, *, repeats: int = 1, steps: bool = False, stall: bool = False, n: int = 200
+    path: Path,
+    *,
+    repeats: int = 1,
+    steps: bool = False,
+    stall: bool = False,
+    n: int = 200,
+    variants: tuple[str, ...] = ("scalar", "numpy"),
 ) -> Path:
     """A run directory as kvsim writes it, with known distributions (seeded)."""
     rng = np.random.default_rng(42)
     axes = ["variant", "workers"]
     summary, per_rep, requests, step_rows = [], [], [], []
-    for variant in ("scalar", "numpy"):
+    for variant in variants:
         for workers in (1, 4):
             base = {"variant": variant, "workers": workers}
             for rep in range(repeats):
@@ -197,3 +203,13 @@ def test_compare_by_another_axis(tmp_path) -> None:
     assert ratio.low < 1.1 < ratio.high  # workers=4 rows were drawn 10% slower
     with pytest.raises(ValueError, match="not an axis"):
         compare(res, by="clients")
+
+
+def test_a_numeric_baseline_matches_however_it_is_written(tmp_path) -> None:
+    # The tables write a swept 1.0 as 1: --baseline 1.0 (as the config spells it) is that value.
+    res = load_results(write_run(tmp_path, n=50, repeats=2))
+    comp = compare(res, baseline="1.0", metrics=["latency_p50_ms"], n_boot=100, by="workers")
+    assert comp.baseline == "1"
+    assert comp.cells[(("numpy",), "4", "latency_p50_ms")].ratio is not None
+    with pytest.raises(ValueError, match="not among the values of workers"):
+        compare(res, baseline="1.5", n_boot=100, by="workers")

@@ -115,6 +115,15 @@ def test_compare_with_repeats_accounts_for_its_many_cells(tmp_path) -> None:
     assert "about 0.4 here" in text and "]*" in text  # scalar and numpy do differ
 
 
+def test_a_baseline_alone_is_not_blamed_on_one_repeat(tmp_path) -> None:
+    # Three repeats, but the compared axis has one value: no ratio, for another reason.
+    run = write_run(tmp_path, repeats=3, variants=("numpy",))
+    comp = compare(load_results(run), baseline="numpy", n_boot=100)
+    text = comparison_markdown(comp, "run")
+    assert comp.interval_cells == 0 and "one repeat" not in text
+    assert "Nothing to compare" in text and "`--by AXIS`" in text and "workers" in text
+
+
 @pytest.mark.realthreads
 def test_a_real_run_with_one_repeat_prints_no_star_anywhere(write_config, capsys) -> None:
     path = write_config({"sweep": {"connector.variant": ["scalar", "numpy"]}})

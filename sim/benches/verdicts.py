@@ -303,6 +303,26 @@ def _noise_line(tally: Tally) -> str:
     )
 
 
+def _argument_error(args: argparse.Namespace) -> str | None:
+    """The first bad argument, named with what is allowed (None when all are good)."""
+    from sim.analysis.verdict import MIN_REPEATS
+
+    if args.trials < 1:
+        return f"--trials: allowed 1 or more (got {args.trials})"
+    if args.repeats is not None and not MIN_REPEATS <= args.repeats <= 1000:
+        return (
+            f"--repeats: allowed {MIN_REPEATS} to 1000 (got {args.repeats}); with fewer than "
+            f"{MIN_REPEATS} no ratio has an interval, so there is no * to count"
+        )
+    if args.requests < 2:
+        return f"--requests: allowed 2 or more per point run (got {args.requests})"
+    if not (math.isfinite(args.rate) and args.rate > 0):
+        return f"--rate: allowed a finite number of arrivals per second above 0 (got {args.rate:g})"
+    if not 100 <= args.bootstrap <= 100_000:
+        return f"--bootstrap: allowed 100 to 100000 resamples (got {args.bootstrap})"
+    return None
+
+
 def main(args: argparse.Namespace) -> int:
     from rich import box
     from rich.table import Table
@@ -310,13 +330,12 @@ def main(args: argparse.Namespace) -> int:
     from sim.config import ExperimentConfig
 
     console = output_console()
-    repeats = args.repeats or int(ExperimentConfig.model_fields["repeats"].default)
-    if args.trials < 1 or repeats < 1 or args.requests < 2 or args.rate <= 0:
-        console.print("kvsim bench verdicts: --trials, --repeats, --requests, --rate: positive")
+    bad = _argument_error(args)
+    if bad is not None:
+        console.print(f"kvsim bench verdicts: {bad}")
         return 2
-    if not 100 <= args.bootstrap <= 100_000:
-        console.print("kvsim bench verdicts: --bootstrap: allowed 100 to 100000 resamples")
-        return 2
+    default = int(ExperimentConfig.model_fields["repeats"].default)
+    repeats = default if args.repeats is None else args.repeats
     console.print(
         f"{args.trials} trial(s) × 2 sweeps of 4 points (synthetic hold {HOLD_A:g}/{HOLD_B:g} ms "
         f"× two names of one config), {args.requests} requests at {args.rate:g}/s a point: "

@@ -51,3 +51,18 @@ def test_bad_arguments_are_one_line(capsys) -> None:
     assert main(["bench", "verdicts", "--bootstrap", "5"]) == 2
     out = capsys.readouterr().out
     assert out.count("kvsim bench verdicts:") == 2
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["--repeats", "0"], "--repeats: allowed 2 to 1000 (got 0)"),  # was: ran 3 repeats
+        (["--repeats", "1"], "--repeats: allowed 2 to 1000 (got 1)"),  # was: 'moves nan%'
+        (["--rate", "nan"], "--rate: allowed a finite number"),  # was: '<python>: workload…'
+        (["--requests", "1"], "--requests: allowed 2 or more"),
+    ],
+)
+def test_each_bad_argument_is_named_before_anything_runs(argv, named, capsys) -> None:
+    assert main(["bench", "verdicts", "--trials", "1", *argv]) == 2
+    out = capsys.readouterr().out
+    assert out.strip().count("\n") == 0 and named in out, out

@@ -84,6 +84,16 @@ def reproduce_command(res: RunResults) -> str:
     argv = ["kvsim", "run", config]
     for o in man.get("overrides") or []:
         argv += ["--set", str(o)]
+    # The page's next line reports res.dir: a run made with --out (not recorded in the
+    # manifest) must be told to write there, or that line reports nothing.
+    cfg = man.get("config") or {}
+    output = cfg.get("output") if isinstance(cfg.get("output"), dict) else {}
+    name = str(cfg.get("name") or res.dir.name)
+    default = output.get("dir") or (
+        f"results/{name}-model" if cfg.get("mode") == "model" else f"results/{name}"
+    )
+    if Path(default).absolute() != res.dir.absolute():
+        argv += ["--out", str(res.dir)]
     listed = _listed_plugins(config)
     for path in (man.get("config") or {}).get("plugins") or []:
         if str(path) not in listed:

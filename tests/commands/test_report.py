@@ -66,6 +66,23 @@ def test_the_page_has_every_point_its_ratios_and_how_to_reproduce(run_dir: Path,
     assert "Harness noise floor" in page
 
 
+def test_the_reproduce_lines_write_where_the_page_reads(tmp_path: Path, monkeypatch) -> None:
+    from sim.analysis.pr_report import reproduce_command
+    from sim.rundir.reader import RunResults
+
+    monkeypatch.chdir(tmp_path)
+    man = {"config_path": "mine.yaml", "overrides": [], "config": {"name": "mine"}}
+    # `kvsim run mine.yaml --out results/base`: the manifest does not record --out.
+    elsewhere = RunResults(Path("results/base"), man, [], [])
+    assert reproduce_command(elsewhere) == "kvsim run mine.yaml --out results/base"
+    default = RunResults(Path("results/mine"), man, [], [])
+    assert reproduce_command(default) == "kvsim run mine.yaml"
+    model = {**man, "config": {"name": "mine", "mode": "model", "output": None}}
+    assert reproduce_command(RunResults(Path("results/mine-model"), model, [], [])) == (
+        "kvsim run mine.yaml"
+    )
+
+
 def test_a_bench_csv_joins_the_page(run_dir: Path, tmp_path: Path, capsys) -> None:
     bench = tmp_path / "bench.csv"
     argv = ["bench", "connectors", "--regions", "4", "--chunks", "8", "--repeats", "3"]

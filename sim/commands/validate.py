@@ -87,7 +87,26 @@ def _main(args: argparse.Namespace, plugins: ExitStack) -> int:
     for line in trace_lines(points, previews):
         print(line)
     print(budget_line(cfg, points, previews))
+    for line in store_bound_lines(points, previews):
+        print(line)
     return 0
+
+
+def store_bound_lines(points: Sequence[Point], loads: Sequence[WorkloadPreview]) -> list[str]:
+    """A hint where the modelled store cannot move what the arrivals ask for: its queue
+    then grows through the run, so every variant's latency is the store's and their
+    ratios read 1.00× (docs/your-connector.md, section 4)."""
+    estimates = budget.check_points("", points, loads)
+    bound = [p.label for p, e in zip(points, estimates, strict=True) if e.store_bound_why]
+    if not bound:
+        return []
+    why = next(e.store_bound_why for e in estimates if e.store_bound_why)
+    which = "every point" if len(bound) == len(points) else f"{len(bound)} point(s) ({bound[0]}, …)"
+    return [
+        f"hint: on {which} the store needs longer than the arrivals take: {why}; its queue "
+        "grows through the run and load latency is mostly that queue's, whatever the variant "
+        "(raise store.bandwidth_gb_per_s, or lower workload.arrival.rate_rps or workload.tokens)"
+    ]
 
 
 def rounding_notes(points: Sequence[Point]) -> list[str]:

@@ -151,6 +151,10 @@ class Estimate:
     memory_why: str
     wall_s: float
     wall_why: str
+    #: Set when the store needs longer to move the requests' bytes than open-loop arrivals
+    #: take to come, saying why: its queue grows through the run, and latency is mostly
+    #: that queue's, whatever the variant.
+    store_bound_why: str = ""
 
     @property
     def expected_s(self) -> float:
@@ -265,9 +269,12 @@ def estimate_point(cfg: Any, load: int | PlannedLoad) -> Estimate:
         )
     else:
         wall_why = span_why
+    bound = store_s > span_s and getattr(cfg.workload.arrival, "kind", "") != "closed"
+    bound_why = wall_why if bound else ""
     if engine_s > max(store_s, span_s):
         wall_why = "engine.baseline_steps × (engine.forward_ms + engine.idle_ms)"
-    return Estimate(requests, memory, memory_why, max(store_s, span_s) + engine_s, wall_why)
+    wall = max(store_s, span_s) + engine_s
+    return Estimate(requests, memory, memory_why, wall, wall_why, store_bound_why=bound_why)
 
 
 def check_points(

@@ -95,3 +95,26 @@ def test_validate_gives_no_warm_hint_when_most_requests_load(
 ) -> None:
     assert main(["validate", str(trace_config(write_config, tmp_path))]) == 0
     assert "hint: " not in capsys.readouterr().out
+
+
+def test_validate_hints_when_the_store_cannot_keep_up(write_config, capsys) -> None:
+    # 9.2 GB a request (1,024 chunks × 61 regions × 147,456 B) at 25/s is 230 GB/s: the
+    # default 100 GB/s store queues more and more, and every variant's latency is its queue.
+    geometry = {"regions": 61, "block_len": [147456], "block_size": 128, "num_blocks": 16384}
+    heavy = {
+        "model": geometry,
+        "workload": {
+            "requests": 40,
+            "arrival": {"kind": "poisson", "rate_rps": 25},
+            "tokens": 131072,
+        },
+    }
+    slow = write_config({**heavy, "store": {"bandwidth_gb_per_s": 100}})
+    assert main(["validate", str(slow)]) == 0
+    hint = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("hint:")]
+    assert len(hint) == 1 and "on every point the store needs longer" in hint[0]
+    assert "40 transfers of 8.58 GiB at 100 GB/s" in hint[0]
+    assert "store.bandwidth_gb_per_s" in hint[0]
+    fast = write_config({**heavy, "store": {"bandwidth_gb_per_s": 400}}, name="fast.yaml")
+    assert main(["validate", str(fast)]) == 0
+    assert "hint:" not in capsys.readouterr().out

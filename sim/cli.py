@@ -37,7 +37,7 @@ COMMANDS: dict[str, str] = {
 
 _HELP: dict[str, str] = {
     "run": "run an experiment and print a comparison of its points",
-    "compare": "compare variants of a finished run, with bootstrap confidence intervals",
+    "compare": "compare variants of a finished run, or two runs, with intervals over repeats",
     "report": "write one Markdown page for a pull request: ratios, intervals, verdicts",
     "search": "find the highest rate (or best worker count) that meets a latency or stall SLO",
     "plot": "draw PNG figures of a finished run (latency CDF, p99 vs workers, GIL hold)",

@@ -1,1 +1,1 @@
-"""Reading finished runs: comparisons with bootstrap intervals, reports, plots."""
+"""Reading finished runs: comparisons with intervals over repeats, reports, plots."""

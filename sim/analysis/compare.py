@@ -1,4 +1,4 @@
-"""Variants side by side at each concurrency level, with bootstrap confidence intervals.
+"""Variants side by side at each concurrency level, with intervals across repeats.
 
 A *level* is one combination of every sweep axis except the compared one
 (``variant`` by default; ``--by index_variant`` compares another axis): workers,

@@ -33,7 +33,7 @@ class Report:
     """A comparison of one run: the numbers, and the Markdown ``kvsim compare`` prints.
 
     ``str(report)`` is the Markdown; :meth:`cell` gives one value and its ratio
-    to the baseline with the ratio's bootstrap interval.
+    to the baseline with the ratio's interval from the spread between repeats.
     """
 
     #: The comparison itself: levels, the values compared, metrics, cells.
@@ -102,7 +102,9 @@ def compare(
     """Values of axis ``by`` side by side at each level of the other axes.
 
     Each metric's value and its ratio to ``baseline`` (default: scalar, else the
-    first value) with a 95% bootstrap interval over ``bootstrap`` resamples.
+    first value) with a 95% interval from the spread between repeats, paired by round
+    (none with one repeat); ``bootstrap`` resamples of each run's own requests are only
+    the floor under it (docs/statistics.md).
     ``metrics`` are names such as ``latency_p99_ms``, any summary.csv column, or
     ``TABLE.COLUMN:STAT[@COL=VALUE]``; by default the known ones the run has data for.
     """

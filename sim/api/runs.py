@@ -115,7 +115,7 @@ class Run:
         bootstrap: int = 2000,
         seed: int = 0,
     ) -> Report:
-        """Values of axis ``by`` side by side with bootstrap intervals; see :func:`sim.compare`."""
+        """Values of axis ``by`` side by side, intervals over repeats; see :func:`sim.compare`."""
         from sim.api.reports import compare
 
         return compare(self, by, baseline, metrics, bootstrap=bootstrap, seed=seed)

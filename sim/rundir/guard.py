@@ -19,6 +19,7 @@ the directory until it ends.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 from pathlib import Path
@@ -130,11 +131,18 @@ def record_owned(path: Path, *names: str) -> None:
     new = [n for n in names if n not in have and _safe_name(n)]
     if not new:
         return
-    fd = os.open(
-        path / LEDGER_FILE,
-        os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0),
-        0o666,
-    )
+    ledger = path / LEDGER_FILE
+    # O_NONBLOCK: a FIFO put in the ledger's place would block this open until a reader
+    # came (a hang); it fails (ENXIO) or opens, and then the check below refuses it.
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK
+    not_regular = OSError(errno.EINVAL, f"{LEDGER_FILE} is not a regular file", str(ledger))
+    try:
+        fd = os.open(ledger, flags | getattr(os, "O_NOFOLLOW", 0), 0o666)
+    except OSError as exc:
+        raise not_regular if exc.errno == errno.ENXIO else exc from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise not_regular
     with os.fdopen(fd, "a", encoding="utf-8") as fh:
         fh.write("".join(f"{n}\n" for n in new))
 

@@ -148,3 +148,41 @@ def test_report_out_does_not_replace_a_users_page(tmp_path: Path, run: Path, cap
     assert main(["report", str(run)]) == 0  # RUN/report.md: the run's own, twice
     assert main(["report", str(run)]) == 0
     capsys.readouterr()
+
+
+def test_a_fifo_in_the_ledgers_place_is_refused_not_written(run: Path) -> None:
+    """With a reader on the FIFO the open succeeds: the write must still not go there."""
+    import os
+
+    (run / LEDGER_FILE).unlink()
+    os.mkfifo(run / LEDGER_FILE)
+    reader = os.open(run / LEDGER_FILE, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        with pytest.raises(OSError, match="not a regular file"):
+            record_owned(run, "compare.md")
+        assert os.read(reader, 100) == b""  # nothing was written into the pipe
+    finally:
+        os.close(reader)
+
+
+def test_compare_with_a_fifo_ledger_and_no_reader_ends_in_one_line(run: Path) -> None:
+    """Before the fix the ledger's open for writing waited for a reader for ever."""
+    import os
+    import subprocess
+    import sys
+
+    (run / LEDGER_FILE).unlink()
+    os.mkfifo(run / LEDGER_FILE)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run(
+        [sys.executable, "-m", "sim", "compare", str(run), "--bootstrap", "200"],
+        capture_output=True,
+        text=True,
+        timeout=120,  # a cold start beside a CPU hog takes seconds; a hang takes for ever
+        env=env,
+    )
+    assert done.returncode == 2, done.stderr
+    assert [ln for ln in done.stderr.splitlines() if ln.strip()] == [
+        f"kvsim: error: {run}: cannot write ({LEDGER_FILE} is not a regular file)"
+    ]
+    assert not (run / "compare.md").exists()

@@ -93,7 +93,8 @@ def pair_runs(a: RunResults, b: RunResults) -> Pairing:
         for label, res, keys in ((labels[0], a, ka), (labels[1], b, kb)):
             pairs = zip(res.summary, keys, strict=True)
             summary += [{**r, RUN_AXIS: label} for r, k in pairs if k in keep]
-        repeats = max(int(m.manifest.get("repeats", 1) or 1) for m in (a, b))
+        # the fewer: a verdict needs repeats on both sides (one repeat of A gives none)
+        repeats = min(int(m.manifest.get("repeats", 1) or 1) for m in (a, b))
         manifest = {
             "tool": "kvsim",
             "config": {"name": f"{a.name} ({labels[0]}) vs {b.name} ({labels[1]})"},

@@ -31,6 +31,16 @@ def _two(tmp_path: Path) -> tuple[Path, Path]:
     return a, b
 
 
+def test_one_repeat_on_either_side_is_why_there_is_no_verdict(tmp_path, capsys) -> None:
+    a = write_run(tmp_path / "one", repeats=1)
+    b = write_run(tmp_path / "three", repeats=3)
+    for before, after in ((a, b), (b, a)):
+        assert main(["compare", str(before), str(after), "--bootstrap", "200", "--force"]) == 0
+        out = capsys.readouterr().out
+        assert "1 repeat(s) per point" in out, out
+        assert "one repeat per point cannot show the run-to-run spread" in out, out
+
+
 def _drop_point(run: Path, workers: str) -> None:
     """Make ``run`` a run without the workers=``workers`` points (as if swept otherwise)."""
     for stem in ("summary", "summary_repeats", "requests"):

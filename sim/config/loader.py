@@ -18,7 +18,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from connectors import registry
-from sim.config.experiment import ExperimentConfig, Point, expand_points
+from sim.config.experiment import ORDER_KEY, ExperimentConfig, Point, expand_points
 from sim.config.grid import check_grid
 from sim.config.overrides import apply_overrides, parse_overrides
 from sim.config.paths import CONFIG_DIR
@@ -166,6 +166,9 @@ def _build(
         cfg = ExperimentConfig.model_validate(raw, context={CONFIG_DIR: path.parent})
     except ValidationError as exc:
         loc, msg = _describe(exc.errors()[0])
+        sweep = raw.get("sweep")
+        if loc == ("sweep_order",) and isinstance(sweep, dict) and ORDER_KEY in sweep:
+            loc = ("sweep", ORDER_KEY)  # the user wrote it there (ExperimentConfig moves it)
         dotted = ".".join(str(x) for x in loc)
         line = (sweep_value_line(node, dotted, raw) if where else None) or _line_of(node, loc)
         at = _blame(path, line, dotted, overridden)

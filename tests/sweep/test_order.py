@@ -49,9 +49,13 @@ def test_sweep_order_is_written_under_sweep_and_checked(write_config) -> None:
     assert len(points) == 1 and "order" not in points[0].axes
     cfg, _ = parse_config(write_config(THREE_POINTS), ["sweep.order=grid"])
     assert cfg.sweep_order == "grid"
-    with pytest.raises(ConfigError, match="sweep_order") as err:
-        parse_config(write_config({"sweep": {"order": "random"}}))
-    assert "\n" not in str(err.value) and "interleaved" in str(err.value)
+    # named as the user wrote it, with its line (or the --set that gave it)
+    path = write_config(text="name: x\nworkload: {requests: 10}\nsweep:\n  order: random\n")
+    with pytest.raises(ConfigError, match=r"exp\.yaml:4: sweep\.order: ") as err:
+        parse_config(path)
+    assert "\n" not in str(err.value) and "'interleaved' or 'grid'" in str(err.value)
+    with pytest.raises(ConfigError, match=r"exp\.yaml \(--set sweep\.order\): sweep\.order: "):
+        parse_config(path, ["sweep.order=Grid"])
 
 
 @pytest.mark.realthreads

@@ -163,10 +163,14 @@ def first_difference(old: Any, new: Any) -> str | None:
     return found or _files_difference(old.get(DATA_FILES_KEY), new.get(DATA_FILES_KEY))
 
 
+#: Top-level fields a config writes elsewhere, by the name the user wrote.
+_WRITTEN_AS = {"sweep_order": "sweep.order"}
+
+
 def _tree_difference(old: Any, new: Any, path: str) -> str | None:
     if isinstance(old, dict) and isinstance(new, dict):
         for key in sorted(set(old) | set(new), key=str):
-            sub = f"{path}.{key}" if path else str(key)
+            sub = f"{path}.{key}" if path else _WRITTEN_AS.get(str(key), str(key))
             if key not in old:
                 return f"{sub}: (absent) → {new[key]!r}"
             if key not in new:

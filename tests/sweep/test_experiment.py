@@ -100,6 +100,10 @@ def test_first_difference_names_the_field() -> None:
     new = {**old, "model": {"regions": 61, "block_len": [1, 3]}}
     assert first_difference(old, new) == "model.block_len[1]: 2 → 3"
     assert first_difference(old, {**old, "sweep": {}}) == "sweep: (absent) → {}"
+    # as the user wrote it (sweep: {order: grid}), not as the config model holds it
+    order = {**old, "sweep_order": "interleaved"}
+    grid = {**old, "sweep_order": "grid"}
+    assert first_difference(order, grid) == "sweep.order: 'interleaved' → 'grid'"
 
 
 def test_config_hash_ignores_only_the_output_dir(write_config) -> None:

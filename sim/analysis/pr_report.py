@@ -23,6 +23,7 @@ from typing import Any
 
 from sim.analysis.compare import Comparison, compare
 from sim.analysis.point_notes import point_warnings
+from sim.analysis.report import no_verdict_line
 from sim.files.read import MAX_DATA_BYTES, open_bounded
 from sim.rundir.reader import RunResults, as_float
 
@@ -190,9 +191,13 @@ def pr_markdown(
         f"`{machine_line(res.manifest)}`",
         "",
         f"{comp.repeats} repeat(s) per point. Each cell: the value, then **its ratio to "
-        f"{comp.baseline}** at the same {', '.join(axes) or 'settings'}, with the 95 % interval "
-        "from the spread between repeats and the verdict (lower/higher: the interval "
-        "excludes 1; docs/statistics.md).",
+        f"{comp.baseline}** at the same {', '.join(axes) or 'settings'}"
+        + (
+            ", with the 95 % interval from the spread between repeats and the verdict "
+            "(lower/higher: the interval excludes 1; docs/statistics.md)."
+            if comp.interval_cells
+            else f". {no_verdict_line(comp)}"
+        ),
         "",
         "| " + " | ".join(["variant", *axes, *(t for _, t in metrics)]) + " |",
         "|:--" + "|--:" * (len(axes) + len(metrics)) + "|",

@@ -9,7 +9,7 @@ from typing import Any
 
 from sim.analysis.behind import fell_behind, lagged
 from sim.analysis.condense import condense, elided_cells, shown_count, table_axes
-from sim.analysis.verdict import marks
+from sim.analysis.verdict import MIN_REPEATS, marks
 from sim.rundir.numbers import as_float
 
 __all__ = [
@@ -17,6 +17,7 @@ __all__ = [
     "comparison_markdown",
     "comparison_rows",
     "comparison_table",
+    "no_verdict_line",
     "pick_baseline",
 ]
 
@@ -220,7 +221,7 @@ def _method_lines(comp: Any) -> list[str]:
     cells = comp.interval_cells
     at = f"{comp.by}={comp.baseline} at the same {', '.join(comp.level_axes) or 'settings'}"
     if cells == 0:
-        return [f"Each cell is the value, then its ratio to {at}.", "", _no_verdict_line(comp)]
+        return [f"Each cell is the value, then its ratio to {at}.", "", no_verdict_line(comp)]
     lines = [
         f"Each cell is the value, then its ratio to {at}, with its {pct} interval from the "
         f"spread between repeats ({how}; each run's own {comp.n_boot}-resample request "
@@ -238,11 +239,9 @@ def _method_lines(comp: Any) -> list[str]:
     return lines
 
 
-def _no_verdict_line(comp: Any) -> str:
+def no_verdict_line(comp: Any) -> str:
     """Why no ratio has an interval: one repeat, nothing beside the baseline, or figures
     without a log — three causes with three different remedies."""
-    from sim.analysis.verdict import MIN_REPEATS
-
     if comp.repeats < MIN_REPEATS:
         return (
             "No verdicts: one repeat per point cannot show the run-to-run spread, so the "
@@ -254,7 +253,8 @@ def _no_verdict_line(comp: Any) -> str:
         others = ", ".join(comp.level_axes) or "none"
         return (
             f"Nothing to compare: at every level {comp.by}={comp.baseline} is the only value, "
-            f"so there is no ratio; `--by AXIS` compares another axis (the others: {others})."
+            "so there is no ratio; `kvsim compare --by AXIS` compares another axis "
+            f"(the others: {others})."
         )
     return (
         "No verdicts: no ratio here has an interval (a figure of zero or below has no log; "

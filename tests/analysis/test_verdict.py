@@ -121,7 +121,9 @@ def test_a_baseline_alone_is_not_blamed_on_one_repeat(tmp_path) -> None:
     comp = compare(load_results(run), baseline="numpy", n_boot=100)
     text = comparison_markdown(comp, "run")
     assert comp.interval_cells == 0 and "one repeat" not in text
-    assert "Nothing to compare" in text and "`--by AXIS`" in text and "workers" in text
+    assert (
+        "Nothing to compare" in text and "`kvsim compare --by AXIS`" in text and "workers" in text
+    )
 
 
 @pytest.mark.realthreads

@@ -97,3 +97,16 @@ def test_a_bench_csv_joins_the_page(run_dir: Path, tmp_path: Path, capsys) -> No
     capsys.readouterr()
     assert main(["report", str(run_dir), "--bench", str(tmp_path / "not.csv")]) == 2
     assert "not a `kvsim bench connectors` CSV" in capsys.readouterr().err
+
+
+def test_one_repeat_says_in_one_line_there_is_no_verdict(tmp_path: Path, capsys) -> None:
+    # The page promised 'the 95 % interval ... and the verdict' where there was none.
+    from tests.analysis.test_compare import write_run
+
+    run = write_run(tmp_path / "one", repeats=1)
+    assert main(["report", str(run)]) == 0
+    page = (run / "report.md").read_text()
+    head = next(ln for ln in page.splitlines() if ln.startswith("1 repeat(s) per point."))
+    assert "interval from the spread" not in head
+    assert "one repeat per point cannot show the run-to-run spread" in head
+    assert "]*" not in page and " higher" not in page and " lower" not in page

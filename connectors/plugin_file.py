@@ -120,9 +120,12 @@ def load_plugin(code: PluginCode) -> list[type]:
     except Exception as exc:
         problem = str(exc).splitlines()[0] if str(exc) else ""
         if isinstance(exc, ValueError) and " is taken by " in problem:
+            head, _, owner = problem.rpartition(" is taken by ")
+            if owner.startswith(MODULE_PREFIX):  # another plug-in: its file, not its module
+                owner = str(getattr(sys.modules.get(owner), "__file__", None) or owner)
             raise PluginError(
-                f"{path}: {problem}: a plug-in cannot reuse a built-in's or another "
-                "plug-in's name; choose another `name`"
+                f"{path}: {head} is taken by {owner}: a plug-in cannot reuse a built-in's or "
+                "another plug-in's name; choose another `name`"
             ) from None
         if isinstance(exc, ValueError) and problem.endswith(" has no name"):
             raise PluginError(

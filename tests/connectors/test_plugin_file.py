@@ -86,6 +86,17 @@ def test_a_broken_plugin_is_one_line_naming_the_file(tmp_path: Path, text: str, 
     assert "x" not in registry.address_variant_names()
 
 
+def test_a_name_another_plugin_file_took_names_that_file(tmp_path: Path) -> None:
+    first = PluginCode(str(tmp_path / "a.py"), GOOD)
+    second = PluginCode(str(tmp_path / "b.py"), GOOD + "# edited\n")
+    with pytest.raises(PluginError) as err, plugins_loaded([first, second]):
+        pass
+    assert str(err.value) == (
+        f"{tmp_path / 'b.py'}: variant name 'mine' is taken by {tmp_path / 'a.py'}: a plug-in "
+        "cannot reuse a built-in's or another plug-in's name; choose another `name`"
+    )
+
+
 def test_an_import_error_shows_the_users_frames_only(tmp_path: Path) -> None:
     text = "import math\n\n\ndef helper():\n    return math.nope\n\n\nhelper()\n"
     path = write(tmp_path, "oops.py", text)

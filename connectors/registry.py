@@ -104,7 +104,9 @@ class Registry:
             return self._entries[name]
         except KeyError:
             known = ", ".join(self._entries)
-            raise KeyError(f"unknown {self.kind} {name!r}; known: {known}") from None
+            raise KeyError(
+                f"unknown {self.kind} {name!r}; known: {known} (one of your own: --plugin FILE)"
+            ) from None
 
     def entries(self) -> dict[str, type]:
         """A copy of the registered classes by name (discovery run first)."""

@@ -264,7 +264,10 @@ def main(args: argparse.Namespace) -> int:
     unknown = [v for v in wanted if v not in known]
     console = output_console()
     if unknown or not wanted:
-        console.print(f"kvsim bench index: unknown variant(s) {unknown}; known: {', '.join(known)}")
+        console.print(
+            f"kvsim bench index: unknown variant(s) {unknown}; known: {', '.join(known)} "
+            "(one of your own: --plugin FILE)"
+        )
         return 2
     cases = default_cases(args.decode, args.prefill)
     try:

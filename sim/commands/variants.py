@@ -34,7 +34,7 @@ def _one(name: str) -> int:
         hint = f"did you mean {close[0]!r}? " if close else ""
         raise UsageError(
             f"no variant {name!r}; {hint}address variants: {', '.join(address)}; "
-            f"index variants: {', '.join(index)}"
+            f"index variants: {', '.join(index)} (one of your own: --plugin FILE)"
         )
     print(f"{name} ({where}: {name})")
     print(f"  {cls.description}")

@@ -97,7 +97,10 @@ class EngineConfig(FrozenModel):
     def _known_variant(cls, v: str) -> str:
         names = registry.index_variant_names()
         if v not in names:
-            raise ValueError(f"unknown index variant {v!r}; allowed: {', '.join(names)}")
+            raise ValueError(
+                f"unknown index variant {v!r}; allowed: {', '.join(names)} (one of your own: "
+                "plugins: [FILE] in the config, or --plugin FILE; docs/your-connector.md)"
+            )
         return v
 
     @model_validator(mode="after")

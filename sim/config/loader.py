@@ -210,7 +210,8 @@ def _check_variant(
         hint = f"did you mean '{close[0]}'? " if close else ""
         raise ConfigError(
             f"{at}: connector.variant: unknown variant {excerpt(cfg.connector.variant)}; "
-            f"{hint}allowed: {', '.join(names)}{suffix}"
+            f"{hint}allowed: {', '.join(names)} (one of your own: plugins: [FILE] in the "
+            f"config, or --plugin FILE; docs/your-connector.md){suffix}"
         )
     try:
         registry.get_address_variant(cfg.connector.variant).validate_options(cfg.connector.options)

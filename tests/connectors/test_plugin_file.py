@@ -136,8 +136,14 @@ def test_a_config_names_a_plugin_variant_and_hashes_its_text(tmp_path: Path, wri
 def test_plugin_on_the_command_line_and_its_errors(tmp_path: Path, write_config, capsys) -> None:
     write(tmp_path, "mine.py", GOOD)
     path = write_config({"connector": {"variant": "mine"}})
-    with pytest.raises(ConfigError, match="unknown variant 'mine'"):
+    with pytest.raises(ConfigError, match="unknown variant 'mine'") as err:
         parse_config(path)
+    # A user who forgot the file (a --resume without --plugin) is told where variants come from.
+    assert "(one of your own: plugins: [FILE] in the config, or --plugin FILE" in str(err.value)
+    assert main(["variants", "mine"]) == 2
+    assert "(one of your own: --plugin FILE)" in capsys.readouterr().err
+    assert main(["bench", "connectors", "--variants", "scalar,mine"]) == 2
+    assert "(one of your own: --plugin FILE)" in capsys.readouterr().err
     assert parse_config(path, plugins=[str(tmp_path / "mine.py")])[0].connector.variant == "mine"
     bad = write_config({"plugins": ["absent.py"]}, name="bad.yaml")
     wanted = r"bad\.yaml:\d+: plugins\[0\]: .*absent\.py: cannot read"

@@ -8,6 +8,8 @@ the test suite and are not re-checked here.
 
 from __future__ import annotations
 
+import json
+import shlex
 from collections.abc import Iterable
 from typing import Any
 
@@ -30,6 +32,13 @@ def _where(cls: type) -> str:
     return str(getattr(module, "__file__", "") or cls.__module__)
 
 
+def _with(options: dict[str, Any]) -> str:
+    """`` with connector.options {unroll: 3}``: which setting failed, when there are any."""
+    if not options:
+        return ""
+    return " with connector.options {" + ", ".join(f"{k}: {v!r}" for k, v in options.items()) + "}"
+
+
 def refuse_wrong_plugins(
     address: Iterable[tuple[str, dict[str, Any]]] = (), index: Iterable[str] = ()
 ) -> int:
@@ -46,9 +55,13 @@ def refuse_wrong_plugins(
         result = check_variant(name, options, QUICK_THREADS)
         checked += 1
         if not result.ok:
+            again = shlex.join(["kvsim", "check", name, "--plugin", _where(cls)])
+            for key, value in options.items():  # the check must see the options that failed
+                text = value if isinstance(value, str) else json.dumps(value)
+                again += " " + shlex.join(["--option", f"{key}={text}"])
             raise ConfigError(
-                f"{_where(cls)}: variant {name!r} is not measured: {result.failure} "
-                f"(`kvsim check {name} --plugin {_where(cls)}` runs the whole check)"
+                f"{_where(cls)}: variant {name!r}{_with(options)} is not measured: "
+                f"{result.failure} (`{again}` runs the whole check)"
             )
     for name in dict.fromkeys(index):
         cls = registry.get_index_variant(name)

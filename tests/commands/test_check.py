@@ -118,6 +118,32 @@ class Broken(CachedIndex):
 """
 
 
+#: Right at its default option, wrong at shift=1: the setting is part of what failed.
+WRONG_AT_ONE_SETTING = """
+from pydantic import BaseModel, ConfigDict, Field
+from connectors.base import AddressVariant
+from connectors.registry import register
+
+
+class Opts(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    shift: int = Field(0, ge=0, description="blocks to add to region 0 (0 is right)")
+
+
+@register
+class Shifty(AddressVariant):
+    name = "shifty"
+    Options = Opts
+
+    def prepare_values(self, chunks, block_ids):
+        out = [self.db.prepare_value(s, e, block_ids) for s, e in chunks]
+        step = self.options.shift * self.db.region_block_len()[0]
+        return [[a[0] + step, *a[1:]] for a, _, _ in out], [z for _, z, _ in out], [
+            b for _, _, b in out
+        ]
+"""
+
+
 def _plugin(tmp_path: Path, name: str, text: str) -> Path:
     path = tmp_path / name
     path.write_text(textwrap.dedent(text))
@@ -181,6 +207,23 @@ def test_numpy_ints_are_refused_with_the_reason(tmp_path: Path, capsys) -> None:
     assert "native bindings reject NumPy scalars" in out
     assert main(["bench", "connectors", "--plugin", str(path)]) == 2
     assert "variant 'npints' is not measured" in capsys.readouterr().err
+
+
+def test_run_names_the_option_setting_it_refused_and_a_check_that_sees_it(
+    tmp_path: Path, write_config, capsys
+) -> None:
+    import shlex
+
+    path = _plugin(tmp_path, "shifty.py", WRONG_AT_ONE_SETTING)
+    cfg = write_config({"connector": {"variant": "shifty", "options": {"shift": 1}}})
+    assert main(["run", "-q", str(cfg), "--plugin", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "variant 'shifty' with connector.options {shift: 1} is not measured" in err
+    again = err.split("(`", 1)[1].split("` runs the whole check)", 1)[0]
+    assert again.endswith("--option shift=1")
+    assert main(shlex.split(again)[1:]) == 1  # the command it suggests finds the mismatch
+    assert "(+1 block)" in capsys.readouterr().out
+    assert main(["check", "shifty", "--plugin", str(path)]) == 0  # the default is right
 
 
 def test_a_variant_that_raises_is_one_line_naming_its_own_line(

@@ -236,6 +236,14 @@ def _method_lines(comp: Any) -> list[str]:
             f"`*` by chance {1 - comp.level:.0%} of the time, about {chance:.1f} here — read a "
             "lone `*` in a big table with that in mind.",
         ]
+    if not comp.paired:
+        lines += [
+            "",
+            "Two runs made at different times: each interval holds the spread between a run's "
+            "own repeats, made close together, not a change of the machine between the runs, "
+            "which reads as a difference; for a verdict between variants sweep them in one run "
+            "(paired rounds; docs/statistics.md).",
+        ]
     return lines
 
 

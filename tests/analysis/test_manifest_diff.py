@@ -39,6 +39,9 @@ def test_one_repeat_on_either_side_is_why_there_is_no_verdict(tmp_path, capsys) 
         out = capsys.readouterr().out
         assert "1 repeat(s) per point" in out, out
         assert "one repeat per point cannot show the run-to-run spread" in out, out
+    assert main(["compare", str(b), str(write_run(tmp_path / "3b", repeats=3))]) == 0
+    out = capsys.readouterr().out  # intervals, from repeats made close together
+    assert "not a change of the machine between the runs" in out, out
 
 
 def _drop_point(run: Path, workers: str) -> None:

@@ -16,10 +16,30 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Interval", "bootstrap_distribution", "ratio_interval", "stat_interval", "statistic"]
+__all__ = [
+    "Interval",
+    "bootstrap_distribution",
+    "ratio_interval",
+    "seeded_rng",
+    "stat_interval",
+    "statistic",
+]
 
 #: Values held in memory at once while resampling (bounds memory for big runs).
 _BATCH_VALUES = 2_000_000
+
+
+def seeded_rng(seed: int | Sequence[int]) -> np.random.Generator:
+    """The Generator of one interval or figure, from the user's ``--seed``.
+
+    numpy's own refusal ("expected non-negative integer") names no option, and reached
+    the user as the whole error line."""
+    try:
+        return np.random.default_rng(seed)
+    except (ValueError, TypeError):
+        # a sequence is (the user's seed, where in the table): the first is the user's
+        given = seed[0] if isinstance(seed, Sequence) and len(seed) else seed
+        raise ValueError(f"--seed {given}: allowed a whole number, 0 or more") from None
 
 
 def statistic(values: np.ndarray, stat: str, axis: int = -1) -> np.ndarray | float:
@@ -110,7 +130,7 @@ def stat_interval(
     if not clean:
         return Interval(math.nan, math.nan, math.nan)
     value = float(statistic(np.concatenate(clean), stat))
-    rng = np.random.default_rng(seed)
+    rng = seeded_rng(seed)
     return Interval(value, *_bounds(bootstrap_distribution(clean, stat, n_boot, rng), level))
 
 
@@ -132,7 +152,7 @@ def ratio_interval(
     d = float(statistic(np.concatenate(den), stat))
     n = float(statistic(np.concatenate(num), stat))
     value = n / d if d else math.nan
-    rng = np.random.default_rng(seed)
+    rng = seeded_rng(seed)
     a = bootstrap_distribution(num, stat, n_boot, rng)
     b = bootstrap_distribution(den, stat, n_boot, rng)
     with np.errstate(divide="ignore", invalid="ignore"):

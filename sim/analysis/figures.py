@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from sim.analysis.bootstrap import stat_interval
+from sim.analysis.bootstrap import seeded_rng, stat_interval
 from sim.analysis.layout import Layout, axis_title, label, rows_by_point
 from sim.rundir.reader import RunResults, as_float, column
 
@@ -256,7 +256,7 @@ def engine_steps(
     fig, (left, right) = plt.subplots(1, 2, figsize=(12.5, 5.0))
     alone_all = []
     alone_n: list[int] = []
-    rng = np.random.default_rng(seed)
+    rng = seeded_rng(seed)
     for si, skey in enumerate(layout.keys(res, layout.series_axes)):
         at = dict(zip(layout.series_axes, skey, strict=True))
         xs, p99, infl, below, above = [], [], [], [], []

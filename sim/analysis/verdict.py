@@ -32,7 +32,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from sim.analysis.bootstrap import bootstrap_distribution, statistic
+from sim.analysis.bootstrap import bootstrap_distribution, seeded_rng, statistic
 
 __all__ = ["MIN_REPEATS", "Verdict", "marks", "ratio_verdict", "t_quantile"]
 
@@ -175,7 +175,7 @@ def ratio_verdict(
     interval excludes 1. ``n_boot`` resamples per run give the within-run floor;
     ``seed`` makes it reproducible. Method and assumptions: docs/statistics.md §2.
     """
-    rng = np.random.default_rng(seed)
+    rng = seeded_rng(seed)
     sb = _per_repeat(_keyed(b), stat, n_boot, rng)
     sa = _per_repeat(_keyed(a), stat, n_boot, rng)
     if paired:

@@ -320,6 +320,8 @@ def _argument_error(args: argparse.Namespace) -> str | None:
         return f"--rate: allowed a finite number of arrivals per second above 0 (got {args.rate:g})"
     if not 100 <= args.bootstrap <= 100_000:
         return f"--bootstrap: allowed 100 to 100000 resamples (got {args.bootstrap})"
+    if args.seed < 0:  # a trial's config seed is built from it; a config's seed is >= 0
+        return f"--seed: allowed a whole number, 0 or more (got {args.seed})"
     return None
 
 

@@ -195,6 +195,15 @@ def test_compare_errors_are_one_line(tmp_path, capsys) -> None:
     assert main(["compare", str(tmp_path / "foreign")]) == 2
 
 
+def test_a_negative_seed_is_named(tmp_path, capsys) -> None:
+    # numpy's 'expected non-negative integer' was the whole error line: no option named.
+    run = write_run(tmp_path / "run", repeats=2, n=30)
+    for argv in (["compare", str(run)], ["report", str(run)]):
+        assert main([*argv, "--seed", "-1"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err == "kvsim: error: --seed -1: allowed a whole number, 0 or more", err
+
+
 def test_compare_by_another_axis(tmp_path) -> None:
     res = load_results(write_run(tmp_path, n=150, repeats=3))
     comp = compare(res, baseline="1", metrics=["latency_p50_ms"], n_boot=300, by="workers")

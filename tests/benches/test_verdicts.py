@@ -60,6 +60,7 @@ def test_bad_arguments_are_one_line(capsys) -> None:
         (["--repeats", "1"], "--repeats: allowed 2 to 1000 (got 1)"),  # was: 'moves nan%'
         (["--rate", "nan"], "--rate: allowed a finite number"),  # was: '<python>: workload…'
         (["--requests", "1"], "--requests: allowed 2 or more"),
+        (["--seed", "-1"], "--seed: allowed a whole number, 0 or more"),
     ],
 )
 def test_each_bad_argument_is_named_before_anything_runs(argv, named, capsys) -> None:

@@ -237,8 +237,10 @@ def _apart(a: RunResults, b: RunResults, axes: list[str]) -> str:
     """Which axes keep two runs apart, and how to give them a point in common."""
     parts = []
     for axis in axes:
-        va = sorted({r.get(axis, "") for r in a.summary})
-        vb = sorted({r.get(axis, "") for r in b.summary})
+        va, vb = (
+            sorted({r.get(axis, "") for r in res.summary} if axis in res.axes else {"(not swept)"})
+            for res in (a, b)
+        )
         if not set(va) & set(vb):
             parts.append(f"{axis}: {', '.join(va)} in A, {', '.join(vb)} in B")
     if not parts:

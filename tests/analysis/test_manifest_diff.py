@@ -91,6 +91,15 @@ def test_nothing_in_common_is_an_error_that_says_why(tmp_path, capsys) -> None:
     assert main(["compare", str(a), str(b), str(b)]) == 2
 
 
+def test_an_axis_one_run_does_not_sweep_is_said_so(tmp_path, capsys) -> None:
+    a, b = _two(tmp_path)
+    m = json.loads((b / "manifest.json").read_text())
+    write_json(b / "manifest.json", {**m, "axes": ["variant"]})  # B swept no workers
+    assert main(["compare", str(a), str(b)]) == 2
+    err = capsys.readouterr().err
+    assert "workers: 1, 4 in A, (not swept) in B" in err, err  # was '1, 4 in A,  in B'
+
+
 def test_manifest_differences_list_commit_machine_versions_and_config() -> None:
     a = {"machine": _machine("c1"), "config": {"name": "q", "connector": {"workers": 1}}}
     b = {

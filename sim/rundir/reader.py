@@ -95,6 +95,11 @@ def _read_verified(run: Path, name: str) -> list[dict[str, str]]:
 def load_results(path: str | Path) -> RunResults:
     """Read a run directory; RunDirError (one line) when it is not a usable kvsim run."""
     run = Path(path).expanduser()
+    if run.is_file():  # most often the config: the run is the directory it wrote
+        raise RunDirError(
+            f"{run}: a file, not a run directory; give the directory `kvsim run` wrote "
+            "(its output.dir, or --out)"
+        )
     if not run.is_dir():
         raise RunDirError(f"{run}: no such run directory")
     manifest = read_manifest(run)

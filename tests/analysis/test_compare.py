@@ -190,6 +190,9 @@ def test_compare_errors_are_one_line(tmp_path, capsys) -> None:
     assert "not among the values of variant" in capsys.readouterr().err
     assert main(["compare", str(tmp_path / "nope")]) == 2
     assert "no such run directory" in capsys.readouterr().err
+    (tmp_path / "exp.yaml").write_text("name: x\n")  # the config instead of its run
+    assert main(["compare", str(tmp_path / "exp.yaml")]) == 2
+    assert "exp.yaml: a file, not a run directory; give the directory" in capsys.readouterr().err
     (tmp_path / "foreign").mkdir()
     (tmp_path / "foreign" / "manifest.json").write_text(json.dumps({"tool": "other"}))
     assert main(["compare", str(tmp_path / "foreign")]) == 2

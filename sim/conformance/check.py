@@ -17,7 +17,7 @@ import sys
 import threading
 import traceback
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from connectors import registry
@@ -136,6 +136,46 @@ def _run_case(variant: Any, case: Case, expected: Any) -> str | None:
     return first_difference(case, expected, got)
 
 
+@dataclass
+class _Pass:
+    """How far the single-thread pass got: what it is doing now (``at``), the cases
+    passed, the first failure, and the instances and expected results the threaded
+    pass reuses."""
+
+    at: str = "the constructor"
+    passed: int = 0
+    failure: str | None = None
+    done: bool = False
+    instances: dict[str, Any] = field(default_factory=dict)
+    expected: list[Any] = field(default_factory=list)
+
+
+def _single_pass(cls: type, opts: Any, cases: list[Case], state: _Pass) -> None:
+    ref_cls = registry.get_address_variant("scalar")
+    refs: dict[str, Any] = {}
+    for case in cases:
+        geo = case.geometry
+        if geo.name not in state.instances:
+            state.at = f"{geo.name}: the constructor"
+            try:  # the variant's bug (docs/your-connector.md: warm_up), said in one line
+                variant = cls(geo.db, opts)
+                state.at = f"{geo.name}: warm_up()"
+                variant.warm_up()
+            except Exception as exc:
+                state.failure = f"{state.at} {describe_raise(exc, cls)}"
+                return
+            state.instances[geo.name] = variant
+            refs[geo.name] = ref_cls(geo.db, None)
+    state.expected = [_call(refs[c.geometry.name], c) for c in cases]
+    for case, want in zip(cases, state.expected, strict=True):
+        state.at = case.label
+        state.failure = _run_case(state.instances[case.geometry.name], case, want)
+        if state.failure:
+            return
+        state.passed += 1
+    state.done = True
+
+
 def check_variant(
     name: str, options: dict[str, Any] | None = None, threads: int = THREADS
 ) -> CheckResult:
@@ -143,30 +183,30 @@ def check_variant(
     inside the plug-ins' scope) and compare with ``scalar``; ``threads`` > 1 runs it
     again from that many threads at once."""
     cls = registry.get_address_variant(name)
-    ref_cls = registry.get_address_variant("scalar")
     opts = cls.validate_options(dict(options or {}))
     cases = corpus()
-    instances: dict[str, Any] = {}
-    refs: dict[str, Any] = {}
-    for case in cases:
-        geo = case.geometry
-        if geo.name not in instances:
-            step = "the constructor"
-            try:  # the variant's bug (docs/your-connector.md: warm_up), said in one line
-                instances[geo.name] = cls(geo.db, opts)
-                step = "warm_up()"
-                instances[geo.name].warm_up()
-            except Exception as exc:
-                failure = f"{geo.name}: {step} {describe_raise(exc, cls)}"
-                return CheckResult(name, len(cases), 0, 1, failure)
-            refs[geo.name] = ref_cls(geo.db, None)
-    expected = [_call(refs[c.geometry.name], c) for c in cases]
-    passed = 0
-    for case, want in zip(cases, expected, strict=True):
-        failure = _run_case(instances[case.geometry.name], case, want)
-        if failure:
-            return CheckResult(name, len(cases), passed, 1, failure)
-        passed += 1
+    # The single pass runs in a thread of its own, as a run's load threads call the
+    # variant, so that one that never returns is named instead of hanging the command.
+    state = _Pass()
+    errors: list[BaseException] = []
+
+    def single() -> None:
+        try:
+            _single_pass(cls, opts, cases, state)
+        except BaseException as exc:  # kvsim's own error: raised again in the caller
+            errors.append(exc)
+
+    worker = threading.Thread(target=single, name="kvsim-check", daemon=True)
+    worker.start()
+    worker.join(timeout=THREAD_TIMEOUT_S)
+    if errors:
+        raise errors[0]
+    if worker.is_alive():
+        failure = f"{state.at}: did not return in {THREAD_TIMEOUT_S:.0f} s (a hang?)"
+        return CheckResult(name, len(cases), state.passed, 1, failure)
+    if not state.done:
+        return CheckResult(name, len(cases), state.passed, 1, state.failure)
+    instances, expected, passed = state.instances, state.expected, state.passed
     if threads > 1:
         failure = _threaded(instances, cases, expected, threads)
         if failure:

@@ -53,21 +53,44 @@ class NpInts(AddressVariant):
         ], [b for _, _, b in out][:n]
 """
 
-#: Right from one thread, wrong from others: only the threaded pass can see it.
+#: Right from one thread, wrong when calls overlap: it keeps the call's block ids on the
+#: instance (the shared-state bug docs/your-connector.md warns of), and a call that starts
+#: while another sleeps in it overwrites them. Only the threaded pass can see it.
 THREAD_BUG = """
-import threading
+import time
 from connectors.base import AddressVariant
 from connectors.registry import register
 
 
 @register
-class MainOnly(AddressVariant):
-    name = "mainonly"
+class SharedState(AddressVariant):
+    name = "sharedstate"
 
     def prepare_values(self, chunks, block_ids):
+        self._block_ids = list(block_ids)
+        time.sleep(0.002)  # another load thread runs here
+        out = [self.db.prepare_value(s, e, self._block_ids) for s, e in chunks]
+        return [a for a, _, _ in out], [z for _, z, _ in out], [b for _, _, b in out]
+"""
+
+#: Never returns on an empty request (until the test releases it).
+HANGS = """
+import threading
+from connectors.base import AddressVariant
+from connectors.registry import register
+
+RELEASE = threading.Event()
+
+
+@register
+class Hangs(AddressVariant):
+    name = "hangs"
+
+    def prepare_values(self, chunks, block_ids):
+        if not chunks:
+            RELEASE.wait()
         out = [self.db.prepare_value(s, e, block_ids) for s, e in chunks]
-        bump = 0 if threading.current_thread() is threading.main_thread() else 1
-        return [a for a, _, _ in out], [z for _, z, _ in out], [b + bump for _, _, b in out]
+        return [a for a, _, _ in out], [z for _, z, _ in out], [b for _, _, b in out]
 """
 
 #: An index variant that maps every token one request too far.
@@ -255,11 +278,27 @@ def test_an_index_variant_whose_setup_raises_is_one_line(tmp_path: Path) -> None
 def test_the_threaded_pass_finds_what_one_thread_does_not(tmp_path: Path) -> None:
     code = PluginCode(str(tmp_path / "t.py"), textwrap.dedent(THREAD_BUG))
     with plugins_loaded([code]):
-        assert check_variant("mainonly", threads=1).ok
-        result = check_variant("mainonly", threads=3)
+        assert check_variant("sharedstate", threads=1).ok
+        result = check_variant("sharedstate", threads=3)
     assert not result.ok
     assert result.failure.startswith("from 3 threads: ")
-    assert "block id expected" in result.failure
+    assert "expected" in result.failure
+
+
+def test_a_variant_that_never_returns_is_named_not_waited_for(tmp_path: Path, monkeypatch) -> None:
+    import sys
+
+    import sim.conformance.check as check_module
+
+    monkeypatch.setattr(check_module, "THREAD_TIMEOUT_S", 1.0)
+    code = PluginCode(str(tmp_path / "h.py"), textwrap.dedent(HANGS))
+    with plugins_loaded([code]) as loaded:
+        try:
+            result = check_variant("hangs", threads=2)
+        finally:
+            sys.modules[loaded[0].__module__].RELEASE.set()  # the stuck call returns
+    assert not result.ok
+    assert result.failure.endswith(", empty request, per_group: did not return in 1 s (a hang?)")
 
 
 def test_index_variants_against_the_reference(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
@@ -102,6 +103,33 @@ def reproduce_command(res: RunResults) -> str:
     return shlex.join(argv)
 
 
+def bench_command(rows: Sequence[dict[str, str]], plugins: Sequence[str], csv_path: str) -> str:
+    """``kvsim bench connectors …`` that remakes the bench CSV ``rows`` (its geometry,
+    handler, repeats and variants are columns of it; ``plugins`` are the run's files).
+    A comment instead where a setting cannot be given on the command line (a hash block
+    size other than the block size, a variant given with options)."""
+    first = rows[0]
+    labels = [r["variant"] for r in rows if not r.get("variant", "").startswith("floor")]
+    simple = all(re.fullmatch(r"[A-Za-z0-9_.-]+", v) for v in labels)
+    if first.get("hash_block_size") != first.get("block_size") or not simple:
+        return f"# the bench table: kvsim bench connectors, with the settings in {csv_path}"
+    argv = ["kvsim", "bench", "connectors"]
+    for flag, column in (
+        ("--regions", "regions"),
+        ("--block-len", "block_len"),
+        ("--block-size", "block_size"),
+        ("--groups", "groups"),
+        ("--chunks", "chunks"),
+        ("--handler", "handler"),
+        ("--repeats", "repeats"),
+    ):
+        argv += [flag, str(first.get(column, ""))]
+    argv += ["--variants", ",".join(dict.fromkeys(labels))]
+    for path in plugins:
+        argv += ["--plugin", str(path)]
+    return shlex.join([*argv, "--csv", csv_path])
+
+
 def _listed_plugins(config: str) -> set[str]:
     """Absolute paths of the plug-ins the config file itself names (others came by --plugin)."""
     from sim.config.yaml_reader import read_yaml
@@ -174,8 +202,10 @@ def pr_markdown(
     bench: Sequence[dict[str, str]] | None = None,
     n_boot: int = 2000,
     seed: int = 0,
+    bench_path: str | None = None,
 ) -> str:
-    """The page for ``res``: one table, variant by variant, each workers value a row."""
+    """The page for ``res``: one table, variant by variant, each workers value a row
+    (``bench_path``: where the ``bench`` rows were read, for the reproduce lines)."""
     metrics = [(n, t) for n, t in REPORT_METRICS if res.summary_has(n)]
     comp: Comparison = compare(res, baseline, [n for n, _ in metrics], n_boot, seed)
     variants = list(dict.fromkeys(v for lv in comp.levels for v in comp.variants[lv]))
@@ -226,10 +256,13 @@ def pr_markdown(
         "",
         "```bash",
         reproduce_command(res),
-        f"kvsim report {res.dir}",
-        "```",
     ]
     plugins = (res.manifest.get("config") or {}).get("plugins") or []
+    report = ["kvsim", "report", str(res.dir)]
+    if bench and bench_path:  # the page's bench table is reproduced too
+        lines.append(bench_command(bench, [str(p) for p in plugins], bench_path))
+        report += ["--bench", bench_path]
+    lines += [shlex.join(report), "```"]
     hashes = (res.manifest.get("config") or {}).get("data_files") or {}
     for i, path in enumerate(plugins):
         digest = str(hashes.get(f"plugins[{i}] {path}", ""))[:19]

@@ -43,7 +43,9 @@ def main(args: argparse.Namespace) -> int:
     res = load_results(args.run)
     try:
         bench = bench_rows(args.bench) if args.bench else None
-        text = pr_markdown(res, args.baseline, bench, seed=args.seed)
+        text = pr_markdown(
+            res, args.baseline, bench, seed=args.seed, bench_path=str(args.bench) if bench else None
+        )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     out = (args.out or report_file(res.dir)).absolute()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import shlex
 from pathlib import Path
 
 import pytest
@@ -93,6 +94,18 @@ def test_a_bench_csv_joins_the_page(run_dir: Path, tmp_path: Path, capsys) -> No
     rows = list(csv.DictReader(bench.open()))
     numpy_row = next(r for r in rows if r["variant"] == "numpy")
     assert f"| numpy | {float(numpy_row['gil_hold_ms']):.3g} ms | " in page
+    # The reproduce lines remake the bench table too: its command, then the report with it.
+    lines = page.splitlines()
+    block = lines[lines.index("```bash") + 1 : lines.index("```", lines.index("```bash"))]
+    assert block[-1] == f"kvsim report {run_dir} --bench {bench}"
+    again = shlex.split(block[-2])
+    assert again[:3] == ["kvsim", "bench", "connectors"] and again[-2:] == ["--csv", str(bench)]
+    remade = tmp_path / "again.csv"
+    assert main([*again[1:-1], str(remade)]) == 0
+    same = ("variant", "regions", "block_len", "block_size", "groups", "chunks", "handler")
+    twin = list(csv.DictReader(remade.open()))
+    assert [[r[c] for c in same] for r in twin] == [[r[c] for c in same] for r in rows]
+    assert [r["repeats"] for r in twin] == [r["repeats"] for r in rows]
     (tmp_path / "not.csv").write_text("a,b\n1,2\n")
     capsys.readouterr()
     assert main(["report", str(run_dir), "--bench", str(tmp_path / "not.csv")]) == 2

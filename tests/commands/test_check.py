@@ -324,6 +324,14 @@ def test_the_api_checks_a_plugin_for_one_call(tmp_path: Path) -> None:
         sim.check("nump")
 
 
+def test_audit_of_an_index_variant_says_it_is_not_run(capsys) -> None:
+    pytest.importorskip("torch", reason="index variants need torch")
+    assert main(["check", "cached", "--audit"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("cached: 5/5 cases match the NumPy reference index")
+    assert out[1].startswith("audit: not run: it checks an address variant's gil_free")
+
+
 def test_bench_index_refuses_a_wrong_index_plugin(tmp_path: Path, capsys) -> None:
     pytest.importorskip("torch", reason="index variants need torch")
     path = _plugin(tmp_path, "idx.py", WRONG_INDEX)

@@ -58,4 +58,9 @@ def main(args: argparse.Namespace) -> int:
     if args.audit and result.reference == "scalar":  # an address variant
         with command_plugins(args.plugin) as plugins:
             return audit_variant(args.name, _options(args.option), plugins)
+    if args.audit:  # said, not skipped in silence: the user asked for it
+        print(
+            "audit: not run: it checks an address variant's gil_free declarations; "
+            f"{args.name} is an index variant (kvsim bench index times it)"
+        )
     return 0

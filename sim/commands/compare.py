@@ -14,7 +14,7 @@ from sim.analysis.compare import compare
 from sim.analysis.completeness import completeness_warnings
 from sim.analysis.condense import MAX_LEVELS, condense_markdown
 from sim.analysis.crossrun import RUN_AXIS, host_difference, pair_runs, unpaired_lines
-from sim.analysis.gate import Rule, judge, parse_rule
+from sim.analysis.gate import GateResult, Rule, judge, parse_rule
 from sim.analysis.hosts import host_warnings
 from sim.analysis.manifest_diff import manifest_differences
 from sim.analysis.report import comparison_markdown, comparison_rows
@@ -197,6 +197,9 @@ def _two(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         raise _error(str(exc)) from None
+    # The gate's rules are judged before anything is written: a metric the runs lack is
+    # one line, not an error after the whole comparison was printed and saved.
+    gate = _judge(args, pairing.combined, la, lb) if args.fail_if else None
     text = comparison_markdown(comp, f"{la} vs {lb}")
     head, _, rest = text.partition("\n\n")
     text = f"{head}\n\n```\n{preface}\n```\n\n{rest}"
@@ -205,8 +208,12 @@ def _two(args: argparse.Namespace) -> int:
     cols, rows = comparison_rows(comp)
     stem = Path(args.out) if args.out else compare_stem(b.dir, a.dir.name)
     _write(stem, text, cols, rows, args.all_rows, args.force)
-    if args.fail_if:
-        return _gate(args, pairing.combined, la, lb)
+    if gate is not None:
+        print()
+        for line in gate.lines:
+            print(f"gate: {line}")
+        print(f"gate: {'FAILED' if gate.failed else 'passed'} ({lb} against {la})")
+        return 1 if gate.failed else 0
     return 0
 
 
@@ -217,20 +224,15 @@ def _rules(args: argparse.Namespace) -> list[Rule]:
         raise _error(str(exc)) from None
 
 
-def _gate(args: argparse.Namespace, combined: RunResults, la: str, lb: str) -> int:
-    """The --fail-if rules on the two runs' shared points (sim.analysis.gate): 1 if one fails."""
+def _judge(args: argparse.Namespace, combined: RunResults, la: str, lb: str) -> GateResult:
+    """The --fail-if rules on the two runs' shared points (sim.analysis.gate)."""
     rules = _rules(args)
     metrics = list(dict.fromkeys(r.metric for r in rules))
     try:
         comp = compare(combined, la, metrics, args.bootstrap, args.seed, RUN_AXIS, paired=False)
-        result = judge(comp, rules, la, lb)
+        return judge(comp, rules, la, lb)
     except ValueError as exc:
         raise _error(str(exc)) from None
-    print()
-    for line in result.lines:
-        print(f"gate: {line}")
-    print(f"gate: {'FAILED' if result.failed else 'passed'} ({lb} against {la})")
-    return 1 if result.failed else 0
 
 
 def _apart(a: RunResults, b: RunResults, axes: list[str]) -> str:

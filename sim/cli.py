@@ -105,6 +105,14 @@ def _short_of_memory(exc: BaseException) -> bool:
     )
 
 
+def _signal_name(code: int) -> str:
+    """SIGTERM for exit code 143, SIGHUP for 129 (``Terminated`` carries 128 + signal)."""
+    try:
+        return signal.Signals(code - 128).name
+    except ValueError:
+        return f"signal {code - 128}"
+
+
 def _no_memory() -> int:
     print(
         "kvsim: error: not enough memory to start (a library could not be loaded); "
@@ -138,10 +146,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (KeyboardInterrupt, Terminated) as exc:
         # The run is already over; a further Ctrl-C or SIGTERM must not turn the exit
         # code into a death by signal while the message is printed and Python exits.
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)
         hint = interrupt_hint(exc)  # what the command attached (sim.commands.interrupt)
-        how = " by SIGTERM" if isinstance(exc, Terminated) else ""
+        how = f" by {_signal_name(int(exc.code))}" if isinstance(exc, Terminated) else ""
         print(f"kvsim: interrupted{how}" + (f"; {hint}" if hint else ""), file=sys.stderr)
         return int(exc.code) if isinstance(exc, Terminated) else 130
     except BrokenPipeError:

@@ -1,5 +1,8 @@
 """Signals: cleanup that a second Ctrl-C cannot cut short, and SIGTERM unwinding like
 Ctrl-C (in a sweep, and in every command: ``sim.cli`` says the same words for both).
+SIGHUP (a closed terminal, an ended ssh session) is a SIGTERM here: the sweep stops its
+child, marks the point and the run, and exits 129 with one line — unless SIGHUP was
+ignored on purpose (``nohup``), which stays so.
 
 When a sweep is interrupted, the parent stops the running child and marks its
 point ``interrupted``, then rewrites the top-level tables and the manifest. An
@@ -19,12 +22,14 @@ from typing import Any
 
 __all__ = ["Terminated", "deferred_signals", "sigterm_unwinds"]
 
-_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_STOPS = (signal.SIGTERM, signal.SIGHUP)
 
 
 @contextmanager
 def deferred_signals() -> Generator[list[int], None, None]:
-    """Hold SIGINT and SIGTERM until the block ends; yields the signals that arrived."""
+    """Hold SIGINT, SIGTERM and SIGHUP until the block ends; yields the signals that
+    arrived (one that was ignored, as ``nohup`` ignores SIGHUP, stays ignored)."""
     arrived: list[int] = []
     if threading.current_thread() is not threading.main_thread():
         yield arrived
@@ -33,7 +38,9 @@ def deferred_signals() -> Generator[list[int], None, None]:
     def hold(signum: int, frame: Any) -> None:
         arrived.append(signum)
 
-    previous = {s: signal.signal(s, hold) for s in _SIGNALS}
+    previous = {
+        s: signal.signal(s, hold) for s in _SIGNALS if signal.getsignal(s) is not signal.SIG_IGN
+    }
     try:
         yield arrived
     finally:
@@ -42,25 +49,27 @@ def deferred_signals() -> Generator[list[int], None, None]:
 
 
 class Terminated(SystemExit):
-    """SIGTERM during a sweep: unwinds like Ctrl-C (child stopped, files kept), exit 143."""
+    """SIGTERM (or SIGHUP) during a sweep: unwinds like Ctrl-C (child stopped, files kept),
+    exit 143 (129)."""
 
 
 @contextmanager
 def sigterm_unwinds() -> Generator[None, None, None]:
-    """Turn SIGTERM into an exception while the sweep runs, unless someone else handles it."""
+    """Turn SIGTERM and SIGHUP into an exception while the block runs, each unless someone
+    else handles it or it is ignored (``nohup``)."""
     if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.getsignal(signal.SIGTERM)
-    if previous not in (signal.SIG_DFL, None):
         yield
         return
 
     def handler(signum: int, frame: Any) -> None:
         raise Terminated(128 + signum)
 
-    signal.signal(signal.SIGTERM, handler)
+    previous = {s: signal.getsignal(s) for s in _STOPS}
+    ours = [s for s, h in previous.items() if h in (signal.SIG_DFL, None)]
+    for s in ours:
+        signal.signal(s, handler)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for s in ours:
+            signal.signal(s, previous[s])

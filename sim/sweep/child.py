@@ -195,6 +195,8 @@ def _end_with_parent(parent: int, stops: list[int]) -> bool:
         raise _Stopped(f"signal {signum}")
 
     signal.signal(signal.SIGTERM, stop)
+    if signal.getsignal(signal.SIGHUP) is signal.SIG_DFL:  # a closed terminal; nohup: ignored
+        signal.signal(signal.SIGHUP, stop)
     return die_with_parent(parent)
 
 

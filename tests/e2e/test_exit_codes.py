@@ -244,3 +244,52 @@ def test_a_ray_hosts_stopped_child_is_failed_at_its_budget(
         task.join(timeout=30)
     status = json.loads(result[0]["outputs"]["status.json"][1])
     assert status["status"] == "failed" and "no result within 23 s" in status["error"], status
+
+
+@pytest.mark.parametrize("to_group", [False, True], ids=["kvsim", "group"])
+def test_sighup_ends_a_sweep_as_sigterm_does_exit_129(write_config, tmp_path, to_group) -> None:
+    """A closed terminal (or ssh session) sends SIGHUP: to kvsim, or to its whole group.
+    Before, kvsim died at once without a word, its manifest saying ``running``."""
+    path = slow_config(write_config)
+    tag = new_tag()
+    cmd = [sys.executable, "-m", "sim", "run", "-q", str(path)]
+    proc = _start(cmd, tag, start_new_session=True)
+    try:
+        child = _first_child(proc)
+        assert wait_for(lambda: catches(child, signal.SIGHUP), 60)
+        if to_group:
+            os.killpg(proc.pid, signal.SIGHUP)
+        else:
+            proc.send_signal(signal.SIGHUP)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        kill_tagged(tag)
+    assert proc.returncode == 129, err
+    assert "kvsim: interrupted by SIGHUP; finished point runs are kept in" in err, err
+    assert "Traceback" not in err
+    assert json.loads((tmp_path / "out" / MANIFEST_FILE).read_text())["status"] == "interrupted"
+    assert wait_for(lambda: not tagged(tag), 30), "a process the run started survived"
+
+
+def test_under_nohup_sighup_is_left_ignored(write_config, tmp_path) -> None:
+    """``nohup`` ignores SIGHUP so that a run outlives its terminal: it must stay so."""
+    path = slow_config(write_config)
+    tag = new_tag()
+
+    def ignore_sighup() -> None:
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    cmd = [sys.executable, "-m", "sim", "run", "-q", str(path)]
+    proc = _start(cmd, tag, start_new_session=True, preexec_fn=ignore_sighup)
+    try:
+        _first_child(proc)
+        os.killpg(proc.pid, signal.SIGHUP)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        kill_tagged(tag)
+    assert proc.returncode == 0, err
+    assert json.loads((tmp_path / "out" / MANIFEST_FILE).read_text())["status"] == "complete"

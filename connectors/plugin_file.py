@@ -136,6 +136,23 @@ def load_plugin(code: PluginCode) -> list[type]:
         raise PluginError("\n".join([head, *frames])) from None
     added_a = _new_entries(ADDRESS_VARIANTS, before_a)
     added_i = _new_entries(INDEX_VARIANTS, before_i)
+    # One name, one variant: `kvsim check NAME` and `kvsim variants NAME` look in both
+    # registries, so an address variant named like an index variant (or the reverse)
+    # would hide the other.
+    for mine, theirs, kind in (
+        (added_a, INDEX_VARIANTS.entries(), "index variant"),
+        (added_i, ADDRESS_VARIANTS.entries(), "address variant"),
+    ):
+        for cls in mine:
+            other = theirs.get(getattr(cls, "name", ""))
+            if other is not None:
+                owner = other.__module__
+                if owner.startswith(MODULE_PREFIX):
+                    owner = str(getattr(sys.modules.get(owner), "__file__", None) or owner)
+                raise PluginError(
+                    f"{path}: name {cls.name!r} is taken by the {kind} of {owner}: a plug-in "
+                    "cannot reuse a built-in's or another plug-in's name; choose another `name`"
+                )
     for cls in added_a:
         if not (isinstance(cls, type) and issubclass(cls, AddressVariant)):
             raise PluginError(

@@ -72,6 +72,11 @@ def test_a_plugin_registers_only_inside_its_scope(tmp_path: Path) -> None:
             "@register\nclass ScalarVariant(AddressVariant):\n    name = 'scalar'\n",
             "variant name 'scalar' is taken by connectors.address_scalar",
         ),
+        (  # `kvsim check cached` would have found it, not the built-in index variant
+            "from connectors.base import AddressVariant\nfrom connectors.registry import register\n"
+            "@register\nclass Cached(AddressVariant):\n    name = 'cached'\n",
+            "name 'cached' is taken by the index variant of connectors.index_cached",
+        ),
         ("import math\n", "registers no variant; decorate an AddressVariant subclass"),
     ],
 )

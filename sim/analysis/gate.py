@@ -77,8 +77,11 @@ def _change(rule: Rule, base: float, new: float, ratio: float) -> float:
     return new - base
 
 
-def judge(comp: Comparison, rules: list[Rule], base_label: str, new_label: str) -> GateResult:
-    """Apply ``rules`` to every point of ``comp`` (a two-run comparison by run, BASE first)."""
+def judge(
+    comp: Comparison, rules: list[Rule], base_label: str, new_label: str, planned: int = 1
+) -> GateResult:
+    """Apply ``rules`` to every point of ``comp`` (a two-run comparison by run, BASE first);
+    ``planned``: the fewest repeats either run's config asked for."""
     lines: list[str] = []
     failed = False
     no_interval = 0
@@ -127,9 +130,17 @@ def judge(comp: Comparison, rules: list[Rule], base_label: str, new_label: str) 
         if len(lines) == said and worst is not None:
             lines.append(f"pass {rule.text}: the largest change is {worst[1]}")
     if no_interval:
+        # Planned 2 or more and still short: a run is unfinished (interrupted, or failed
+        # points), not configured too small.
+        why = (
+            f"the runs planned {planned} but some points lack repeats: let both runs finish "
+            "(kvsim run … --resume)"
+            if planned >= 2
+            else "run with repeats: 2 or more"
+        )
         lines.append(
             f"note: {no_interval} comparison(s) had fewer than 2 repeats per run, so no "
-            "interval: the threshold alone decided there (run with repeats: 2 or more)"
+            f"interval: the threshold alone decided there ({why})"
         )
     if not checked:
         raise ValueError("--fail-if: no point of BASE has a twin in NEW to judge")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -199,7 +200,7 @@ def _two(args: argparse.Namespace) -> int:
         raise _error(str(exc)) from None
     # The gate's rules are judged before anything is written: a metric the runs lack is
     # one line, not an error after the whole comparison was printed and saved.
-    gate = _judge(args, pairing.combined, la, lb) if args.fail_if else None
+    gate = _judge(args, pairing.combined, la, lb, (a, b)) if args.fail_if else None
     text = comparison_markdown(comp, f"{la} vs {lb}")
     head, _, rest = text.partition("\n\n")
     text = f"{head}\n\n```\n{preface}\n```\n\n{rest}"
@@ -224,13 +225,16 @@ def _rules(args: argparse.Namespace) -> list[Rule]:
         raise _error(str(exc)) from None
 
 
-def _judge(args: argparse.Namespace, combined: RunResults, la: str, lb: str) -> GateResult:
+def _judge(
+    args: argparse.Namespace, combined: RunResults, la: str, lb: str, runs: Sequence[RunResults]
+) -> GateResult:
     """The --fail-if rules on the two runs' shared points (sim.analysis.gate)."""
     rules = _rules(args)
     metrics = list(dict.fromkeys(r.metric for r in rules))
     try:
         comp = compare(combined, la, metrics, args.bootstrap, args.seed, RUN_AXIS, paired=False)
-        return judge(comp, rules, la, lb)
+        planned = min(int(r.manifest.get("repeats") or 1) for r in runs)
+        return judge(comp, rules, la, lb, planned)
     except ValueError as exc:
         raise _error(str(exc)) from None
 

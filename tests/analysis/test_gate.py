@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sim.analysis.gate import parse_rule
+from sim.analysis.gate import judge, parse_rule
 from sim.cli import main
 
 VARIANT = """
@@ -84,6 +84,19 @@ def test_one_repeat_judges_by_threshold_and_says_so(tmp_path: Path, write_config
     assert "no interval: judged by the threshold alone" in out
     notes = [ln for ln in out.splitlines() if ln.startswith("gate: note:")]
     assert len(notes) == 1 and "fewer than 2 repeats" in notes[0]
+    assert "(run with repeats: 2 or more)" in notes[0]  # as configured: one repeat each
+    # Runs that planned 3 but hold one repeat a point are unfinished, not configured short.
+    from sim.analysis.compare import compare
+    from sim.analysis.crossrun import RUN_AXIS, pair_runs
+    from sim.rundir.reader import load_results
+
+    pairing = pair_runs(load_results(fast), load_results(slow))
+    la, lb = pairing.labels
+    comp = compare(pairing.combined, la, ["gil_hold_mean_ms"], 200, 0, RUN_AXIS, paired=False)
+    gate = judge(comp, [parse_rule("gil_hold_mean_ms>+5%")], la, lb, planned=3)
+    assert (
+        "the runs planned 3 but some points lack repeats: let both runs finish" in (gate.lines[-1])
+    )
     assert main(["compare", str(fast), "--fail-if", "gil_hold_mean_ms>+5%"]) == 2
     for old in slow.glob("compare_vs_*"):
         old.unlink()

@@ -13,12 +13,15 @@ any count.
 from __future__ import annotations
 
 import json
+import os
 import resource
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from sim.process.lifeline import PARENT_PID_ENV, die_with_parent, parent_pid
 
 __all__ = ["PointMemory", "measure_point", "point_config"]
 
@@ -48,7 +51,10 @@ def measure_point(
 ) -> PointMemory:
     """Run the point in a child process (bounded by ``timeout_s``) and read its line."""
     argv = [sys.executable, "-m", __name__, calibration, str(requests), str(rate), str(out_dir)]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
+    env = {**os.environ, PARENT_PID_ENV: str(os.getpid())}  # the child dies with this process
+    done = subprocess.run(
+        argv, capture_output=True, text=True, timeout=timeout_s, check=False, env=env
+    )
     if done.returncode != 0:
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise RuntimeError(f"the model point of {requests} requests failed: {tail}")
@@ -57,6 +63,10 @@ def measure_point(
 
 
 def _main(argv: list[str]) -> int:
+    # First: a `kvsim bench model` killed with -9 would otherwise leave this point running
+    # on for minutes under another parent (sim.process.lifeline).
+    if not die_with_parent(parent_pid()):
+        return 1
     from sim.config import ExperimentConfig, Point
     from sim.model.driver import run_model_point
     from sim.sweep.point_tables import RequestsFile

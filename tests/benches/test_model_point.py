@@ -39,3 +39,44 @@ def test_peak_rss_of_a_model_point_is_independent_of_its_requests(tmp_path) -> N
         f"peak RSS {small.max_rss_mb:.0f} MB at {SMALL} requests, "
         f"{large.max_rss_mb:.0f} MB at {LARGE}"
     )
+
+
+_DRIVER = """
+import sys
+from pathlib import Path
+from sim.benches.model import _stand_in_calibration
+from sim.benches.model_point import measure_point
+tmp = Path(sys.argv[1])
+measure_point(str(_stand_in_calibration(tmp / "cal.json")), 5_000_000, 15.0, tmp)
+"""
+
+
+def test_the_points_process_dies_with_a_killed_bench(tmp_path) -> None:
+    """kill -9 of ``kvsim bench model`` left its point (minutes of work) running under
+    another parent; it must end with it (every wait bounded, leftovers killed)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.procscan import TAG_ENV, children, kill_tagged, new_tag, tagged, wait_for
+
+    tag = new_tag()
+    env = {**os.environ, TAG_ENV: tag, "PYTHONPATH": str(Path(__file__).parents[2])}
+    driver = subprocess.Popen([sys.executable, "-c", _DRIVER, str(tmp_path)], env=env)
+    try:
+        assert wait_for(lambda: children(driver.pid, "model_point"), 120)
+        os.kill(driver.pid, signal.SIGKILL)
+        driver.wait(timeout=30)
+        left: list[int] = []
+
+        def none_left() -> bool:
+            left[:] = tagged(tag)
+            return not left
+
+        assert wait_for(none_left, 60), f"the point's process outlived the bench: {left}"
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+        kill_tagged(tag)

@@ -33,7 +33,8 @@ def completeness_warnings(res: RunResults) -> list[str]:
     if res.note:  # another process is writing the run now (sim.rundir.state)
         out.append(
             f"{res.dir}: made while the run was still being written{counted}: a partial "
-            "result; the run removes this when it ends, then compare or plot it again"
+            "result; compare or plot it again when the run ends (the run then removes what "
+            "was made inside its directory; an --out elsewhere stays as it is)"
         )
     elif status in ("interrupted", "running"):
         out.append(f"{res.dir}: the run was interrupted{counted}; {_resume_hint(res)}")

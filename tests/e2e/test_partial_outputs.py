@@ -69,3 +69,36 @@ def test_derived_files_made_before_a_sweep_are_not_its_to_remove(tmp_path) -> No
     assert remove_derived_since(run, time.time() + 5) == []
     assert (run / "compare.md").exists()
     assert remove_derived_since(run, 0.0) == [run / "compare.md"]
+
+
+def test_a_partial_report_written_elsewhere_does_not_promise_to_go(
+    write_config, tmp_path, capsys
+) -> None:
+    """``compare --out`` outside the run: the sweep never removes it (nothing outside its
+    directory is its to remove), so its warning must not say it will."""
+    path = write_config(
+        {
+            "workload": {"requests": 4},
+            "sweep": {"connector.variant": ["scalar", "numpy"], "seed": [1, 2]},
+        }
+    )
+    out, elsewhere = tmp_path / "out", tmp_path / "mine" / "report"
+    elsewhere.parent.mkdir()
+    made: dict[str, str] = {}
+
+    def started(rep, host) -> None:  # type: ignore[no-untyped-def]
+        summary = out / "summary.csv"
+        if made or not summary.is_file():
+            return
+        if len({r["variant"] for r in read_csv(summary)}) < 2:
+            return  # compare needs both variants: wait for a later point
+        assert main(["compare", str(out), "--out", str(elsewhere)]) == 0
+        made["compare"] = elsewhere.with_suffix(".md").read_text()
+
+    run = sim.load(path).run(out, isolate=False, events=sim.SweepEvents(started=started))
+    assert made, "the sweep never had both variants before its last point"
+    assert run.outcome is not None and run.outcome.ok
+    assert "made while the run was still being written" in made["compare"]
+    assert elsewhere.with_suffix(".md").exists()  # outside the run: it stays
+    assert "the run removes this" not in made["compare"]
+    assert "an --out elsewhere stays" in made["compare"]

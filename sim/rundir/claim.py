@@ -10,7 +10,9 @@ anything is written, every path is claimed here:
   rewrites ``RUN/compare.md``);
 * any other existing file is the user's: it is replaced only with ``--force``,
   and otherwise the command refuses, in one line, before writing anything;
-* a directory in a file's place is never replaced.
+* a directory in a file's place is never replaced, nor is a device, pipe or socket, or
+  a link to one (``--csv /dev/null --force`` as root would otherwise have replaced the
+  system's /dev/null with a regular file, and ``/dev/stdout`` its link).
 
 A claimed path inside a kvsim run directory is added to that run's ledger before
 it is written, so that the run's ``--force`` may remove it later and a crash
@@ -44,6 +46,16 @@ def _run_of(path: Path) -> tuple[Path, str] | None:
     return None
 
 
+def _special(path: Path, st: os.stat_result) -> bool:
+    """Neither a regular file, nor a link to one or to nothing (a dangling link)."""
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            st = os.stat(path)
+        except OSError:
+            return False
+    return not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode))
+
+
 def _lstat(path: Path) -> os.stat_result | None:
     try:
         return os.lstat(path)
@@ -72,6 +84,12 @@ def claim_outputs(paths: Iterable[str | Path], force: bool, *, option: str = "--
                 raise RunDirError(
                     f"{shown_path(path)}: is a directory; kvsim writes a file there only "
                     f"where none is: choose another {option}"
+                )
+            if _special(path, st):
+                raise RunDirError(
+                    f"{shown_path(path)}: is a device, pipe or socket (or a link to one); "
+                    f"kvsim writes only regular files and never replaces these, even with "
+                    f"--force: choose another {option}"
                 )
             ours = inside is not None and inside[1] in owned_files(inside[0])
             if not ours and not force:

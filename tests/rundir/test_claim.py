@@ -186,3 +186,27 @@ def test_compare_with_a_fifo_ledger_and_no_reader_ends_in_one_line(run: Path) ->
         f"kvsim: error: {run}: cannot write ({LEDGER_FILE} is not a regular file)"
     ]
     assert not (run / "compare.md").exists()
+
+
+def test_a_device_pipe_or_link_to_one_is_never_replaced_even_with_force(tmp_path: Path) -> None:
+    """``--csv /dev/null --force`` as root replaced the system's /dev/null with a regular
+    file (and ``/dev/stdout``'s link with one); a FIFO the same."""
+    import os
+
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)
+    to_null = tmp_path / "null.csv"
+    to_null.symlink_to(os.devnull)
+    for path in (Path(os.devnull), fifo, to_null):
+        with pytest.raises(RunDirError, match="is a device, pipe or socket"):
+            claim_outputs([path], force=True)
+    assert _stat_kind(fifo) == "fifo" and to_null.is_symlink()
+    dangling = tmp_path / "gone.csv"
+    dangling.symlink_to(tmp_path / "nowhere")
+    claim_outputs([dangling], force=True)  # a link to nothing is replaced, as a file is
+
+
+def _stat_kind(path: Path) -> str:
+    import stat
+
+    return "fifo" if stat.S_ISFIFO(path.lstat().st_mode) else "other"

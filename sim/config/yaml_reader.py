@@ -14,7 +14,9 @@ traceback:
   alias, and aliases may not expand past ``MAX_NODES`` nodes or ``MAX_DEPTH`` levels;
 * a number means what YAML 1.2 says or is refused: PyYAML reads YAML 1.1, where
   ``1:30`` is 90 (base 60), ``010`` is 8 (octal) and ``0b11`` is 3, silently;
-  each is an error saying what to write instead.
+  each is an error saying what to write instead. And where YAML 1.1 wants a dot and
+  a signed exponent, ``1e9``, ``1.5e9`` and ``2E-3`` are numbers, as in YAML 1.2
+  (PyYAML read them as text, which a number field then refused as "not a number").
 
 A ``--set KEY=VALUE`` value is read by :func:`read_yaml_value` under the same
 bounds: an alias bomb on the command line is refused like one in the file.
@@ -57,6 +59,17 @@ _FLOAT = "tag:yaml.org,2002:float"
 _SEXAGESIMAL = re.compile(r"[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?")
 _LEADING_ZERO = re.compile(r"[-+]?0[0-9_]+")
 _BINARY = re.compile(r"[-+]?0b[0-1_]+")
+
+
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader, reading the exponent forms YAML 1.2 calls floats as floats."""
+
+
+_Loader.add_implicit_resolver(
+    _FLOAT,
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."),
+)
 
 
 def _check_number(at: str, text: str) -> None:
@@ -108,7 +121,7 @@ def _yaml_error(path: _Text, exc: yaml.YAMLError) -> ConfigError:
 def _check_events(path: _Text, text: str) -> None:
     """Depth and event count on the (iterative) event stream, before composing."""
     depth = 0
-    for events, ev in enumerate(yaml.parse(text, Loader=yaml.SafeLoader), 1):
+    for events, ev in enumerate(yaml.parse(text, Loader=_Loader), 1):
         if isinstance(ev, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
             depth += 1
             if depth > MAX_DEPTH:
@@ -210,14 +223,14 @@ def _load(path: _Text, text: str) -> tuple[Any, yaml.Node | None]:
     """Every check above, then the data: (data, node tree); node None for empty text."""
     try:
         _check_events(path, text)
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=_Loader)
     except yaml.YAMLError as exc:
         raise _yaml_error(path, exc) from None
     if node is None:
         return None, None
     _walk(path, node)
     try:
-        data = yaml.SafeLoader(text).get_single_data()
+        data = _Loader(text).get_single_data()
     except yaml.YAMLError as exc:
         raise _yaml_error(path, exc) from None
     except (ValueError, TypeError, OverflowError, RecursionError) as exc:

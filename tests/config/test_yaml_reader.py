@@ -94,6 +94,19 @@ def test_yaml_11_numbers_are_refused_with_a_hint(write_config, text: str, needle
         parse_config(write_config(), [f"connector.workers={text}"])
 
 
+def test_exponent_numbers_are_numbers_as_in_yaml_12(write_config) -> None:
+    """PyYAML (YAML 1.1) wants a dot and a signed exponent: ``1e3`` and ``1.5e3`` were
+    text, and a number field refused them as "not a valid number"."""
+    text = "name: x\nstore: {latency_ms: 1.5e3, bandwidth_gb_per_s: 2E1}\n"
+    cfg, _ = parse_config(write_config(text=text, name="e.yaml"))
+    assert (cfg.store.latency_ms, cfg.store.bandwidth_gb_per_s) == (1500.0, 20.0)
+    cfg, _ = parse_config(write_config(), ["store.latency_ms=1e-1"])
+    assert cfg.store.latency_ms == 0.1
+    assert read_yaml_value("[1e3, -2e-3, .5e1]", "--set x") == [1000.0, -0.002, 5.0]
+    assert read_yaml_value("'1e3'", "--set x") == "1e3"  # quoted: text, as written
+    assert read_yaml_value("1e", "--set x") == "1e"
+
+
 def test_quoted_or_plain_numbers_mean_what_they_say(write_config) -> None:
     cfg, _ = parse_config(write_config(text="name: x\nconnector: {workers: 10}\n", name="a.yaml"))
     assert cfg.connector.workers == 10

@@ -4,14 +4,17 @@
 only when ``.kvsim-installed`` names this very interpreter (``sys.executable`` and
 ``sys.prefix``: a new virtual environment is a new prefix even where its ``python3``
 links to the same binary) and the same hash of ``pyproject.toml`` and
-``scripts/install.sh``. Otherwise it says why, and ``make`` runs the install and then
-``write``. A file's mere existence (the old stamp) let a fresh venv skip the install
-and die on its first import. Standard library only: it runs before anything is installed.
+``scripts/install.sh``, and the dependencies can be found (a venv made again at the
+same path is the same interpreter by name, and empty). Otherwise it says why, and
+``make`` runs the install and then ``write``. A file's mere existence (the old stamp)
+let a fresh venv skip the install and die on its first import. Standard library only:
+it runs before anything is installed.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -23,6 +26,10 @@ _ROOT = Path(__file__).resolve().parent.parent
 STAMP = _ROOT / ".kvsim-installed"
 #: The files whose change means the installed dependencies may be wrong.
 _DEPENDENCY_FILES = ("pyproject.toml", "scripts/install.sh")
+#: Modules the install puts in place (pyproject.toml's dependencies and dev extra), looked
+#: up, not imported: a venv deleted and made again at the same path has the same
+#: interpreter path and prefix as the stamp, and none of them.
+_MODULES = ("simpy", "numpy", "numba", "torch", "yaml", "pydantic", "rich", "matplotlib", "pytest")
 
 
 def current(root: Path = _ROOT) -> dict[str, str]:
@@ -53,6 +60,10 @@ def check(stamp: Path = STAMP, root: Path = _ROOT) -> str | None:
         return f"{stamp.name} was made for {recorded.get('python')}; this is {now['python']}"
     if recorded != now:
         return f"{', '.join(_DEPENDENCY_FILES)} or the Python version changed since {stamp.name}"
+    missing = [m for m in _MODULES if importlib.util.find_spec(m) is None]
+    if missing:
+        where = now["prefix"]
+        return f"{', '.join(missing)} not installed in {where} (a new venv at the old path?)"
     return None
 
 

@@ -85,3 +85,18 @@ def test_a_failed_install_leaves_no_stamp(tmp_path: Path) -> None:
     assert failed.returncode != 0
     assert not (root / ".kvsim-installed").exists()
     assert "INSTALL RAN" in _make_install(root, sys.executable).stdout
+
+
+def test_a_venv_made_again_at_the_same_path_is_installed_again(tmp_path: Path) -> None:
+    """``rm -rf .venv && python -m venv .venv``: same interpreter path and prefix as the
+    stamp, and no dependencies; the stamp alone skipped the install (then a traceback)."""
+    root = _checkout(tmp_path)
+    venv = tmp_path / "venv"  # isolated: the fake install.sh installs nothing into it
+    made = [sys.executable, "-m", "venv", "--without-pip", str(venv)]
+    subprocess.run(made, check=True, timeout=60)
+    venv_python = str(venv / "bin" / "python3")
+    assert "INSTALL RAN" in _make_install(root, venv_python).stdout
+    again = _make_install(root, venv_python)
+    assert again.returncode == 0, again.stderr
+    assert f"INSTALL RAN with {venv_python}" in again.stdout
+    assert "not installed in" in again.stderr

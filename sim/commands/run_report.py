@@ -31,6 +31,7 @@ from sim.rundir.layout import (
     RepRun,
 )
 from sim.sweep.session import SweepOutcome
+from sim.sweep.spec import CHANGED_SINCE_PLANNED
 
 __all__ = ["report"]
 
@@ -122,6 +123,14 @@ def _unfinished_line(args: RunArgs, unfinished: list[tuple[RepRun, str, str]]) -
     kinds = Counter(state for _, state, _ in unfinished)
     said = ", ".join(f"{n} {state}" for state, n in sorted(kinds.items()))
     again = shlex.join([*args.rerun_command(), "--resume"])
+    if any(CHANGED_SINCE_PLANNED in error for _, _, error in unfinished):
+        # --resume refuses a run whose data files changed: it would mix two workloads.
+        anew = shlex.join([*args.rerun_command(), "--force"])
+        return (
+            f"kvsim: error: {len(unfinished)} point run(s) did not finish ({said}): a data "
+            f"file changed during the sweep; restore it and `{again}` runs them again, "
+            f"or `{anew}` starts over with it as it is now"
+        )
     return (
         f"kvsim: error: {len(unfinished)} point run(s) did not finish ({said}); "
         f"`{again}` runs them again"

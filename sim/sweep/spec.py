@@ -33,6 +33,7 @@ from sim.sweep.identity import (
 )
 
 __all__ = [
+    "CHANGED_SINCE_PLANNED",
     "SPEC_VERSION",
     "PointSpec",
     "SpecError",
@@ -42,6 +43,9 @@ __all__ = [
     "write_spec",
 ]
 
+#: What a point run's error says when its data files changed after planning (the run's
+#: last line then says --resume will refuse: sim.commands.run_report).
+CHANGED_SINCE_PLANNED = "changed since the sweep was planned"
 #: Version of the spec.json format; 2 carries the resolved config (1 named a YAML file).
 SPEC_VERSION = 2
 #: A spec carries one resolved config; far more is not one kvsim wrote.
@@ -152,8 +156,7 @@ class PointSpec:
         diff = first_difference(planned, config_identity(self.config)) or "its hash differs"
         where = f"{self.source}: " if self.source else ""
         raise SpecError(
-            f"{where}point {self.index} changed since the sweep was planned ({diff}); "
-            "rerun with --force"
+            f"{where}point {self.index} {CHANGED_SINCE_PLANNED} ({diff}); rerun with --force"
         )
 
 

@@ -63,3 +63,35 @@ def test_progress_total_is_the_replayed_count(write_config, tmp_path, capsys, mo
     assert main(["run", str(path)]) == 0
     err = capsys.readouterr().err
     assert "3/3 req" in err and "/40 req" not in err
+
+
+def test_the_last_line_after_a_data_file_changed_does_not_offer_a_resume_that_refuses() -> None:
+    """A point run that found its data file changed since planning fails; --resume then
+    refuses the run (the file differs from the manifest's), so "--resume runs them again"
+    alone sent the user into a second error."""
+    from sim.commands.run_args import RunArgs
+    from sim.commands.run_report import _unfinished_line
+    from sim.sweep.spec import CHANGED_SINCE_PLANNED
+
+    args = RunArgs(
+        config="emp.yaml",
+        sets=(),
+        plugins=(),
+        out=None,
+        force=False,
+        resume=False,
+        dry_run=False,
+        baseline=None,
+        in_process=False,
+        quiet=True,
+        all_rows=False,
+        executor="local",
+        address=None,
+        retries=0,
+    )
+    changed = f"SpecError: emp.yaml: point 0 {CHANGED_SINCE_PLANNED} (workload.tokens.path: …)"
+    line = _unfinished_line(args, [(None, "failed", changed)])  # type: ignore[list-item]
+    assert "a data file changed during the sweep; restore it" in line
+    assert "`kvsim run emp.yaml --force` starts over" in line
+    plain = _unfinished_line(args, [(None, "failed", "child exited with code -9")])  # type: ignore[list-item]
+    assert plain.endswith("`kvsim run emp.yaml --resume` runs them again")

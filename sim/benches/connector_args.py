@@ -105,5 +105,13 @@ def bench_geometry(args: argparse.Namespace) -> BenchGeometry:
         if chunks < 1:
             raise ValueError(f"--chunks must be >= 1, got {chunks}")
         tokens = chunks * geo.block_size
+        try:  # the config's bound on a request's tokens: 10^9 chunks ran out of memory
+            FixedTokens(value=tokens)
+        except ValidationError as exc:
+            msg = exc.errors()[0]["msg"]
+            raise ValueError(
+                f"--chunks {chunks}: {tokens:,} tokens a request, out of range (the config's "
+                f"workload.tokens.fixed.value: {msg})"
+            ) from None
     gran = geo.chunk_granularity
     return BenchGeometry(geo, max(gran, tokens - tokens % gran))

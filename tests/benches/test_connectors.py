@@ -158,3 +158,16 @@ def test_a_variant_with_wrong_addresses_gets_no_figure(tmp_path: Path, capsys) -
         rc, rows, out = _run(tmp_path, capsys, "--variants", f"scalar,{_Wrong.name}")
     assert rc == 1 and rows == []
     assert "differ from scalar" in out
+
+
+def test_a_request_past_the_configs_token_bound_is_refused_before_it_is_built() -> None:
+    """``--chunks 1000000000`` (128 G tokens) went on building the request until memory
+    ran out; the config's own bound on a request's tokens applies (checked, not run)."""
+    import argparse
+
+    from sim.benches.connector_args import bench_geometry
+
+    flags = dict(config=None, regions=None, block_size=None, block_len=None, groups=None)
+    with pytest.raises(ValueError, match=r"--chunks 1000000000: .* out of range"):
+        bench_geometry(argparse.Namespace(**flags, chunks=10**9))
+    assert bench_geometry(argparse.Namespace(**flags, chunks=100)).tokens == 100 * 128

@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,26 +72,67 @@ def default_cases(
     return cases
 
 
-def _sizes(text: str) -> list[int]:
+def _sizes(text: str, most: int) -> list[int]:
     try:
         out = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"expected comma-separated integers, got {text!r}"
         ) from None
-    if any(n < 1 for n in out):
-        raise argparse.ArgumentTypeError(f"sizes must be >= 1, got {text!r}")
+    if any(n < 1 or n > most for n in out):
+        raise argparse.ArgumentTypeError(f"sizes must be 1 to {most:,}, got {text!r}")
     return out
 
 
+def _upto(most: int) -> Callable[[str], int]:
+    """An int of 1 to ``most``: the engine config's own bound on the same thing (1e9
+    components or tokens ran out of memory, with a traceback, instead of an error)."""
+
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if not 1 <= n <= most:
+            raise argparse.ArgumentTypeError(f"must be 1 to {most:,}, got {text!r}")
+        return n
+
+    return parse
+
+
+#: The engine config's bounds (sim.config.engine): requests a step (decode), tokens of a
+#: prefill step, components (K) and the padding multiple.
+_MOST_DECODE, _MOST_PREFILL, _MOST_COMPONENTS, _MOST_PAD = 8192, 1 << 20, 64, 4096
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--components", type=int, default=3, help="components per step, K (default 3)")
-    p.add_argument("--decode", type=_sizes, default=[32, 256, 512], help="decode batch sizes")
-    p.add_argument("--prefill", type=_sizes, default=[512], help="prefill chunk token counts")
+    p.add_argument(
+        "--components",
+        type=_upto(_MOST_COMPONENTS),
+        default=3,
+        help="components per step, K (default 3)",
+    )
+    p.add_argument(
+        "--decode",
+        type=lambda t: _sizes(t, _MOST_DECODE),
+        default=[32, 256, 512],
+        help="decode batch sizes",
+    )
+    p.add_argument(
+        "--prefill",
+        type=lambda t: _sizes(t, _MOST_PREFILL),
+        default=[512],
+        help="prefill chunk token counts",
+    )
     p.add_argument("--variants", help="comma-separated index variants (default: all)")
     p.add_argument("--repeats", type=int, default=21, help="timed blocks per variant and case")
     p.add_argument("--iters", type=int, default=200, help="steps per timed block")
-    p.add_argument("--pad-multiple", type=int, default=8, help="pad token counts to a multiple")
+    p.add_argument(
+        "--pad-multiple",
+        type=_upto(_MOST_PAD),
+        default=8,
+        help="pad token counts to a multiple",
+    )
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--csv", type=Path, help="also write the results to this CSV file")
     p.add_argument(

@@ -127,3 +127,29 @@ def test_warm_up_is_not_timed(monkeypatch) -> None:
     monkeypatch.setattr(index, "_time_block", fake_block)
     rows = run_bench(default_cases(decode=[3], prefill=[]), ["per_component", "cached"], 5, 4)
     assert all(r["us_per_step"] == 10.0 and r["us_p90"] == 10.0 for r in rows)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--components", "1000000000"],
+        ["--prefill", "512,1000000000"],
+        ["--decode", "1000000000"],
+        ["--pad-multiple", "0"],
+    ],
+)
+def test_sizes_past_the_engine_configs_bounds_are_refused_at_the_door(argv, capsys) -> None:
+    """10^9 components or tokens went on to allocate (a std::bad_alloc traceback, or gigabytes
+    taken); the engine config's own bounds apply, checked when the flags are read."""
+    import argparse
+
+    from sim.benches.index import add_arguments
+
+    parser = argparse.ArgumentParser(prog="kvsim bench index")
+    add_arguments(parser)
+    with pytest.raises(SystemExit) as info:
+        parser.parse_args(argv)
+    assert info.value.code == 2
+    assert f"argument {argv[0]}: " in capsys.readouterr().err
+    ok = parser.parse_args(["--components", "64", "--prefill", "1048576", "--decode", "8192"])
+    assert (ok.components, ok.prefill, ok.decode) == (64, [1048576], [8192])

@@ -70,6 +70,16 @@ class Experiment:
     #: The overrides applied, as ``KEY=VALUE`` strings.
     overrides: tuple[str, ...] = ()
 
+    def __repr__(self) -> str:
+        """One line, not the ~5 KB of the whole config (``.config`` has it; ``print(exp.plan())``
+        prints the point table)."""
+        where = f", source={str(self.source)!r}" if self.source is not None else ""
+        sets = f", overrides={list(self.overrides)!r}" if self.overrides else ""
+        return (
+            f"Experiment({self.name!r}, {len(self.points)} point(s) × {self.config.repeats} "
+            f"repeat(s), mode={self.config.mode!r}{where}{sets})"
+        )
+
     @property
     def name(self) -> str:
         return self.config.name

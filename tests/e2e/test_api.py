@@ -229,3 +229,15 @@ def test_a_measure_written_as_a_whole_number_reads_back_as_a_float() -> None:
         "error": None,
     }
     assert isinstance(row["latency_ms"], float) and isinstance(row["requests"], int)
+
+
+def test_an_experiment_prints_as_one_line(write_config) -> None:
+    """``print(sim.load(...))`` dumped ~5 KB of the whole config's repr (issue 29 item 5's
+    sibling of ``print(exp.plan())``)."""
+    path = write_config({"sweep": {"connector.workers": [1, 2]}})
+    exp = sim.load(path, {"seed": 9})
+    text = repr(exp)
+    assert "\n" not in text and len(text) < 300, text
+    assert text.startswith("Experiment('tiny', 2 point(s) × 1 repeat(s), mode='real'")
+    assert str(path) in text and "seed=9" in text
+    assert str(exp) == text

@@ -14,7 +14,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,6 +52,26 @@ def _first_child(proc: subprocess.Popen[str]) -> int:
     return found[0]
 
 
+def _run_signalled(
+    cmd: list[str],
+    tag: str,
+    act: Callable[[subprocess.Popen[str]], object],
+    timeout_s: float = 120,
+    **kw: Any,
+) -> tuple[subprocess.Popen[str], str, str]:
+    """Start ``cmd``, let ``act(proc)`` signal it, wait (bounded) for its end; its stdout
+    and stderr. Whatever happens, nothing the run started is left running."""
+    proc = _start(cmd, tag, **kw)
+    try:
+        act(proc)
+        out, err = proc.communicate(timeout=timeout_s)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        kill_tagged(tag)
+    return proc, out, err
+
+
 def _stop_first_point(
     path: Path, out: Path, sig: int
 ) -> tuple[subprocess.Popen[str], str, str, bool]:
@@ -63,17 +85,17 @@ def _stop_first_point(
     apart from a stop that was lost.
     """
     tag = new_tag()
-    proc = _start([sys.executable, "-m", "sim", "run", "-q", str(path), "--out", str(out)], tag)
-    try:
+    sent: dict[str, Any] = {}
+
+    def stop(proc: subprocess.Popen[str]) -> None:
         child = _first_child(proc)
-        rep_dir = Path(command_line(child).split()[-1]).parent
-        sent_unix = time.time()
+        sent["rep_dir"] = Path(command_line(child).split()[-1]).parent
+        sent["unix"] = time.time()
         os.kill(child, sig)
-        out_text, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        kill_tagged(tag)
+
+    cmd = [sys.executable, "-m", "sim", "run", "-q", str(path), "--out", str(out)]
+    proc, out_text, err = _run_signalled(cmd, tag, stop)
+    rep_dir, sent_unix = sent["rep_dir"], sent["unix"]
     assert wait_for(lambda: not tagged(tag), 30), "a process the run started survived"
     status = read_status(rep_dir) or {}
     late = status.get("status") == "ok" and float(status.get("ended_unix", 0)) < sent_unix
@@ -111,16 +133,14 @@ def test_ctrl_c_to_the_group_while_kvsim_ignores_it_exit_code_matches_the_manife
     def ignore_sigint() -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
-    cmd = [sys.executable, "-m", "sim", "run", "-q", str(path)]
-    proc = _start(cmd, tag, start_new_session=True, preexec_fn=ignore_sigint)
-    try:
+    def ctrl_c(proc: subprocess.Popen[str]) -> None:
         _first_child(proc)
         os.killpg(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        kill_tagged(tag)
+
+    cmd = [sys.executable, "-m", "sim", "run", "-q", str(path)]
+    proc, _, err = _run_signalled(
+        cmd, tag, ctrl_c, start_new_session=True, preexec_fn=ignore_sigint
+    )
     status = json.loads((tmp_path / "out" / MANIFEST_FILE).read_text())["status"]
     assert (status, proc.returncode) in (("complete", 0), ("failed", 1)), (status, err)
 
@@ -128,15 +148,13 @@ def test_ctrl_c_to_the_group_while_kvsim_ignores_it_exit_code_matches_the_manife
 def test_sigterm_to_kvsim_exits_143_with_the_words_of_ctrl_c(write_config, tmp_path) -> None:
     path = slow_config(write_config)
     tag = new_tag()
-    proc = _start([sys.executable, "-m", "sim", "run", "-q", str(path)], tag)
-    try:
+
+    def terminate(proc: subprocess.Popen[str]) -> None:
         _first_child(proc)
         proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        kill_tagged(tag)
+
+    cmd = [sys.executable, "-m", "sim", "run", "-q", str(path)]
+    proc, _, err = _run_signalled(cmd, tag, terminate, timeout_s=60)
     assert proc.returncode == 143, err
     assert "kvsim: interrupted by SIGTERM; finished point runs are kept in" in err, err
     assert "--resume" in err and "Traceback" not in err
@@ -159,15 +177,8 @@ def test_a_stopped_child_is_stopped_at_its_budget_and_the_sweep_goes_on(
         }
     )
     tag = new_tag()
-    proc = _start([sys.executable, "-m", "sim", "run", "-q", str(path)], tag)
-    try:
-        child = _first_child(proc)
-        os.kill(child, signal.SIGSTOP)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        kill_tagged(tag)
+    cmd = [sys.executable, "-m", "sim", "run", "-q", str(path)]
+    proc, _, err = _run_signalled(cmd, tag, lambda p: os.kill(_first_child(p), signal.SIGSTOP))
     assert proc.returncode == 1, err
     rows = read_csv(tmp_path / "out" / "summary_repeats.csv")
     assert sorted(r["status"] for r in rows) == ["failed", "ok"], rows
@@ -252,20 +263,17 @@ def test_sighup_ends_a_sweep_as_sigterm_does_exit_129(write_config, tmp_path, to
     Before, kvsim died at once without a word, its manifest saying ``running``."""
     path = slow_config(write_config)
     tag = new_tag()
-    cmd = [sys.executable, "-m", "sim", "run", "-q", str(path)]
-    proc = _start(cmd, tag, start_new_session=True)
-    try:
+
+    def hang_up(proc: subprocess.Popen[str]) -> None:
         child = _first_child(proc)
         assert wait_for(lambda: catches(child, signal.SIGHUP), 60)
         if to_group:
             os.killpg(proc.pid, signal.SIGHUP)
         else:
             proc.send_signal(signal.SIGHUP)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        kill_tagged(tag)
+
+    cmd = [sys.executable, "-m", "sim", "run", "-q", str(path)]
+    proc, _, err = _run_signalled(cmd, tag, hang_up, timeout_s=60, start_new_session=True)
     assert proc.returncode == 129, err
     assert "kvsim: interrupted by SIGHUP; finished point runs are kept in" in err, err
     assert "Traceback" not in err
@@ -281,15 +289,13 @@ def test_under_nohup_sighup_is_left_ignored(write_config, tmp_path) -> None:
     def ignore_sighup() -> None:
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
 
-    cmd = [sys.executable, "-m", "sim", "run", "-q", str(path)]
-    proc = _start(cmd, tag, start_new_session=True, preexec_fn=ignore_sighup)
-    try:
+    def hang_up(proc: subprocess.Popen[str]) -> None:
         _first_child(proc)
         os.killpg(proc.pid, signal.SIGHUP)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        kill_tagged(tag)
+
+    cmd = [sys.executable, "-m", "sim", "run", "-q", str(path)]
+    proc, _, err = _run_signalled(
+        cmd, tag, hang_up, start_new_session=True, preexec_fn=ignore_sighup
+    )
     assert proc.returncode == 0, err
     assert json.loads((tmp_path / "out" / MANIFEST_FILE).read_text())["status"] == "complete"

@@ -76,8 +76,8 @@ def test_a_log_axis_over_less_than_a_decade_still_has_several_labels(tmp_path) -
     plt.close(fig)
 
 
-def test_plot_command_draws_ccdf_and_hockey_stick_titled_with_the_run(tmp_path, capsys):
-    run = rate_run(tmp_path / "run")
+def _plotted_titles(run):
+    """``kvsim plot RUN``'s figures, file name -> suptitle, as they were saved."""
     titles = {}
     real = matplotlib.figure.Figure.savefig
 
@@ -90,6 +90,11 @@ def test_plot_command_draws_ccdf_and_hockey_stick_titled_with_the_run(tmp_path, 
         assert main(["plot", str(run)]) == 0
     finally:
         matplotlib.figure.Figure.savefig = real
+    return titles
+
+
+def test_plot_command_draws_ccdf_and_hockey_stick_titled_with_the_run(tmp_path, capsys):
+    titles = _plotted_titles(rate_run(tmp_path / "run"))
     assert {"latency_ccdf.png", "latency_vs_rate.png"} <= set(titles)
     assert all("run load · run" in t for t in titles.values()), titles
 
@@ -150,19 +155,7 @@ def test_engine_step_markers_are_not_clipped(tmp_path) -> None:
 
 
 def test_a_run_in_a_directory_of_its_name_is_named_once(tmp_path) -> None:
-    run = rate_run(tmp_path / "load")  # results/<name>: the usual place
-    titles = {}
-    real = matplotlib.figure.Figure.savefig
-
-    def spy(fig, path, *a, **kw):
-        titles[str(path).rsplit("/", 1)[-1]] = fig.get_suptitle()
-        return real(fig, path, *a, **kw)
-
-    matplotlib.figure.Figure.savefig = spy
-    try:
-        assert main(["plot", str(run)]) == 0
-    finally:
-        matplotlib.figure.Figure.savefig = real
+    titles = _plotted_titles(rate_run(tmp_path / "load"))  # results/<name>: the usual place
     assert titles and all(t.endswith("run load") for t in titles.values()), titles
 
 

@@ -72,6 +72,22 @@ def _run_signalled(
     return proc, out, err
 
 
+def _signal_group_ignoring(path: Path, sig: int) -> tuple[subprocess.Popen[str], str, str]:
+    """Run ``path`` in a session of its own with ``sig`` ignored (a script's background
+    job ignores SIGINT; ``nohup`` ignores SIGHUP), and send ``sig`` to the whole group
+    once the first point has started."""
+
+    def ignore() -> None:
+        signal.signal(sig, signal.SIG_IGN)
+
+    def to_group(proc: subprocess.Popen[str]) -> None:
+        _first_child(proc)
+        os.killpg(proc.pid, sig)
+
+    cmd = [sys.executable, "-m", "sim", "run", "-q", str(path)]
+    return _run_signalled(cmd, new_tag(), to_group, start_new_session=True, preexec_fn=ignore)
+
+
 def _stop_first_point(
     path: Path, out: Path, sig: int
 ) -> tuple[subprocess.Popen[str], str, str, bool]:
@@ -127,20 +143,7 @@ def test_ctrl_c_to_the_group_while_kvsim_ignores_it_exit_code_matches_the_manife
 ) -> None:
     """As in a script's background job: SIGINT ignored by kvsim (and so by its children,
     which inherit that), Ctrl-C to the whole group. Whatever ended, the code says it."""
-    path = slow_config(write_config)
-    tag = new_tag()
-
-    def ignore_sigint() -> None:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-    def ctrl_c(proc: subprocess.Popen[str]) -> None:
-        _first_child(proc)
-        os.killpg(proc.pid, signal.SIGINT)
-
-    cmd = [sys.executable, "-m", "sim", "run", "-q", str(path)]
-    proc, _, err = _run_signalled(
-        cmd, tag, ctrl_c, start_new_session=True, preexec_fn=ignore_sigint
-    )
+    proc, _, err = _signal_group_ignoring(slow_config(write_config), signal.SIGINT)
     status = json.loads((tmp_path / "out" / MANIFEST_FILE).read_text())["status"]
     assert (status, proc.returncode) in (("complete", 0), ("failed", 1)), (status, err)
 
@@ -283,19 +286,6 @@ def test_sighup_ends_a_sweep_as_sigterm_does_exit_129(write_config, tmp_path, to
 
 def test_under_nohup_sighup_is_left_ignored(write_config, tmp_path) -> None:
     """``nohup`` ignores SIGHUP so that a run outlives its terminal: it must stay so."""
-    path = slow_config(write_config)
-    tag = new_tag()
-
-    def ignore_sighup() -> None:
-        signal.signal(signal.SIGHUP, signal.SIG_IGN)
-
-    def hang_up(proc: subprocess.Popen[str]) -> None:
-        _first_child(proc)
-        os.killpg(proc.pid, signal.SIGHUP)
-
-    cmd = [sys.executable, "-m", "sim", "run", "-q", str(path)]
-    proc, _, err = _run_signalled(
-        cmd, tag, hang_up, start_new_session=True, preexec_fn=ignore_sighup
-    )
+    proc, _, err = _signal_group_ignoring(slow_config(write_config), signal.SIGHUP)
     assert proc.returncode == 0, err
     assert json.loads((tmp_path / "out" / MANIFEST_FILE).read_text())["status"] == "complete"

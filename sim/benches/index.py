@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sim.config.engine import EngineConfig
 from sim.console import output_console
 
 __all__ = ["HELP", "BenchCase", "add_arguments", "default_cases", "main", "run_bench"]
@@ -100,9 +101,16 @@ def _upto(most: int) -> Callable[[str], int]:
     return parse
 
 
-#: The engine config's bounds (sim.config.engine): requests a step (decode), tokens of a
-#: prefill step, components (K) and the padding multiple.
-_MOST_DECODE, _MOST_PREFILL, _MOST_COMPONENTS, _MOST_PAD = 8192, 1 << 20, 64, 4096
+def _engine_bound(field: str) -> int:
+    """The engine config's own upper bound on ``field`` (sim.config.engine), read from it."""
+    return next(int(m.le) for m in EngineConfig.model_fields[field].metadata if hasattr(m, "le"))
+
+
+#: Requests a step (decode), tokens of a prefill step, components (K), padding multiple.
+_MOST_DECODE = _engine_bound("batch_size")
+_MOST_PREFILL = _engine_bound("prefill_tokens")
+_MOST_COMPONENTS = _engine_bound("components")
+_MOST_PAD = _engine_bound("pad_multiple")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -1,0 +1,64 @@
+"""The engine step's part of ``kvsim calibrate``: its build hold per index variant.
+
+Kept apart from the load's measurements (sim.model.measure) because it needs the
+engine's own code (torch, the index variants) and times one call, the build the
+real engine thread runs (sim.instruments.engine.build_step), where the rest times
+requests through the connector's CPU stages.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["ENGINE_BATCH_SIZES", "measure_engine"]
+
+ENGINE_BATCH_SIZES = (8, 32, 256, 1024)
+
+
+def measure_engine(
+    reps: int = 50, batch_sizes: Sequence[int] = ENGINE_BATCH_SIZES
+) -> dict[str, dict[str, Any]]:
+    """Build hold (thread CPU ms, the mean) of one engine step per index variant, at the
+    default engine settings and at each decode batch size, keyed by the step's padded
+    tokens (the model interpolates between them: sim.model.calibration).
+
+    As in a run: each build comes after a forward's GIL-free sleep (cold caches, as the
+    load requests after 20 ms asleep), and the mean keeps the collections a build sets
+    off now and then. It times the real engine's own build (sim.instruments.engine)."""
+    from connectors import registry
+    from connectors.token_index import MetadataFactory
+    from sim.config import EngineConfig
+    from sim.instruments.engine import build_step
+
+    default = EngineConfig(device="cpu")
+    out: dict[str, dict[str, Any]] = {}
+    for name in registry.index_variant_names():
+        by_tokens: dict[str, float] = {}
+        for size in sorted({*batch_sizes, default.batch_size}):
+            cfg = default.model_copy(update={"batch_size": size})
+            try:
+                variant = registry.get_index_variant(name)(cfg.components, cfg.max_tokens(), "cpu")
+                variant.warm_up()
+            except Exception:  # a variant this machine cannot run (a device-only one)
+                break
+            factory = MetadataFactory(size, cfg.max_tokens(), variant.device, cfg.pad_multiple)
+            lens = cfg.query_lens()
+            build_step(factory, variant, lens)  # first-call set-up
+            holds = []
+            for _ in range(reps):
+                time.sleep(cfg.forward_ms / 1e3)
+                c0 = time.thread_time_ns()
+                build_step(factory, variant, lens)
+                holds.append((time.thread_time_ns() - c0) / 1e6)
+            by_tokens[str(cfg.max_tokens())] = statistics.fmean(holds)
+        else:
+            out[name] = {
+                "build_ms": by_tokens[str(default.max_tokens())],
+                "by_tokens": by_tokens,
+                "components": default.components,
+                "pad_multiple": default.pad_multiple,
+            }
+    return out

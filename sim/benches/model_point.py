@@ -1,10 +1,11 @@
 """One model-mode point of N requests in a fresh process: its wall time and peak memory.
 
 ``kvsim bench model`` starts ``python -m sim.benches.model_point CALIBRATION REQUESTS
-RATE DIR``; the child runs one point the way a sweep's child does (its rows streamed to
-``DIR/requests.csv``, sim.sweep.point_tables.RequestsFile) and prints one JSON line:
-the requests, the wall time of the point and the process's peak resident memory
-(``ru_maxrss``: the high-water mark, start-up and imports included). A fresh process,
+RATE DIR REGIONS ROWS HOLD_MS``; the child runs one point the way a sweep's child does (the rows
+``output.requests`` keeps streamed to ``DIR/requests.csv``,
+sim.sweep.point_tables.RequestsFile) and prints one JSON line: the requests, the wall
+time of the point, the process's peak resident memory (``ru_maxrss``: the high-water
+mark, start-up and imports included) and the model core it ran on. A fresh process,
 so that nothing another point left behind counts; its peak with 10^4 requests is the
 floor that a point's memory, bounded by design (docs/design.md §6), should stay near at
 any count.
@@ -21,6 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from sim.native import ENV as NATIVE_ENV
 from sim.process.lifeline import PARENT_PID_ENV, die_with_parent, parent_pid
 
 __all__ = ["PointMemory", "measure_point", "point_config"]
@@ -33,25 +35,55 @@ class PointMemory:
     max_rss_mb: float
     #: Planned arrivals per second (sets the simulated span; not the wall time).
     rate_rps: float
+    #: The model core the point ran on (sim.native.native_state).
+    core: str = ""
 
 
-def point_config(calibration: str, requests: int, rate: float) -> dict:
+def point_config(
+    calibration: str,
+    requests: int,
+    rate: float,
+    regions: int = 4,
+    rows: str = "all",
+    hold_ms: float = 5.0,
+) -> dict:
     """A synthetic model point: 5 ms hold, 2 workers, no probe (its wake-ups every 2 ms of
-    simulated time would outnumber the requests in a long point)."""
+    simulated time would outnumber the requests in a long point). Fewer ``regions``, fewer
+    ``rows`` (``output.requests``) and no hold make it cheaper per request where only its
+    memory is asked (tests/benches/test_model_point.py)."""
     from sim.benches.model_sweep import synthetic_config
 
     cfg = synthetic_config(calibration, requests, rate, False)
+    cfg["model"] = {**cfg["model"], "regions": regions}
+    cfg["output"] = {**cfg.get("output", {}), "requests": rows}
     cfg["connector"] = {**cfg["connector"], "workers": 2}
-    cfg["connector"]["options"] = {"hold_ms": 5.0, **cfg["connector"]["options"]}
+    cfg["connector"]["options"] = {"hold_ms": hold_ms, **cfg["connector"]["options"]}
     return cfg
 
 
 def measure_point(
-    calibration: str, requests: int, rate: float, out_dir: Path, timeout_s: float = 3600.0
+    calibration: str,
+    requests: int,
+    rate: float,
+    out_dir: Path,
+    timeout_s: float = 3600.0,
+    *,
+    regions: int = 4,
+    rows: str = "all",
+    hold_ms: float = 5.0,
+    compiled: bool = False,
 ) -> PointMemory:
-    """Run the point in a child process (bounded by ``timeout_s``) and read its line."""
+    """Run the point in a child process (bounded by ``timeout_s``) and read its line.
+
+    ``compiled``: the child runs the compiled core when it is built and current
+    (sim.native), whatever ``KVSIM_NATIVE`` says here (the test suite turns it off for
+    its own process, whose spies must reach the source); else the interpreted one, the
+    same point more slowly. The line says which ran."""
     argv = [sys.executable, "-m", __name__, calibration, str(requests), str(rate), str(out_dir)]
+    argv += [str(regions), rows, str(hold_ms)]
     env = {**os.environ, PARENT_PID_ENV: str(os.getpid())}  # the child dies with this process
+    if compiled:
+        env.pop(NATIVE_ENV, None)
     done = subprocess.run(
         argv, capture_output=True, text=True, timeout=timeout_s, check=False, env=env
     )
@@ -59,7 +91,7 @@ def measure_point(
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise RuntimeError(f"the model point of {requests} requests failed: {tail}")
     data = json.loads(done.stdout.strip().splitlines()[-1])
-    return PointMemory(data["requests"], data["wall_s"], data["max_rss_mb"], rate)
+    return PointMemory(data["requests"], data["wall_s"], data["max_rss_mb"], rate, data["core"])
 
 
 def _main(argv: list[str]) -> int:
@@ -69,17 +101,24 @@ def _main(argv: list[str]) -> int:
         return 1
     from sim.config import ExperimentConfig, Point
     from sim.model.driver import run_model_point
+    from sim.native import native_state
     from sim.sweep.point_tables import RequestsFile
 
     calibration, requests, rate, out = argv[0], int(argv[1]), float(argv[2]), Path(argv[3])
-    cfg = ExperimentConfig.model_validate(point_config(calibration, requests, rate))
+    shape = point_config(calibration, requests, rate, int(argv[4]), argv[5], float(argv[6]))
+    cfg = ExperimentConfig.model_validate(shape)
     rows = RequestsFile(out, {"repeat": 0}, durable=False)
     t0 = time.perf_counter()
     res = run_model_point(Point(0, {}, cfg), 0, None, write_rows=rows)
     rows.commit()
     wall = time.perf_counter() - t0
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
-    line = {"requests": res.summary["requests"], "wall_s": wall, "max_rss_mb": peak_kb / 1024}
+    line = {
+        "requests": res.summary["requests"],
+        "wall_s": wall,
+        "max_rss_mb": peak_kb / 1024,
+        "core": native_state(),
+    }
     print(json.dumps(line))
     return 0
 

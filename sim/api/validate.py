@@ -108,7 +108,7 @@ def _run_all(
     """The four runs: real (with the machine's conditions measured around it), model
     under those conditions, model on an idle machine, model at the real points' speed."""
     from sim.model.coverage import point_calibration
-    from sim.model.measure import measure_conditions
+    from sim.model.measure_harness import measure_conditions
     from sim.model.validate import speed_scales
     from sim.rundir.outputs import write_json
     from sim.rundir.reader import load_results
@@ -193,7 +193,7 @@ def _run(
     ``machine.cpu_scale`` from ``scales`` (by its axis values) when given."""
     from sim.config import Point
     from sim.events import SweepEvents
-    from sim.model.measure import measure_background_load
+    from sim.model.measure_harness import measure_background_load
     from sim.sweep.session import open_session, plan_run
 
     points = list(exp.points)

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import os
 import platform
-import queue
 import statistics
 import sys
-import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
@@ -26,6 +24,7 @@ import numpy as np
 
 from sim.model.calibration import CALIBRATION_KIND, PARAMETRIC, LinearFit
 from sim.model.measure_engine import measure_engine
+from sim.model.measure_harness import measure_harness
 
 __all__ = [
     "DEFAULT_CHUNKS",
@@ -33,9 +32,6 @@ __all__ = [
     "DEFAULT_REGIONS",
     "calibrate",
     "fit_linear",
-    "measure_background_load",
-    "measure_conditions",
-    "measure_harness",
     "measure_variant",
 ]
 
@@ -53,15 +49,8 @@ SPREAD_REPS = 120
 #: measured back to back, numpy and rows held the GIL 15-100 % less than in a run at
 #: 25 requests/s, and the synthetic variant's fixed cost read 16 µs against 85 µs.
 IDLE_GAP_S = 0.02
-#: How long the woken thread has been asleep in the wake-up measurement: a load thread
-#: idles between requests and a GIL waiter for up to a switch interval, not for 0.2 ms.
-WAKE_GAP_S = 0.005
 
 Say = Callable[[str], None]
-
-
-def _median(xs: Sequence[float]) -> float:
-    return float(statistics.median(xs)) if xs else float("nan")
 
 
 def _config(variant: str, handler: str, chunks: int, regions: int, groups: int, options=None):
@@ -215,156 +204,6 @@ def measure_variant(
     }
 
 
-def _wake_ms(n: int = 200) -> list[float]:
-    """One thread waking another through a queue (half a ping-pong round trip), after the
-    woken one slept :data:`WAKE_GAP_S`."""
-    ping: queue.SimpleQueue[int] = queue.SimpleQueue()
-    pong: queue.SimpleQueue[int] = queue.SimpleQueue()
-
-    def echo() -> None:
-        while (x := ping.get()) >= 0:
-            pong.put(x)
-
-    t = threading.Thread(target=echo, daemon=True)
-    t.start()
-    trips = []
-    for i in range(n):
-        time.sleep(WAKE_GAP_S)  # the echo thread blocks again, as an idle worker does
-        t0 = time.perf_counter_ns()
-        ping.put(i)
-        pong.get()
-        trips.append((time.perf_counter_ns() - t0) / 2e6)
-    ping.put(-1)
-    t.join(5)
-    return trips
-
-
-def _timer_late_ms(n: int = 100, wait_s: float = 0.0005) -> list[float]:
-    """How late a timed wait on an empty inbox returns (the simulation thread's timers)."""
-    from sim.runtime.inbox import Inbox
-
-    inbox: Inbox[int] = Inbox()
-    late = []
-    for _ in range(n):
-        t0 = time.perf_counter_ns()
-        inbox.wait(wait_s)
-        late.append((time.perf_counter_ns() - t0) / 1e6 - wait_s * 1e3)
-    return [max(0.0, x) for x in late]
-
-
-def _sleep_late_ms(n: int = 100, wait_s: float = 0.001) -> list[float]:
-    late = []
-    for _ in range(n):
-        t0 = time.perf_counter_ns()
-        time.sleep(wait_s)
-        late.append((time.perf_counter_ns() - t0) / 1e6 - wait_s * 1e3)
-    return [max(0.0, x) for x in late]
-
-
-def _probe_costs(seconds: float = 0.3) -> tuple[list[float], float]:
-    """(latenesses, CPU per wake-up) of the sentinel probe on an idle GIL, in ms."""
-    from sim.instruments.probe import SentinelProbe
-
-    probe = SentinelProbe(0.002, seed=1)
-    c0 = time.process_time()
-    probe.start()
-    time.sleep(seconds)
-    probe.stop()
-    cpu_ms = (time.process_time() - c0) * 1e3
-    wakes = probe.wake_late_ns
-    per_wake = cpu_ms / len(wakes) if wakes else 0.0
-    return [w / 1e6 for w in wakes], per_wake
-
-
-def _sim_cpu_per_request_ms(requests: int = 200) -> dict[str, float]:
-    """The simulation thread's CPU per request, from a real no-op point with the probe."""
-    from sim.config import ExperimentConfig, Point
-    from sim.runtime.point import run_point
-
-    cfg = ExperimentConfig.model_validate(
-        {
-            "name": "calibrate-harness",
-            "model": {"regions": 4, "block_len": [4096], "block_size": BLOCK_SIZE},
-            "workload": {
-                "requests": requests,
-                "arrival": {"kind": "poisson", "rate_rps": 200.0},
-                "tokens": 8 * BLOCK_SIZE,
-            },
-            "connector": {"variant": "noop", "workers": 1},
-            "store": {"latency_ms": 0.2, "bandwidth_gb_per_s": 100.0},
-        }
-    )
-    res = run_point(Point(0, {}, cfg))
-    s = res.summary
-    sim_cpu = s["gil_busy_harness"] * s["elapsed_s"] / max(1, s["requests"])
-    return {
-        "sim_cpu_per_request_ms": sim_cpu * 1e3,
-        "noop_latency_p50_ms": s["latency_p50_ms"],
-        "noise_floor_p50_ms": s["noise_floor_p50_ms"],
-        "noise_floor_p99_ms": s["noise_floor_p99_ms"],
-    }
-
-
-def measure_background_load(seconds: float = 1.0, burst_s: float = 0.005) -> float:
-    """Runnable threads of other processes sharing this machine's cores, right now.
-
-    One thread alternates bursts of pure Python (``burst_s`` of CPU time, as a load
-    thread's hold) with sleeps of the same length, as kvsim's threads do, and times
-    how much wall time its bursts take. Under fair sharing with ``b`` other runnable
-    threads a burst runs at ``min(1, n / (1 + b))`` of a core, so the stretch ``w``
-    (wall over CPU) gives ``b = n·w - 1``. A thread that sleeps often gets more than a
-    CPU hog would (the scheduler favours a waking sleeper), so this is measured with
-    sleeps rather than by spinning. A stretch near 1 shows no load that matters to one
-    thread: 0 then (more threads of ours could still meet some; it cannot tell).
-    """
-    from connectors.address_synthetic import spin_cpu
-
-    n = os.cpu_count() or 1
-    end = time.perf_counter() + seconds
-    wall = cpu = 0.0
-    while time.perf_counter() < end:
-        w0, c0 = time.perf_counter(), time.thread_time()
-        spin_cpu(int(burst_s * 1e9))
-        wall += time.perf_counter() - w0
-        cpu += time.thread_time() - c0
-        time.sleep(burst_s)
-    stretch = wall / max(cpu, 1e-9)
-    if stretch <= 1.05:
-        return 0.0
-    return max(0.0, n * stretch - 1.0)
-
-
-#: Latency distributions kept as samples: (key, how many kept).
-LATENCIES = ("wake", "timer_late", "sleep_late", "probe_late")
-
-
-def measure_conditions() -> dict[str, Any]:
-    """What the machine's state adds, right now: the background load and the latency
-    of thread wake-ups, timed waits, sleeps and the probe's wake-ups, each as a median
-    (``<name>_ms``) and as sorted samples (``<name>_samples_ms``) that the model draws
-    from, so that a loaded machine's long tails reach the simulated latencies."""
-    probe_late, probe_hold = _probe_costs()
-    samples = {
-        "wake": _wake_ms(),
-        "timer_late": _timer_late_ms(),
-        "sleep_late": _sleep_late_ms(),
-        "probe_late": probe_late,
-    }
-    out: dict[str, Any] = {
-        "background_load": measure_background_load(),
-        "probe_hold_ms": probe_hold,
-    }
-    for name, xs in samples.items():
-        out[f"{name}_ms"] = _median(xs)
-        out[f"{name}_samples_ms"] = sorted(round(x, 6) for x in xs)
-    return out
-
-
-def measure_harness() -> dict[str, Any]:
-    return {**_sim_cpu_per_request_ms(), **measure_conditions()}
-
-
-#: Decode batch sizes the engine's build is measured at (padded tokens, default padding).
 def calibrate(
     variants: Sequence[str],
     handlers: Sequence[str] = ("per_group", "per_chunk"),

@@ -15,6 +15,7 @@ from typing import Any
 
 __all__ = ["ENGINE_BATCH_SIZES", "measure_engine"]
 
+#: Decode batch sizes the engine's build is measured at (padded tokens, default padding).
 ENGINE_BATCH_SIZES = (8, 32, 256, 1024)
 
 

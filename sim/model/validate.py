@@ -25,6 +25,7 @@ from sim.rundir.reader import RunResults, as_float, column
 
 __all__ = [
     "METRICS",
+    "TAIL_SAMPLES",
     "TARGETS",
     "Target",
     "ValidationRow",
@@ -141,8 +142,11 @@ def validate_runs(
                 got_real[name] = Interval(rv, math.nan, math.nan)
                 got_model[name] = as_float(summaries["model"].get(key, {}).get(col))
                 continue
-            real_rows = rows["real"][source].get(key, [])
-            got_real[name] = stat_interval([column(real_rows, col)], stat, n_boot, seed)
+            values = column(rows["real"][source].get(key, []), col)
+            iv = stat_interval([values], stat, n_boot, seed)
+            if not _tail_resolved(stat, int(np.count_nonzero(~np.isnan(values)))):
+                iv = Interval(iv.value, math.nan, math.nan)
+            got_real[name] = iv
             mv = column(rows["model"][source].get(key, []), col)
             mv = mv[~np.isnan(mv)]
             got_model[name] = float(statistic(mv, stat)) if mv.size else math.nan
@@ -152,7 +156,12 @@ def validate_runs(
 
 def summary_counts(rows: list[ValidationRow]) -> dict[str, Any]:
     """How many points meet each target (of those where the metric exists on both sides:
-    ``<name>_points``), and the median and worst error of each metric."""
+    ``<name>_points``), and the median and worst error of each metric; and, against the
+    real measurement's own noise, how many model values lie inside the real value's
+    bootstrap interval (``<name>_inside`` of ``<name>_inside_points``) and the median
+    half-width of those intervals relative to the value (``<name>_half_width``): a
+    target narrower than that half-width cannot tell a model error from the run's
+    noise at this many requests."""
     out: dict[str, Any] = {"points": len(rows)}
     for name, *_ in METRICS:
         errs = [abs(e) for r in rows if not math.isnan(e := r.error(name))]
@@ -162,7 +171,34 @@ def summary_counts(rows: list[ValidationRow]) -> dict[str, Any]:
             verdicts = [v for r in rows if (v := r.within(name)) is not None]
             out[f"{name}_met"] = sum(verdicts)
             out[f"{name}_points"] = len(verdicts)
+        inside = [v for r in rows if (v := r.in_interval(name)) is not None]
+        out[f"{name}_inside"] = sum(inside)
+        out[f"{name}_inside_points"] = len(inside)
+        widths = [w for r in rows if not math.isnan(w := _half_width(r.real[name]))]
+        out[f"{name}_half_width"] = float(np.median(widths)) if widths else math.nan
     return out
+
+
+#: Samples a percentile's bootstrap interval needs beyond the percentile: resamples of
+#: fewer cannot go past the largest value, so the p99 of 60 requests (about their
+#: maximum) got an interval some ±9 % wide where two runs of the point differ by ±30 %.
+TAIL_SAMPLES = 5
+
+
+def _tail_resolved(stat: str, n: int) -> bool:
+    """Whether a bootstrap interval of ``stat`` over ``n`` values means anything: a
+    percentile ``pNN`` needs :data:`TAIL_SAMPLES` values above it (and below)."""
+    if not stat.startswith("p"):
+        return True
+    q = float(stat[1:]) / 100
+    return n * min(q, 1 - q) >= TAIL_SAMPLES
+
+
+def _half_width(iv: Interval) -> float:
+    """Half the interval's width over its value (NaN without an interval or a value)."""
+    if math.isnan(iv.low) or math.isnan(iv.high) or not iv.value:
+        return math.nan
+    return (iv.high - iv.low) / 2 / abs(iv.value)
 
 
 def _norm(value: Any) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from sim.model.validate import METRICS, TARGETS, ValidationRow, summary_counts
+from sim.model.validate import METRICS, TAIL_SAMPLES, TARGETS, ValidationRow, summary_counts
 
 __all__ = ["idle_line", "matched_line", "render"]
 
@@ -78,11 +78,33 @@ def render(rows: list[ValidationRow], title: str) -> tuple[str, list[dict[str, A
                 f"- {name}: median |error| {_pct(s[f'{name}_median'])}, "
                 f"worst {_pct(s[f'{name}_worst'])} (no target)"
             )
+    lines.append(_noise_line(s, [n for n in TARGETS if n in shown]))
     lines.append(
         "- ✓/✗: within/outside the target; [..]: 95% bootstrap interval of the real value "
-        "(requests resampled); the model's own run-to-run spread is not shown."
+        f"(requests resampled; none for a percentile with fewer than {TAIL_SAMPLES} values "
+        "beyond it, where resamples cannot reach past the largest); the model's own "
+        "run-to-run spread is not shown."
     )
     return "\n".join(lines) + "\n", csv_rows
+
+
+def _noise_line(counts: dict[str, Any], names: list[str]) -> str:
+    """Each target's metric against the real side's own noise: how often the model lies
+    inside the real value's interval, and how wide those intervals are (a ±10 % target
+    on a value whose interval is ±30 % is decided by the run's noise as much as by
+    the model)."""
+    parts = [
+        f"{name.removesuffix('_ms').replace('_', ' ')} {counts[f'{name}_inside']}/"
+        f"{counts[f'{name}_inside_points']} (intervals ±{counts[f'{name}_half_width']:.0%})"
+        for name in names
+        if counts.get(f"{name}_inside_points")
+    ]
+    if not parts:
+        return "- the real values have no intervals (a summary statistic only)"
+    return (
+        "- inside the real value's 95% interval (the model within the measurement's own "
+        f"noise; median half-width of the intervals): {', '.join(parts)}"
+    )
 
 
 def idle_line(rows: list[ValidationRow]) -> str:

@@ -83,10 +83,11 @@ class RecordSink:
         if not batch:
             return
         self._batch = []
-        hold = self.stream.add(batch)["gil_hold_ms"]
+        cols = self.stream.add(batch)
+        hold = cols["gil_hold_ms"]
         self.hold_ms += math.fsum(hold[hold == hold].tolist())  # the ones not NaN
         if self.windows is not None:
-            self.windows.add(batch)
+            self.windows.add(batch, cols)
         if self._write is not None and self._stride:
             step = self._stride
             rows = batch if step == 1 else [r for r in batch if r.request_id % step == 0]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -251,11 +251,15 @@ class WindowTable:
         self._hists: dict[int, LogHistogram] = {}
         self._requests: dict[int, int] = {}
 
-    def add(self, records: Sequence[RequestRecord]) -> None:
-        at = np.array([r.arrival_s for r in records], dtype=float)
-        lat = np.array(
-            [r.latency_ms if r.status == "ok" else math.nan for r in records], dtype=float
-        )
+    def add(self, records: Sequence[RequestRecord], cols: Mapping[str, np.ndarray]) -> None:
+        """Count ``records`` in by their columns (sim.runtime.metrics.request_columns of
+        the same records, which the sink has made already for the summary)."""
+        at = cols["arrival_s"]
+        lat = cols["latency_ms"]  # the ok records' latencies
+        if len(lat) < len(records):  # some did not end ok: NaN in their places
+            lat = np.array(
+                [r.latency_ms if r.status == "ok" else math.nan for r in records], dtype=float
+            )
         win = np.floor(at / self._width).astype(np.int64)
         for w in np.unique(win).tolist():
             mask = win == w

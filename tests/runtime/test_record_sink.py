@@ -247,3 +247,25 @@ def test_a_part_from_a_file_is_the_part_from_its_bytes(tmp_path) -> None:
         a, b = Part.from_file(f), Part.from_bytes(data)
         assert (a.columns, a.canonical, a.rows()) == (b.columns, b.canonical, b.rows()), name
         assert b"".join(a.body_chunks()) == b.body or not a.canonical, name
+
+
+@pytest.mark.parametrize("all_ok", [False, True])
+def test_windows_count_every_request_and_the_ok_latencies_alone(all_ok: bool) -> None:
+    """windows.csv from the sink's columns: per window of arrival, every request counted,
+    only the ok ones' latencies in its histogram (a failed record's latency is left out;
+    a batch of only ok records takes the summary's column as it is)."""
+    records = _records(9000)  # arrivals 0-90 s: three batches, ~10 % failed
+    if all_ok:
+        for r in records:
+            r.status, r.error = "ok", ""
+    rows = _through_sink(records, window_s=7.0).tables()["windows"]
+    assert sum(row["requests"] for row in rows) == len(records)
+    for row in rows:
+        w = round(row["window_start_s"] / 7.0)
+        mine = [r for r in records if math.floor(r.arrival_s / 7.0) == w]
+        ok = [r.latency_ms for r in mine if r.status == "ok" and r.latency_ms == r.latency_ms]
+        ref = summary_stream.LogHistogram()
+        ref.add(np.array(ok, dtype=float))
+        assert (row["requests"], row["ok"]) == (len(mine), len(ok))
+        assert [row["latency_p50_ms"], row["latency_p99_ms"]] == ref.percentiles([50, 99])
+        assert row["latency_max_ms"] == max(ok)

@@ -20,6 +20,8 @@ import itertools
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
+from typing import NamedTuple
 
 import numpy as np
 
@@ -58,8 +60,14 @@ PLAN_HELD = 1 << 16
 PLAN_BLOCK = 1 << 13
 
 
-@dataclass(frozen=True, slots=True)  # one per request: slots make it smaller and quicker
-class PlannedRequest:
+class PlannedRequest(NamedTuple):
+    """One planned request: immutable, compared and hashed by its fields.
+
+    A named tuple rather than a frozen dataclass: a long plan makes one per request,
+    and a frozen dataclass's ``__init__`` (a Python-level ``object.__setattr__`` per
+    field) was ~8 % of a model point's instructions; :class:`_BlockPlan` builds these
+    from a block's columns without a Python call each."""
+
     request_id: int
     tokens: int
     #: Planned arrival, run time in seconds (open loop, trace); None where clients decide
@@ -220,6 +228,10 @@ def tokens_range(workload: Workload) -> tuple[int, int]:
     return least, most
 
 
+#: A PlannedRequest from its six fields in one tuple, without a Python-level call.
+_planned = partial(tuple.__new__, PlannedRequest)
+
+
 class _BlockPlan(Sequence[PlannedRequest]):
     """``workload.requests`` planned requests drawn ``PLAN_BLOCK`` at a time from ``seed``,
     in the order of :func:`plan_workload` within each block (tokens, arrivals, job seeds,
@@ -268,9 +280,11 @@ class _BlockPlan(Sequence[PlannedRequest]):
         for first, tokens, drawn, seeds, draws in self._blocks():
             size = len(tokens)
             times: list[float | None] = [None] * size if drawn is None else drawn.tolist()
+            ids = range(first, first + size)
+            lines = itertools.repeat(None, size)  # no trace line: a drawn plan
             t, s, d = tokens.tolist(), seeds.tolist(), draws.tolist()
-            for i in range(size):
-                yield PlannedRequest(first + i, t[i], times[i], s[i], d[i])
+            columns = zip(ids, t, times, s, d, lines, strict=True)
+            yield from map(_planned, columns)  # PlannedRequest(*row), in C
 
     def tokens_range(self) -> tuple[int, int]:
         """:func:`tokens_range` block by block, without a request object each (a pass
@@ -299,6 +313,8 @@ class WorkloadPreview:
     tokens_p99: float | None = None
     max_tokens: int | None = None
     min_tokens: int | None = None
+    #: Trace lines that warm the store before the window; None unless a trace replay.
+    warm_lines: int | None = None
 
 
 def preview_workload(
@@ -331,6 +347,7 @@ def preview_workload(
         float(p99),
         int(tokens.max()),
         int(tokens.min()),
+        replay.warm_lines,
     )
     if memo is not None:
         memo[key] = out

@@ -138,7 +138,7 @@ def trace_lines(points: Sequence[Point], previews: Sequence[WorkloadPreview]) ->
         arr = p.config.workload.arrival
         if w.span_s is None or not isinstance(arr, TraceArrival):  # a span: a trace's alone
             continue
-        warm = arr.cache.warm.requests
+        warm = w.warm_lines or 0
         out[
             f"trace: {w.requests} requests load something (of "
             f"{w.stats['trace_requests']:.0f} measured"
@@ -152,8 +152,8 @@ def trace_lines(points: Sequence[Point], previews: Sequence[WorkloadPreview]) ->
             out[
                 f"hint: {measured - w.requests:.0f} of {measured:.0f} measured requests find "
                 "nothing stored; a production store is warm: replay more lines into it first "
-                f"(workload.arrival.cache.warm.requests, now {warm}), or load the whole prompt "
-                "(workload.arrival.load: prompt)"
+                f"(workload.arrival.cache.warm.share or .requests; now {warm} lines), or load "
+                "the whole prompt (workload.arrival.load: prompt)"
             ] = None
     return list(out)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
@@ -78,14 +79,36 @@ class OnOffArrival(FrozenModel):
 
 
 class WarmConfig(FrozenModel):
-    """Trace lines replayed into the store before the measured window, untimed."""
+    """Trace lines replayed into the store before the measured window, untimed: a count
+    (``requests``) or a share of the trace's lines (``share``), not both.
 
-    requests: NonNegInt = Field(
-        0,
+    A share fits any trace: a store warmed by the first three quarters of a trace holds
+    what the trace itself put in it, whatever its length (docs/usage.md, Trace replay)."""
+
+    requests: NonNegInt | None = Field(
+        None,
         le=10**7,
         description="The first this many trace lines only fill the store (no load, no row, "
-        "no time); the measured window starts at the next line, at run time zero.",
+        "no time); the measured window starts at the next line, at run time zero. "
+        "Null (with no share): none.",
     )
+    share: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] | None = Field(
+        None,
+        description="Instead of requests: this share of the trace file's lines (0 to below "
+        "1, rounded down to whole lines) fills the store; the window (limit) follows.",
+    )
+
+    @model_validator(mode="after")
+    def _one_amount(self) -> WarmConfig:
+        if self.share is not None and self.requests is not None:
+            raise ValueError("give warm.requests or warm.share, not both")
+        return self
+
+    def lines(self, trace_lines: int) -> int:
+        """The lines that warm the store, of a trace of ``trace_lines`` lines in all."""
+        if self.share is None:
+            return min(self.requests or 0, trace_lines)
+        return math.floor(self.share * trace_lines)
 
 
 class CurveArrival(FrozenModel):
@@ -134,8 +157,9 @@ class PrefixCacheConfig(FrozenModel):
     warm: WarmConfig = Field(
         default_factory=WarmConfig,
         description="Fill the store before measuring: {requests: N} replays the first N trace "
-        "lines into it untimed, so the measured window starts from a warm store as "
-        "production's does (a cold store's first minutes find little).",
+        "lines into it untimed ({share: f}: the first f of the trace's lines), so the "
+        "measured window starts from a warm store as production's does (a cold store's "
+        "first minutes find little).",
     )
     policy: Literal["lru", "fifo"] = Field(
         "lru",

@@ -13,6 +13,8 @@ whatever the store holds (an upper bound); ``hit_ratio`` is still the store's (w
 ``cache.warm: {requests: N}`` replays the first N lines into the store first,
 untimed: they load nothing and leave no row, and the measured window (``limit``
 lines) starts at line N + 1 from a warm store, as a production store is.
+``cache.warm: {share: f}`` warms with the first ``floor(f × lines)`` lines of the
+whole trace instead, so one config warms a short trace and a long one alike.
 
 Requests left with nothing to load issue no load in a real connector, so they
 are not run; they are counted (``skipped_requests``) and their prompt tokens
@@ -53,6 +55,8 @@ class ReplayPlan:
     tokens: np.ndarray
     arrival_s: np.ndarray
     stats: dict[str, float]
+    #: Trace lines replayed into the store before the window (``cache.warm``).
+    warm_lines: int = 0
 
 
 def trace_block_bytes(geometry: GeometryConfig, block_tokens: int) -> float:
@@ -87,16 +91,19 @@ def plan_replay(trace: Trace, arrival: TraceArrival, geometry: GeometryConfig) -
     )
     gran = geometry.chunk_granularity
     offsets, ids = trace.offsets.tolist(), trace.hash_ids.tolist()
-    warm = min(arrival.cache.warm.requests, len(trace))
+    warm_cfg = arrival.cache.warm
+    warm = warm_cfg.lines(len(trace))
     for i in range(warm):  # untimed: only what the store holds afterwards matters
         cache.store(ids[offsets[i] : offsets[i + 1]])
     if warm == len(trace):
+        which = "cache.warm.requests" if warm_cfg.share is None else "cache.warm.share"
         raise TraceError(
-            f"{trace.path}: all {warm} lines read warm the store (cache.warm.requests) and "
+            f"{trace.path}: all {warm} lines read warm the store ({which}) and "
             "none is left to measure; the trace has no more lines"
         )
-    n = len(trace) - warm
-    inputs = trace.input_length[warm:]
+    n = len(trace) - warm if arrival.limit is None else min(len(trace) - warm, arrival.limit)
+    end = warm + n
+    inputs = trace.input_length[warm:end]
     loads = np.zeros(n, dtype=np.int64)
     hit_blocks = hit_tokens = 0
     prompt = arrival.load == "prompt"
@@ -116,9 +123,9 @@ def plan_replay(trace: Trace, arrival: TraceArrival, geometry: GeometryConfig) -
             f"least one chunk ({gran} tokens); replay more requests, warm the store "
             "(cache.warm) or enlarge it"
         )
-    stamps = trace.timestamps_ms[warm:]
+    stamps = trace.timestamps_ms[warm:end]
     t = (stamps - stamps[0]) / 1e3 / arrival.speedup
-    measured_blocks = offsets[-1] - offsets[warm]
+    measured_blocks = offsets[end] - offsets[warm]
     values = (
         float(n),
         float(n - chosen.size),
@@ -127,12 +134,13 @@ def plan_replay(trace: Trace, arrival: TraceArrival, geometry: GeometryConfig) -
     )
     stats = dict(zip(names(PLANNED), values, strict=True))
     lines = trace.lines if trace.lines is not None else np.arange(1, len(trace) + 1, dtype=np.int64)
-    lines = lines[warm:]
-    return ReplayPlan(chosen + warm, lines[chosen], loads[chosen], t[chosen], stats)
+    lines = lines[warm:end]
+    return ReplayPlan(chosen + warm, lines[chosen], loads[chosen], t[chosen], stats, warm)
 
 
 def replay_trace(arrival: TraceArrival, geometry: GeometryConfig) -> ReplayPlan:
-    """Read the lines the replay needs (``cache.warm.requests`` + ``limit``) and plan it."""
-    limit = arrival.limit
-    lines = None if limit is None else limit + arrival.cache.warm.requests
+    """Read the lines the replay needs and plan it: ``cache.warm.requests`` + ``limit``,
+    or the whole trace when the warm-up is a share of it (or there is no limit)."""
+    limit, warm = arrival.limit, arrival.cache.warm
+    lines = None if limit is None or warm.share is not None else limit + (warm.requests or 0)
     return plan_replay(read_trace(arrival.path, lines), arrival, geometry)

@@ -87,7 +87,7 @@ def test_validate_hints_at_warming_a_mostly_cold_window(write_config, tmp_path, 
     hints = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("hint: ")]
     assert len(hints) == 1, hints
     assert "4 of 5 measured requests find nothing stored" in hints[0]
-    assert "cache.warm.requests, now 0" in hints[0]
+    assert "cache.warm.share or .requests; now 0 lines" in hints[0]
 
 
 def test_validate_gives_no_warm_hint_when_most_requests_load(

@@ -288,6 +288,42 @@ def test_warming_every_line_leaves_nothing_to_measure(write_config, tmp_path: Pa
         _plan(path)
 
 
+def test_a_warm_share_counts_the_whole_traces_lines_and_the_limit_follows(
+    write_config, tmp_path: Path
+) -> None:
+    """share 0.5 of 5 lines warms with 2 (rounded down), as {requests: 2} does, although
+    the limit would have read only 3 lines; the window is the next limit lines."""
+    by_share = _trace_config(
+        write_config, tmp_path, speedup=2.0, limit=2, cache={"warm": {"share": 0.5}}
+    )
+    _, plan = _plan(by_share)
+    assert [r.trace_line for r in plan] == [3]  # lines 3 and 4 measured; 4 loads nothing
+    assert plan.stats["trace_requests"] == 2.0
+    _, whole = _plan(_trace_config(write_config, tmp_path, cache={"warm": {"share": 0.5}}))
+    _, counted = _plan(_trace_config(write_config, tmp_path, cache={"warm": {"requests": 2}}))
+    assert [(r.trace_line, r.tokens, r.at_s) for r in whole] == [
+        (r.trace_line, r.tokens, r.at_s) for r in counted
+    ]
+    assert whole.stats == counted.stats
+
+
+@pytest.mark.parametrize(
+    ("warm", "said"),
+    [
+        ({"share": 0.5, "requests": 2}, "give warm.requests or warm.share, not both"),
+        ({"share": 1.0}, "less than 1"),
+        ({"share": -0.1}, "greater than or equal to 0"),
+        ({"share": "half"}, "valid number"),
+    ],
+)
+def test_a_bad_warm_is_refused_in_one_line(write_config, tmp_path: Path, warm, said) -> None:
+    path = _trace_config(write_config, tmp_path, cache={"warm": warm})
+    with pytest.raises(ConfigError) as err:
+        parse_config(path)
+    text = str(err.value)
+    assert said in text and "warm" in text and "\n" not in text.strip(), text
+
+
 def test_load_prompt_loads_the_whole_prompt_whatever_is_stored(
     write_config, tmp_path: Path
 ) -> None:

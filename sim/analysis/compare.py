@@ -36,6 +36,7 @@ __all__ = [
     "Comparison",
     "Metric",
     "compare",
+    "find_value",
     "resolve_metric",
 ]
 
@@ -214,6 +215,15 @@ def _same_number(a: str, b: str) -> bool:
     return math.isfinite(x) and x == y
 
 
+def find_value(values: Sequence[str], wanted: str) -> str | None:
+    """The value of ``values`` a user means by ``wanted``: itself, or the one number it
+    writes otherwise (a run's tables write 2.0 as 2; the config said 2.0); None if none."""
+    if wanted in values:
+        return wanted
+    same = [v for v in values if _same_number(v, wanted)]
+    return same[0] if len(same) == 1 else None
+
+
 def _as_round(key: str) -> tuple[int, str]:
     return (int(key), "") if key.isdigit() else (1 << 30, key)
 
@@ -245,11 +255,8 @@ def compare(
     all_variants = list(dict.fromkeys(r[by] for r in res.summary))
     if baseline is None:
         baseline = "scalar" if "scalar" in all_variants else all_variants[0]
-    elif baseline not in all_variants:
-        # a run's tables write 2.0 as 2: the value a user typed in the config is the same one
-        same = [v for v in all_variants if _same_number(v, baseline)]
-        if len(same) == 1:
-            baseline = same[0]
+    else:
+        baseline = find_value(all_variants, baseline) or baseline
     if baseline not in all_variants:
         raise ValueError(
             f"baseline {baseline!r} is not among the values of {by} in {res.dir}: "

@@ -52,13 +52,36 @@ class Report:
         ``cell.value`` is the statistic, ``cell.ratio`` (None for the baseline) the
         ratio to the baseline with ``.low`` / ``.high`` bounds.
         """
+        from sim.analysis.compare import find_value  # numpy and the stats: not at import sim
+
         comp = self.comparison
-        key = tuple(str(v) for v in level) if level else None
-        if key is None:
+        if level:
+            wanted = tuple(str(v) for v in level)
+            key = next(
+                (
+                    k
+                    for k in comp.levels
+                    if len(k) == len(wanted)
+                    and all(find_value([a], b) for a, b in zip(k, wanted, strict=True))
+                ),
+                wanted,
+            )
+        else:
             if len(comp.levels) != 1:
                 raise KeyError(f"{len(comp.levels)} levels; name one of {comp.levels}")
             key = comp.levels[0]
-        return comp.cells[(key, value, metric)]
+        if key not in comp.levels:
+            raise KeyError(f"level {level!r} is not one of {comp.levels}")
+        values = comp.variants.get(key, [])
+        found = find_value(values, str(value))
+        if found is None:
+            raise KeyError(f"{comp.by}={value!r} is not one of {', '.join(values)}")
+        if all(m.name != metric for m in comp.metrics):
+            raise KeyError(
+                f"metric {metric!r} is not compared; compared: "
+                f"{', '.join(m.name for m in comp.metrics)}"
+            )
+        return comp.cells[(key, found, metric)]
 
     def rows(self) -> tuple[list[str], list[dict[str, Any]]]:
         """(columns, rows) of compare.csv: one row per level × value × metric."""

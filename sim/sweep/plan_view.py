@@ -6,10 +6,12 @@ from __future__ import annotations
 import io
 from typing import TYPE_CHECKING, Any
 
+from sim.rundir.layout import in_run_order
+
 if TYPE_CHECKING:
     from sim.sweep.session import RunPlan
 
-__all__ = ["plan_lines", "plan_table", "plan_text", "repeats_line"]
+__all__ = ["plan_lines", "plan_table", "plan_text", "repeats_line", "runs_in_order"]
 
 _COLOUR = {
     "done": "green",
@@ -20,8 +22,18 @@ _COLOUR = {
 }
 
 
+def runs_in_order(plan: RunPlan) -> list[Any]:
+    """The plan's point runs in the order a run makes them (``sweep.order``: interleaved
+    rounds, each shuffled; or the grid's), done ones where they stood: a resume keeps
+    the relative order of what is left (sim.rundir.layout.in_run_order)."""
+    by_rep = {(r.rep.point.index, r.rep.repeat): r for r in plan.runs}
+    ordered = in_run_order([r.rep for r in plan.runs], plan.config.sweep_order, plan.config.seed)
+    return [by_rep[(rep.point.index, rep.repeat)] for rep in ordered]
+
+
 def plan_table(plan: RunPlan) -> Any:
-    """The rich table: #, point, repeat, requests, state (with the error of a failed run)."""
+    """The rich table: #, point, repeat, requests, state (with the error of a failed run),
+    a row per point run in the order they run."""
     from rich import box  # rich loads only when a plan is shown
     from rich.table import Table
 
@@ -38,7 +50,7 @@ def plan_table(plan: RunPlan) -> Any:
             min_width=widest if col == "point" else None,
             no_wrap=col != "state",
         )
-    for run in plan.runs:
+    for run in runs_in_order(plan):
         state = f"[{_COLOUR[run.state]}]{run.state}[/]"
         if run.error:
             state += f" ({run.error})"

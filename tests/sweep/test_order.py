@@ -97,3 +97,33 @@ def test_kvsim_run_says_what_the_repeats_add(write_config, capsys) -> None:
     one = write_config({**THREE_POINTS, "repeats": 1}, name="one.yaml")
     assert main(["run", "--dry-run", str(one)]) == 0
     assert "repeats a point" not in capsys.readouterr().out
+
+
+def test_the_dry_run_lists_the_runs_in_the_order_they_run(write_config, capsys) -> None:
+    """Interleaved, the table listed every repeat of a point together (the grid's order)
+    while the run goes round by round: it lists them as they will run."""
+    from sim.cli import main
+
+    path = write_config({**THREE_POINTS})
+    cfg, _points, reps = _reps(write_config)
+    assert main(["run", "--dry-run", str(path)]) == 0
+    rows = [
+        line.split()[:4]
+        for line in capsys.readouterr().out.splitlines()
+        if line.split()[:1] and line.split()[0].isdigit() and "variant=" in line
+    ]
+    expected = in_run_order(reps, "interleaved", cfg.seed)
+    assert [(int(r[0]), int(r[2])) for r in rows] == [
+        (rep.point.index, rep.repeat) for rep in expected
+    ]
+    assert [int(r[2]) for r in rows] == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+    grid = write_config(
+        {**THREE_POINTS, "sweep": {**THREE_POINTS["sweep"], "order": "grid"}}, name="grid.yaml"
+    )
+    assert main(["run", "--dry-run", str(grid)]) == 0
+    rows = [
+        line.split()[:4]
+        for line in capsys.readouterr().out.splitlines()
+        if line.split()[:1] and line.split()[0].isdigit() and "variant=" in line
+    ]
+    assert [(int(r[0]), int(r[2])) for r in rows] == [(p, k) for p in range(3) for k in range(3)]

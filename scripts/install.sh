@@ -15,8 +15,15 @@ if ! "$PY" -c "import torch" >/dev/null 2>&1; then
     "$PY" -m pip install --quiet "torch==2.13.0"
   fi
 fi
-# ray: `--executor ray` and its tests (a throw-away local cluster) run in CI too.
-"$PY" -m pip install --quiet -e '.[dev,ray]'
+# One pip run for kvsim and its extras (each run re-resolves everything and rebuilds the
+# editable wheel: ~10 s). ray: `--executor ray` and its tests (a throw-away local cluster)
+# run in CI too. mooncake: the real store (store.kind: mooncake). pip installs nothing when
+# it cannot resolve them all, so where the Mooncake package cannot be had, dev and ray are
+# installed without it: the tests need them.
+if ! "$PY" -m pip install --quiet -e '.[dev,ray,mooncake]'; then
+  echo "install: the Mooncake package could not be installed; store.kind: mooncake is unavailable"
+  "$PY" -m pip install --quiet -e '.[dev,ray]'
+fi
 # Model mode's core compiled with mypyc (a dev dependency; needs a C compiler): ~2x faster,
 # the same results. Without it model mode runs interpreted.
 "$PY" -m sim.native build || echo "install: warning: the compiled model core was not built"
@@ -31,11 +38,6 @@ if ! ldconfig -p 2>/dev/null | grep -q 'libibverbs\.so\.1'; then
   else
     echo "install: the Mooncake store needs libibverbs1; run: sudo apt-get install -y libibverbs1"
   fi
-fi
-# dev and ray first: the tests need them even where the Mooncake package cannot be had.
-"$PY" -m pip install --quiet -e '.[dev,ray]'
-if ! "$PY" -m pip install --quiet -e '.[dev,ray,mooncake]'; then
-  echo "install: the Mooncake package could not be installed; store.kind: mooncake is unavailable"
 fi
 "$PY" -c "from sim.store.mooncake import mooncake_missing as m; w = m(); print('install: Mooncake store', 'ready' if w is None else 'unavailable: ' + w)"
 command -v py-spy >/dev/null || echo "install: warning: py-spy is not on PATH; gil.audit: pyspy will say so and skip the audit"

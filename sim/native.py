@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.machinery
+import importlib.metadata
 import importlib.util
 import json
 import os
@@ -32,7 +33,15 @@ from pathlib import Path
 
 from sim.errors import KvsimError
 
-__all__ = ["ENV", "MODULES", "NativeBuildError", "build", "enable", "native_state"]
+__all__ = [
+    "ENV",
+    "MODULES",
+    "NativeBuildError",
+    "build",
+    "current_build",
+    "enable",
+    "native_state",
+]
 
 #: The modules compiled: the model's event loop, resources and threads, and the
 #: store model and the arrivals both modes share. Order matters to nobody; each must
@@ -131,14 +140,37 @@ def enable(package: str, path: list[str]) -> None:
         path.insert(0, where)
 
 
+def _compiler() -> str:
+    """The mypy (mypyc) version that would compile now; "" where none is installed."""
+    try:
+        return importlib.metadata.version("mypy")
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+
+
+def current_build() -> Path | None:
+    """The build directory when its build is of these very sources, by this mypyc, and
+    loads; else None. A second install (a new venv, a changed pyproject.toml) then keeps
+    it instead of compiling the same C again (~30 s)."""
+    if native_state() != "native":
+        return None
+    dest = _native_dir()
+    try:
+        built_by = json.loads((dest / _STAMP).read_text(encoding="utf-8")).get("mypy")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return dest if built_by and built_by == _compiler() else None
+
+
 def build() -> Path:
     """Compile :data:`MODULES` into the build directory and return it.
 
     The compiler runs in a child process whose chatter goes to ``build.log`` beside
     the build (a failure names it). The new build replaces the old one only once
-    complete, and its stamp names the sources it compiled, read before compiling:
-    an edit during the build leaves it stale, never wrong."""
+    complete, and its stamp names the sources it compiled, read before compiling, and
+    the mypyc that compiled them: an edit during the build leaves it stale, never wrong."""
     digest = _digest()
+    compiler = _compiler()
     dest = _native_dir()
     dest.parent.mkdir(parents=True, exist_ok=True)
     log = dest.parent / "build.log"
@@ -156,7 +188,8 @@ def build() -> Path:
             raise NativeBuildError(f"mypyc could not compile the model core (log: {log})")
         lib = work / "lib"
         (lib / _STAMP).write_text(
-            json.dumps({"digest": digest, "modules": list(MODULES)}) + "\n", encoding="utf-8"
+            json.dumps({"digest": digest, "modules": list(MODULES), "mypy": compiler}) + "\n",
+            encoding="utf-8",
         )
         old = work / "old"
         if dest.exists():
@@ -196,7 +229,10 @@ def main(argv: list[str] | None = None) -> int:
     if args not in (["build"], ["state"]):
         print("usage: python -m sim.native build|state", file=sys.stderr)
         return 2
-    if args == ["build"]:
+    kept = current_build() if args == ["build"] else None
+    if kept is not None:
+        print(f"native: the build in {kept} is of these sources and this mypyc; kept")
+    elif args == ["build"]:
         try:
             print(f"native: compiled the model core into {build()}")
         except NativeBuildError as exc:

@@ -140,3 +140,22 @@ def test_the_switch_turns_the_compiled_core_off(fake_root, monkeypatch):
     monkeypatch.setenv(ENV, "0")
     fake_root.native_state.cache_clear()
     assert fake_root.native_state() == f"python ({ENV}=0)"
+
+
+def test_a_build_of_these_sources_by_this_mypyc_is_kept_not_compiled_again(fake_root, monkeypatch):
+    """``python -m sim.native build`` (every install) keeps a build that is current: of
+    these sources, by this mypyc, loading; anything else is compiled again."""
+    native = fake_root
+    monkeypatch.setattr(native, "_load_runtime", lambda: object())  # as a real build loads
+    stamp = native._native_dir() / native._STAMP
+    stamp.parent.mkdir(parents=True)
+    stamp.write_text(json.dumps({"digest": native._digest()}))  # a stamp of before: no mypy
+    native.native_state.cache_clear()
+    assert native.native_state() == "native" and native.current_build() is None
+    stamp.write_text(json.dumps({"digest": native._digest(), "mypy": "0.0.1"}))
+    assert native.current_build() is None  # another mypyc compiled it
+    stamp.write_text(json.dumps({"digest": native._digest(), "mypy": native._compiler()}))
+    assert native._compiler() and native.current_build() == native._native_dir()
+    (native._ROOT / "sim" / "model" / "gil.py").write_text("# edited\n")
+    native.native_state.cache_clear()
+    assert native.current_build() is None  # older than the source

@@ -90,6 +90,13 @@ _CALIBRATE = (
     "--variants scalar,numpy,rows --handlers per_group --chunks 8,1024 --reps 1 --no-engine"
 )
 _IGNORED = {".git", ".venv", "results", "build", "__pycache__", ".kvsim-installed"}
+#: The one build the walk takes along: model mode's compiled core, which the first install
+#: made (scripts/install.sh). Its stamp names the sources' digest, the ABI and the mypyc that
+#: compiled it, so the walk's install keeps it (``native: ... kept``) instead of compiling
+#: the same C again (~30 s); it compiles where the first install built none. Compiling
+#: from a clean checkout is that first install's part (.ci/run), its results
+#: tests/test_native.py's.
+_NATIVE_BUILD = Path("build") / "native"
 
 
 def _ignored(_directory: str, names: list[str]) -> list[str]:
@@ -109,7 +116,8 @@ def test_the_readme_walked_in_order_in_a_fresh_venv(tmp_path: Path) -> None:
     """Every command of the README's bash blocks, in order, in a virtual environment made
     after a first install, as the README suggests. The first install is the interpreter
     running this suite: its stamp is in the copied checkout, as after `make test`. The venv
-    has its own interpreter (``--system-site-packages`` only spares it the downloads), so
+    has its own interpreter (``--system-site-packages`` only spares it the downloads, the
+    copied ``build/native`` a second compile of the same sources), so
     `make quickstart` must install again — into the venv, whose `kvsim` script then runs
     the rest — rather than skip the install and die on an import (issue 29 item 1); the
     model-mode line must run after `make quickstart` without --out or --force (item 2)."""
@@ -117,11 +125,9 @@ def test_the_readme_walked_in_order_in_a_fresh_venv(tmp_path: Path) -> None:
     assert commands[:2] == ["make quickstart", "make test"], commands[:2]
     assert "kvsim run configs/quickstart.yaml --mode model" in commands
     checkout = tmp_path / "kvsim"
-    shutil.copytree(
-        ROOT,
-        checkout,
-        ignore=lambda _d, names: [n for n in names if n in _IGNORED or n.endswith(".egg-info")],
-    )
+    shutil.copytree(ROOT, checkout, ignore=_ignored)
+    if (ROOT / _NATIVE_BUILD).is_dir():
+        shutil.copytree(ROOT / _NATIVE_BUILD, checkout / _NATIVE_BUILD)
     subprocess.run(
         [sys.executable, "scripts/install_stamp.py", "write"], cwd=checkout, check=True, timeout=60
     )

@@ -6,7 +6,9 @@ and PID namespaces, started, used and stopped by ``tests/helpers/ray_cluster.sh`
 trap stops it however the driver ends; the kernel ends whatever is left with
 the namespace). ``tests/helpers/ray_scenario.py`` drives three sweeps there — one to
 the end, one stopped by Ctrl-C, one that loses a node — and this test checks
-the run directories afterwards against local runs of the same configs.
+the run directories afterwards against local runs of the same configs; then
+``tests/helpers/ray_plugin_scenario.py`` runs a plug-in variant from a directory the
+workers never saw (removed before the sweep starts), on the node that is left.
 One cluster serves every check: Ray takes several seconds to start.
 """
 
@@ -19,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -48,6 +51,31 @@ BASE = {
     "connector": {"variant": "numpy", "workers": 1},
     "store": {"bandwidth_gb_per_s": 50, "latency_ms": 0.2, "concurrency": 2},
     "sweep": {"connector.variant": ["scalar", "numpy"], "connector.workers": [1, 2]},
+}
+
+
+PLUGIN = """
+from connectors.base import AddressVariant
+from connectors.registry import register
+
+
+@register
+class FromAfar(AddressVariant):
+    name = "from_afar"
+
+    def prepare_values(self, chunks, block_ids):
+        out = [self.db.prepare_value(s, e, block_ids) for s, e in chunks]
+        return [a for a, _, _ in out], [z for _, z, _ in out], [b for _, _, b in out]
+"""
+PLUGIN_CONFIG = {
+    "name": "ray-plugin",
+    "seed": 3,
+    "repeats": 1,
+    "plugins": ["afar.py"],
+    "model": {"regions": 4, "block_len": [1024], "block_size": 128, "num_blocks": 256},
+    "workload": {"requests": 6, "tokens": 4096, "arrival": {"kind": "poisson", "rate_rps": 50}},
+    "connector": {"variant": "from_afar", "workers": 1},
+    "store": {"bandwidth_gb_per_s": 50, "latency_ms": 0.2, "concurrency": 2},
 }
 
 
@@ -93,6 +121,10 @@ def _write_configs(work: Path) -> None:
     }
     (work / "fast.yaml").write_text(yaml.safe_dump(fast, sort_keys=False))
     (work / "slow.yaml").write_text(yaml.safe_dump(slow, sort_keys=False))
+    private = work / "plugin" / "private"
+    private.mkdir(parents=True)
+    (private / "afar.py").write_text(textwrap.dedent(PLUGIN))
+    (private / "plug.yaml").write_text(yaml.safe_dump(PLUGIN_CONFIG, sort_keys=False))
 
 
 def _processes_mentioning(text: str) -> list[str]:
@@ -231,3 +263,23 @@ def test_a_run_whose_node_dies_is_retried_elsewhere(cluster_run) -> None:
         assert s["lost_hosts"][0] in ("host-a", "an unknown host"), s
     notes = json.loads((work / "kill_out" / "manifest.json").read_text())["sessions"][-1]["notes"]
     assert any(" was lost (" in n and "retrying" in n for n in notes), notes
+
+
+def test_a_plugin_variant_runs_on_a_ray_host_without_its_file(cluster_run) -> None:
+    """The variant's code can reach the host only inside the points' specs: its directory
+    is removed after the config is loaded, before the sweep starts. It runs last, when
+    host-a is gone (the node-death sweep above): host-b is the one host left."""
+    work, report = cluster_run
+    plugin = work / "plugin"
+    assert report["plugin"]["rc"] == 0, report["plugin"]["stderr"]
+    scenario = json.loads((plugin / "scenario.json").read_text())
+    assert scenario["gone"] and not (plugin / "private").exists()
+    [point] = scenario["points"]
+    assert point["variant"] == "from_afar" and point["status"] == "ok"
+    assert int(point["ok"]) == 6
+    [status] = [
+        json.loads(p.read_text()) for p in (plugin / "out").glob("points/*/rep-0/status.json")
+    ]
+    assert status["status"] == "ok" and status["executor"] == "ray"
+    assert report["node_death"]["raylet_killed"], "host-a was not killed: either host may run it"
+    assert status["host"]["name"] == "host-b"

@@ -1,5 +1,6 @@
-"""Driver side of tests/e2e/test_ray_plugin.py, run INSIDE the throw-away cluster
-(``tests/helpers/ray_cluster.sh``): a plug-in variant from a directory the Ray worker never saw.
+"""Driver side of tests/e2e/test_ray_executor.py's plug-in test, run INSIDE the throw-away
+cluster (``tests/helpers/ray_cluster.sh``) by ``tests/helpers/ray_scenario.py``: a plug-in
+variant from a directory the Ray worker never saw.
 
 The config and its plug-in file are loaded here, then their directory is removed
 before the sweep starts: the points can only run on the Ray host from the variant's

@@ -5,6 +5,8 @@
 2. ``slow.yaml`` into ``int_out``: Ctrl-C (SIGINT) once one run has finished.
 3. ``slow.yaml`` into ``kill_out``: the Ray node ``host-a`` dies (its raylet is
    killed) while it measures a point; the sweep must retry it elsewhere and finish.
+4. ``tests/helpers/ray_plugin_scenario.py`` on ``plugin/``: a plug-in variant whose
+   file is removed before its sweep starts, on the node left (``host-b``).
 
 What happened is written to ``scenario.json`` for the test to check once the
 cluster is gone. Usage: python tests/helpers/ray_scenario.py WORKDIR
@@ -108,6 +110,16 @@ def main(work: Path) -> None:
     rc = drv.wait(timeout=WAIT_S)
     report["node_death"] = {"rc": rc, "raylet_killed": raylet is not None}
     report["node_death_s"] = time.monotonic() - t0
+
+    driver = Path(__file__).with_name("ray_plugin_scenario.py")
+    plugin = subprocess.run(
+        [sys.executable, str(driver), str(work / "plugin")],
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S,
+    )
+    report["plugin"] = {"rc": plugin.returncode, "stderr": plugin.stderr[-4000:]}
+    report["plugin_s"] = time.monotonic() - t0
     (work / "scenario.json").write_text(json.dumps(report))
 
 

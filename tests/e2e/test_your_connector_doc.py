@@ -2,7 +2,8 @@
 
 The walk runs in a directory outside kvsim's tree with only the document's file and a copy
 of examples/ (a user's checkout), and runs the commands through the same entry point as
-``kvsim``; runs get a few requests per point (``--set``) to stay fast.
+``kvsim``; runs get a few requests per point (``--set``) and the bench a shorter request
+(``--chunks``) to stay fast.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ DOC = ROOT / "docs" / "your-connector.md"
 
 #: Added to commands that run points: the document's runs, a few requests each.
 FAST = ["--set", "workload.requests=6", "--set", "repeats=1"]
+#: Added to the bench: a shorter request and fewer repeats (the last flag wins).
+BENCH_FAST = ["--chunks", "64", "--repeats", "2"]
 
 
 def blocks(lang: str) -> list[str]:
@@ -50,7 +53,7 @@ def test_every_command_in_the_document_runs(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "KVSIM_NATIVE": "0"}
     for argv in commands():
-        extra = FAST if argv[0] in ("run", "search") else []
+        extra = FAST if argv[0] in ("run", "search") else BENCH_FAST if argv[0] == "bench" else []
         proc = subprocess.run(
             [sys.executable, "-m", "sim", *argv, *extra],
             cwd=tmp_path,

@@ -6,7 +6,9 @@ A file, not a script on standard input: the day's two long points run in worker
 processes (sim/sweep/executors/parallel.py), which ``spawn`` starts by importing the
 main module again from its path (a ``python -`` script has none, and every worker
 would die at start). The peak is the largest process's (``ru_maxrss``: the sweep's or
-a worker's), the load average the machine's at the end (1, 5 and 15 minutes).
+a worker's); the CPU time is the point processes' (they have ended; one point each, so
+half of it is a point's); the load average the machine's at the end (1, 5 and 15
+minutes).
 """
 
 from __future__ import annotations
@@ -32,10 +34,13 @@ def run(out: str, cal: str) -> int:
         resource.getrusage(who).ru_maxrss
         for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
     )
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = kids.ru_utime + kids.ru_stime  # the point processes (one point each), ended
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     print(
         f"day_model: exit {rc}, {wall:.0f} s wall, peak RSS {peak / 1024:.0f} MB "
-        f"(largest process), load average {load}"
+        f"(largest process), {cpu:.0f} s of CPU in the point processes ({cpu / 2:.0f} s "
+        f"a point, start-up included), load average {load}"
     )
     return rc
 

@@ -116,7 +116,7 @@ class _Transfer:
         self.attempts = self.attempt + 1
         if self.faults is not None:
             self.fail, self.stall = self.faults.random(2)
-        if store.busy < store.cfg.concurrency:
+        if store.busy < store.concurrency:
             store.busy += 1
             self._go()
         else:
@@ -128,20 +128,20 @@ class _Transfer:
         self._go()
 
     def _go(self) -> None:
-        cfg = self.store.cfg
-        pause = cfg.latency_ms / 1e3
-        if self.stall < cfg.stall_prob:
-            pause += cfg.stall_ms / 1e3
+        store = self.store
+        pause = store.latency_s
+        if self.stall < store.stall_prob:
+            pause += store.stall_s
             self.stalls += 1
         self.store.link.send(self.nbytes, self._sent, pause)  # one timer for both
 
     def _sent(self, _arg: Any = None) -> None:
         store, cfg = self.store, self.store.cfg
         store.release()
-        if self.fail >= cfg.fail_prob:
+        if self.fail >= store.fail_prob:
             self.done(TransferOutcome(self.waited, self.attempts, self.stalls))
             return
-        if self.attempt < cfg.retries:
+        if self.attempt < store.retries:
             self.attempt += 1
             if cfg.retry_backoff_ms:
                 store.clock.after(cfg.retry_backoff_ms / 1e3, self.begin)
@@ -158,6 +158,15 @@ class StoreModel:
     def __init__(self, clock: Clock, cfg: StoreConfig) -> None:
         self.clock = clock
         self.cfg = cfg
+        # The config's figures a transfer reads, held here: from compiled code a field of
+        # this class is a load, a field of the (interpreted, pydantic) config a dictionary
+        # look-up (~350 instructions; docs/model-mode.md, A day). The same values.
+        self.concurrency = cfg.concurrency
+        self.latency_s = cfg.latency_ms / 1e3
+        self.stall_prob = cfg.stall_prob
+        self.stall_s = cfg.stall_ms / 1e3
+        self.fail_prob = cfg.fail_prob
+        self.retries = cfg.retries
         # Slots as a count and a FIFO of waiters: a transfer that finds a slot free costs
         # no timer at all.
         self.busy = 0

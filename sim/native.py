@@ -44,8 +44,8 @@ __all__ = [
 ]
 
 #: The modules compiled: the model's event loop, resources and threads, and the
-#: store model and the arrivals both modes share. Order matters to nobody; each must
-#: be mypy-clean.
+#: store model, the arrivals and the record sink both modes share. Order matters to
+#: nobody; each must be mypy-clean.
 MODULES = (
     "sim.model.loop",
     "sim.model.cores",
@@ -60,6 +60,7 @@ MODULES = (
     "sim.store.link",
     "sim.store.model",
     "sim.runtime.arrivals",
+    "sim.runtime.record_sink",
 )
 #: The environment variable that turns the compiled core off ("0").
 ENV = "KVSIM_NATIVE"

@@ -5,7 +5,7 @@ replaces a previous run only when asked (``--force``), removing only the files
 it wrote itself, by exact name: the ones its ledger (``.kvsim-files``, appended to
 BEFORE each top-level write, so a crash at any moment leaves it complete) or its
 manifest lists, under ``points/`` the files of the point runs the manifest planned
-(``sim.rundir.layout.rep_file_names``: never a user's ``analysis.csv``, nor a
+(``sim.rundir.rep_files.rep_file_names``: never a user's ``analysis.csv``, nor a
 ``rep-9`` of a run of three repeats), and the temporaries of those names that a
 killed write leaves (``.<name>.<8 random characters>.tmp``, nothing looser). It
 never follows a symbolic link and never removes a directory that still holds
@@ -37,11 +37,11 @@ from sim.rundir.layout import (
     REQUESTS_FILE,
     SUMMARY_FILE,
     SUMMARY_REPEATS_FILE,
-    remove_rep_files,
 )
 from sim.rundir.lock import RunLock
 from sim.rundir.manifest import read_manifest
 from sim.rundir.outputs import is_temporary_of
+from sim.rundir.rep_files import remove_rep_files
 
 __all__ = [
     "CORE_FILES",

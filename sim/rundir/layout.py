@@ -24,11 +24,9 @@ uses the constants below, never the literal names.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import stat
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,8 +36,8 @@ import numpy as np
 from sim.config import Point
 from sim.errors import RunDirError
 from sim.files.read import read_bounded
-from sim.rundir.outputs import is_temporary_of, write_json
-from sim.rundir.verify import first_link, record_files, verify_files
+from sim.rundir.outputs import write_json
+from sim.rundir.verify import record_files, verify_files
 
 __all__ = [
     "COMPARE_STEM",
@@ -59,7 +57,6 @@ __all__ = [
     "MANIFEST_FILE",
     "POINTS_DIR",
     "REPORT_FILE",
-    "REP_FILES",
     "REP_PREFIX",
     "REQUESTS_FILE",
     "RESULTS_FILE",
@@ -69,7 +66,6 @@ __all__ = [
     "SUMMARY_FILE",
     "SUMMARY_REPEATS_FILE",
     "RepRun",
-    "clear_rep_dir",
     "compare_stem",
     "figure_file",
     "figures_dir",
@@ -77,9 +73,7 @@ __all__ = [
     "log_file",
     "point_rep_dirs",
     "read_status",
-    "remove_rep_files",
     "rep_dir",
-    "rep_file_names",
     "rep_runs",
     "report_file",
     "search_file",
@@ -318,57 +312,3 @@ def verify_rep(rep_dir: Path) -> tuple[str, str]:
         return str(st["status"]), str(st.get("error", ""))
     why = verify_files(rep_dir, st.get("files"))
     return ("damaged", why) if why else ("done", "")
-
-
-#: Files every point run may hold, whatever it measured.
-REP_FILES = (SPEC_FILE, STATUS_FILE, LOG_FILE, REQUESTS_FILE, SUMMARY_FILE)
-
-
-def rep_file_names(rep_dir: Path, tables: Iterable[str] = ()) -> set[str]:
-    """The exact names kvsim may have written in ``rep_dir``: :data:`REP_FILES`, the
-    files its ``status.json`` records, and ``tables`` (the run's add-on tables, e.g.
-    ``gc.csv``). Any other name there is not kvsim's (a user's ``analysis.csv``)."""
-    names = {*REP_FILES, *tables}
-    status = read_status(rep_dir)
-    files = status.get("files") if status is not None else None
-    if isinstance(files, dict):
-        names.update(n for n in files if isinstance(n, str) and n == Path(n).name)
-    return {n for n in names if n and not n.startswith(".")}
-
-
-def remove_rep_files(rep_dir: Path, tables: Iterable[str] = ()) -> None:
-    """Remove kvsim's files from a rep directory by exact name (:func:`rep_file_names`,
-    and the temporaries their atomic writes leave), never following a link; then the
-    directory itself when nothing else is left in it."""
-    names = rep_file_names(rep_dir, tables)
-    try:
-        entries = list(os.scandir(rep_dir))
-    except FileNotFoundError:
-        return
-    for entry in entries:
-        if entry.is_dir(follow_symlinks=False):
-            continue
-        if entry.name in names or any(is_temporary_of(entry.name, n) for n in names):
-            os.unlink(entry.path)
-    with contextlib.suppress(OSError):  # something that is not kvsim's is in there: leave it
-        os.rmdir(rep_dir)
-
-
-def clear_rep_dir(run_dir: Path, rep_dir: Path) -> None:
-    """Remove what an earlier, unfinished attempt left, and create the directory afresh.
-
-    Refuses a directory outside ``run_dir/points``, or reached through a symbolic
-    link, so that a bad slug or a planted link can never make kvsim delete or
-    write something it did not write.
-    """
-    root = run_dir / POINTS_DIR
-    if root not in rep_dir.parents:
-        raise RunDirError(f"{rep_dir} is not inside {root}")
-    link = first_link(run_dir, rep_dir)
-    if link is not None:
-        raise RunDirError(
-            f"{link}: is a symbolic link; kvsim neither follows nor removes links in a run "
-            "directory: remove it, or pass --out to write elsewhere"
-        )
-    remove_rep_files(rep_dir)
-    rep_dir.mkdir(parents=True, exist_ok=True)

@@ -20,9 +20,10 @@ from sim.config import ExperimentConfig, Point
 from sim.events import SweepEvents
 from sim.process.signals import deferred_signals, sigterm_unwinds
 from sim.rundir.guard import record_owned
-from sim.rundir.layout import MANIFEST_FILE, clear_rep_dir, in_run_order
+from sim.rundir.layout import MANIFEST_FILE, in_run_order
 from sim.rundir.lock import RunLock
 from sim.rundir.manifest import read_manifest
+from sim.rundir.rep_files import clear_rep_dir
 from sim.rundir.results_json import RESULTS_FILE, write_results_json
 from sim.rundir.verify import record_files
 from sim.sweep import (

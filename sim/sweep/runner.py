@@ -23,7 +23,8 @@ from typing import Any, TextIO
 from sim.files.read import read_tail
 from sim.process.lifeline import PARENT_PID_ENV
 from sim.process.signals import deferred_signals
-from sim.rundir.layout import RepRun, clear_rep_dir, read_status, write_status
+from sim.rundir.layout import RepRun, read_status, write_status
+from sim.rundir.rep_files import clear_rep_dir
 from sim.sweep.deadline import START_ALLOWANCE_S, Deadline, over_budget_error, wait_bound_s
 from sim.sweep.identity import DataDigests
 from sim.sweep.spec import write_spec

@@ -181,7 +181,8 @@ def summary_counts(rows: list[ValidationRow]) -> dict[str, Any]:
 
 #: Samples a percentile's bootstrap interval needs beyond the percentile: resamples of
 #: fewer cannot go past the largest value, so the p99 of 60 requests (about their
-#: maximum) got an interval some ±9 % wide where two runs of the point differ by ±30 %.
+#: maximum) got an interval some ±9 % wide where two real runs of one point minutes
+#: apart differed by more than 15 % at 7 of 18 points (docs/model-mode.md, Validation).
 TAIL_SAMPLES = 5
 
 

@@ -28,6 +28,13 @@ def _results(run: Run | str | Path) -> RunResults:
     return results if results is not None else load_results(run)
 
 
+def _same_value(have: str, wanted: str) -> bool:
+    """``wanted`` names ``have`` (itself, or the same number written otherwise)."""
+    from sim.analysis.compare import find_value  # numpy and the stats: not at import sim
+
+    return find_value([have], wanted) is not None
+
+
 @dataclass(frozen=True)
 class Report:
     """A comparison of one run: the numbers, and the Markdown ``kvsim compare`` prints.
@@ -57,13 +64,9 @@ class Report:
         comp = self.comparison
         if level:
             wanted = tuple(str(v) for v in level)
+            same = (k for k in comp.levels if len(k) == len(wanted))
             key = next(
-                (
-                    k
-                    for k in comp.levels
-                    if len(k) == len(wanted)
-                    and all(find_value([a], b) for a, b in zip(k, wanted, strict=True))
-                ),
+                (k for k in same if all(map(_same_value, k, wanted))),
                 wanted,
             )
         else:

@@ -202,7 +202,11 @@ def test_probe_agrees_with_the_meter_on_a_steady_workload(write_config) -> None:
         attempts.append((s["gil_busy_probe"], s["gil_busy_probe_core"], accounted, off_core, floor))
         if abs(s["gil_busy_agreement"] - 1.0) <= 0.15:
             return
-    for probe, probe_core, accounted, off_core, floor in attempts:
+    # the machine's floor over the whole test: the largest idle window read around any
+    # attempt (CI once read 0.21 around one attempt and 0.42 and 0.56 around the others)
+    worst_floor = max(a[4] for a in attempts)
+    for probe, probe_core, accounted, off_core, _floor in attempts:
+        floor = worst_floor
         assert probe >= 0.85 * accounted, attempts
         free = max(0.0, 1.0 - accounted)
         assert probe - probe_core <= 1.15 * (accounted + off_core) + floor * free, attempts

@@ -19,6 +19,7 @@ import argparse
 import sys
 
 import sim
+from sim.api.validate import MIN_REPEATS
 from sim.commands.run import add_set_argument
 from sim.commands.run_args import set_items
 
@@ -32,7 +33,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--resume", action="store_true", help="finish a previous run there")
     p.add_argument("--no-run", action="store_true", help="report on the finished run only")
     p.add_argument("--boot", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    p.add_argument(
+        "--repeats",
+        type=_repeats,
+        help=f"repeats of each point in both modes, pooled per point (default: the config's, "
+        f"at least {MIN_REPEATS}: with one the real side does not reproduce itself to the "
+        "targets; docs/model-mode.md, Validation)",
+    )
     add_set_argument(p)
+
+
+def _repeats(text: str) -> int:
+    """--repeats as a count of runs (1 to 1000, as the config's ``repeats``)."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= 1000:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to 1000, got {text!r}")
+    return n
 
 
 def main(args: argparse.Namespace) -> int:
@@ -49,6 +68,7 @@ def main(args: argparse.Namespace) -> int:
         resume=args.resume,
         run=not args.no_run,
         boot=args.boot,
+        repeats=args.repeats,
         events=events,
     )
     print(found.text)

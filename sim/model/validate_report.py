@@ -78,6 +78,7 @@ def render(rows: list[ValidationRow], title: str) -> tuple[str, list[dict[str, A
                 f"- {name}: median |error| {_pct(s[f'{name}_median'])}, "
                 f"worst {_pct(s[f'{name}_worst'])} (no target)"
             )
+    lines += _axis_lines(rows)
     lines.append(_noise_line(s, [n for n in TARGETS if n in shown]))
     lines.append(
         "- ✓/✗: within/outside the target; [..]: 95% bootstrap interval of the real value "
@@ -86,6 +87,31 @@ def render(rows: list[ValidationRow], title: str) -> tuple[str, list[dict[str, A
         "run-to-run spread is not shown."
     )
     return "\n".join(lines) + "\n", csv_rows
+
+
+def _axis_lines(rows: list[ValidationRow]) -> list[str]:
+    """The latency targets met per value of each swept axis: an acceptance is often per
+    value ('5 of 6 points per index variant'), and a model wrong on one variant only
+    hides in a count over the grid."""
+    lines = []
+    names = [n for n in ("latency_p50_ms", "latency_p99_ms") if n in TARGETS]
+    for axis in rows[0].key:
+        values = list(dict.fromkeys(r.key[axis] for r in rows))
+        if len(values) < 2:
+            continue
+        parts = []
+        for value in values:
+            of = [r for r in rows if r.key[axis] == value]
+            counts = []
+            for name in names:
+                verdicts = [v for r in of if (v := r.within(name)) is not None]
+                counts.append(f"{sum(verdicts)}/{len(verdicts)}")
+            parts.append(f"{value} {', '.join(counts)}")
+        lines.append(
+            f"- by {axis} (latency p50 {TARGETS[names[0]]}, p99 {TARGETS[names[1]]}): "
+            + "; ".join(parts)
+        )
+    return lines
 
 
 def _noise_line(counts: dict[str, Any], names: list[str]) -> str:

@@ -150,6 +150,8 @@ def test_validate_model(config: Path, workdir: Path) -> None:
         str(workdir / "vm"),
         "--boot",
         "50",
+        "--repeats",
+        "1",
         "--set",
         f"machine.calibration={cal}",
         "--set",

@@ -90,7 +90,8 @@ def test_validate_model_pairs_real_and_model_points(small_calibration, write_con
         }
     )
     out = tmp_path / "val"
-    assert cli_main(["validate-model", str(path), "--out", str(out), "--boot", "200"]) == 0
+    args = ["validate-model", str(path), "--out", str(out), "--boot", "200", "--repeats", "1"]
+    assert cli_main(args) == 0
     rows = read_csv(out / "validation.csv")
     assert [r["workers"] for r in rows] == ["1", "2"]
     for r in rows:
@@ -136,7 +137,10 @@ def test_validate_model_pairs_real_and_model_points(small_calibration, write_con
     conditions = (out / "calibration-conditions.json").read_text()
     for sub in ("model", "model-idle", "model-matched"):
         shutil.rmtree(out / sub)
-    assert cli_main(["validate-model", str(path), "--out", str(out), "--resume"]) == 0
+    assert (
+        cli_main(["validate-model", str(path), "--out", str(out), "--resume", "--repeats", "1"])
+        == 0
+    )
     assert json.loads((out / "background_load.json").read_text()) == loads
     assert (out / "calibration-conditions.json").read_text() == conditions
     again = read_csv(out / "model" / "summary.csv")
@@ -166,3 +170,32 @@ def test_each_calibrated_request_starts_after_an_idle_gap_as_in_a_run(monkeypatc
     holds, _ = m._job_samples(m._config("numpy", "per_group", 4, 4, 1), reps=3)
     assert len(holds) == 3
     assert seen == [f"sleep {m.IDLE_GAP_S}", "job"] * 4  # the unkept warm-up one too
+
+
+def test_validate_model_pools_at_least_three_repeats(small_calibration, write_config, tmp_path):
+    """One repeat of a point does not reproduce itself to the targets (MIN_REPEATS): a
+    config of one repeat is validated on three, interleaved, pooled per point; the
+    background load measured around every real repeat is kept."""
+    from sim.api.validate import MIN_REPEATS
+
+    path = write_config(
+        {
+            "repeats": 1,
+            "machine": {"calibration": str(small_calibration)},
+            "model": {"block_size": 16},
+            "workload": {"requests": 8, "tokens": 64},
+            "connector": {"variant": "synthetic", "options": {"hold_ms": 1.0}},
+        }
+    )
+    out = tmp_path / "val"
+    assert cli_main(["validate-model", str(path), "--out", str(out), "--boot", "50"]) == 0
+    for sub in ("real", "model"):
+        reps = sorted(p.name for p in (out / sub / "points").glob("*/rep-*"))
+        assert reps == [f"rep-{i}" for i in range(MIN_REPEATS)]
+        requests = read_csv(out / sub / "requests.csv")
+        assert len(requests) == 8 * MIN_REPEATS
+    loads = json.loads((out / "background_load.json").read_text())
+    assert [len(v) for v in loads.values()] == [2 * MIN_REPEATS]
+    with pytest.raises(SystemExit) as info:  # refused at the door, nothing run
+        cli_main(["validate-model", str(path), "--repeats", "x"])
+    assert info.value.code == 2

@@ -180,3 +180,31 @@ def test_no_interval_for_a_percentile_the_requests_cannot_resolve(two_runs) -> N
         assert not math.isnan(r.real["latency_p99_ms"].value)
         p50 = r.real["latency_p50_ms"]
         assert p50.low <= p50.value <= p50.high
+
+
+def test_the_report_counts_the_targets_per_value_of_each_swept_axis() -> None:
+    """An acceptance per index variant ('5 of 6 points each') is read off one line per
+    axis; an axis with one value gets none."""
+    from sim.model.validate import METRICS
+
+    nan = math.nan
+
+    def row(variant: str, index: str, p50: float, p99: float) -> ValidationRow:
+        real = {name: Interval(nan, nan, nan) for name, *_ in METRICS}
+        model = {name: nan for name, *_ in METRICS}
+        real["latency_p50_ms"], model["latency_p50_ms"] = Interval(100.0, nan, nan), p50
+        real["latency_p99_ms"], model["latency_p99_ms"] = Interval(100.0, nan, nan), p99
+        return ValidationRow({"variant": variant, "workers": "1", "index": index}, real, model)
+
+    rows = [
+        row("scalar", "cached", 105.0, 120.0),  # p50 in, p99 out
+        row("numpy", "cached", 95.0, 110.0),  # both in
+        row("scalar", "device", 80.0, 100.0),  # p50 out, p99 in
+        row("numpy", "device", 130.0, 200.0),  # both out
+    ]
+    text, _ = render(rows, "t")
+    lines = [x for x in text.splitlines() if x.startswith("- by ")]
+    assert lines == [
+        "- by variant (latency p50 ±10%, p99 ±15%): scalar 1/2, 1/2; numpy 1/2, 1/2",
+        "- by index (latency p50 ±10%, p99 ±15%): cached 2/2, 1/2; device 0/2, 1/2",
+    ]

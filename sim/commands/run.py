@@ -272,7 +272,8 @@ def main(cli_args: argparse.Namespace) -> int:
 def _main(args: RunArgs, plugins: ExitStack) -> int:
     cfg, points = parse_checked(args.config, args.sets, args.plugins)
     plugins.enter_context(plugin_scope(cfg.plugins))  # their variants, until the command ends
-    refuse_wrong_plugin_points(points)  # a plug-in computing wrong addresses is not measured
+    # a plug-in computing wrong addresses is not measured
+    refuse_wrong_plugin_points(points, quiet=args.quiet)
     check_baseline(args.baseline, points)
     # ``~`` expanded, ``..`` folded (no stray directories), absolute: never ambiguous.
     out_dir = normalize_dir(args.out or cfg.output_dir).absolute()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from connectors import registry
@@ -39,12 +39,22 @@ def _with(options: dict[str, Any]) -> str:
     return " with connector.options {" + ", ".join(f"{k}: {v!r}" for k, v in options.items()) + "}"
 
 
+def _stderr(text: str) -> None:
+    import sys
+
+    print(text, file=sys.stderr, flush=True)
+
+
 def refuse_wrong_plugins(
-    address: Iterable[tuple[str, dict[str, Any]]] = (), index: Iterable[str] = ()
+    address: Iterable[tuple[str, dict[str, Any]]] = (),
+    index: Iterable[str] = (),
+    say: Callable[[str], None] | None = _stderr,
 ) -> int:
     """Check each plug-in among ``address`` ((name, options) pairs) and ``index`` (names);
-    ConfigError naming the first that computes a wrong result. Returns how many were checked."""
+    ConfigError naming the first that computes a wrong result. Returns how many were checked.
+    ``say`` hears a line before each check (seconds of silence otherwise; None: quiet)."""
     checked = 0
+    say = say or (lambda _text: None)
     seen: set[str] = set()
     for name, options in address:
         cls = registry.get_address_variant(name)
@@ -52,6 +62,7 @@ def refuse_wrong_plugins(
         if not is_plugin(cls) or not cls.computes_addresses or key in seen:
             continue
         seen.add(key)
+        say(f"checking plug-in variant {name!r}{_with(options)} against kvsim check's corpus")
         result = check_variant(name, options, QUICK_THREADS)
         checked += 1
         if not result.ok:
@@ -67,6 +78,7 @@ def refuse_wrong_plugins(
         cls = registry.get_index_variant(name)
         if not is_plugin(cls):
             continue
+        say(f"checking plug-in index variant {name!r} against kvsim check's reference")
         result = check_index_variant(name)
         checked += 1
         if not result.ok:
@@ -76,10 +88,12 @@ def refuse_wrong_plugins(
     return checked
 
 
-def refuse_wrong_plugin_points(points: Iterable[Any]) -> int:
-    """:func:`refuse_wrong_plugins` for the variants a sweep's points name."""
+def refuse_wrong_plugin_points(points: Iterable[Any], quiet: bool = False) -> int:
+    """:func:`refuse_wrong_plugins` for the variants a sweep's points name (a line on
+    standard error before each check unless ``quiet``)."""
     points = list(points)
     return refuse_wrong_plugins(
         [(p.config.connector.variant, dict(p.config.connector.options)) for p in points],
         [p.config.engine.index_variant for p in points if p.config.engine.enabled],
+        None if quiet else _stderr,
     )

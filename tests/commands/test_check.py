@@ -219,7 +219,13 @@ def test_off_by_one_is_named_by_check_and_refused_by_run(
     err = capsys.readouterr().err
     assert f"{path}: variant 'offbyone' is not measured: " in err
     assert "chunk 1, region 2: address expected" in err
+    assert "checking plug-in" not in err  # -q: the error only
     assert not (tmp_path / "out").exists()  # refused before the run directory was made
+    # without -q a line says what the seconds before the refusal are spent on
+    assert main(["run", str(cfg), "--plugin", str(path)]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "checking plug-in variant 'offbyone' against kvsim check's corpus"
+    assert lines[1].startswith(f"kvsim: error: {path}: variant 'offbyone' is not measured: ")
 
 
 def test_numpy_ints_are_refused_with_the_reason(tmp_path: Path, capsys) -> None:

@@ -111,6 +111,10 @@ _MOST_DECODE = _engine_bound("batch_size")
 _MOST_PREFILL = _engine_bound("prefill_tokens")
 _MOST_COMPONENTS = _engine_bound("components")
 _MOST_PAD = _engine_bound("pad_multiple")
+#: Timed blocks and steps a block: the defaults' 21 and 200 take seconds; these bounds,
+#: hours at the largest batch.
+_MOST_REPEATS = 1000
+_MOST_ITERS = 100_000
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -133,8 +137,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="prefill chunk token counts",
     )
     p.add_argument("--variants", help="comma-separated index variants (default: all)")
-    p.add_argument("--repeats", type=int, default=21, help="timed blocks per variant and case")
-    p.add_argument("--iters", type=int, default=200, help="steps per timed block")
+    # bounded as --components is: 10^9 steps a block ran for days with no word
+    p.add_argument(
+        "--repeats",
+        type=_upto(_MOST_REPEATS),
+        default=21,
+        help=f"timed blocks per variant and case (1 to {_MOST_REPEATS:,})",
+    )
+    p.add_argument(
+        "--iters",
+        type=_upto(_MOST_ITERS),
+        default=200,
+        help=f"steps per timed block (1 to {_MOST_ITERS:,})",
+    )
     p.add_argument(
         "--pad-multiple",
         type=_upto(_MOST_PAD),

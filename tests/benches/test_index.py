@@ -78,7 +78,9 @@ def test_cli_refuses_unknown_variants_and_bad_sizes(capsys) -> None:
     assert "known:" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         cli_main(["bench", "index", "--decode", "a,b"])
-    assert cli_main(["bench", "index", "--decode", "2", "--prefill", "", "--iters", "0"]) == 2
+    with pytest.raises(SystemExit) as info:  # --iters 0 is refused when the flags are read
+        cli_main(["bench", "index", "--decode", "2", "--prefill", "", "--iters", "0"])
+    assert info.value.code == 2
 
 
 def test_a_wrong_index_is_refused_rather_than_timed() -> None:
@@ -136,6 +138,9 @@ def test_warm_up_is_not_timed(monkeypatch) -> None:
         ["--prefill", "512,1000000000"],
         ["--decode", "1000000000"],
         ["--pad-multiple", "0"],
+        ["--iters", "1000000000"],
+        ["--iters", "0"],
+        ["--repeats", "1000000"],
     ],
 )
 def test_sizes_past_the_engine_configs_bounds_are_refused_at_the_door(argv, capsys) -> None:
@@ -153,3 +158,5 @@ def test_sizes_past_the_engine_configs_bounds_are_refused_at_the_door(argv, caps
     assert f"argument {argv[0]}: " in capsys.readouterr().err
     ok = parser.parse_args(["--components", "64", "--prefill", "1048576", "--decode", "8192"])
     assert (ok.components, ok.prefill, ok.decode) == (64, [1048576], [8192])
+    ok = parser.parse_args(["--iters", "100000", "--repeats", "1000"])
+    assert (ok.iters, ok.repeats) == (100000, 1000)

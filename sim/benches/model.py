@@ -15,12 +15,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from sim.benches.model_sweep import WORKERS, synthetic_config
+from sim.files.scratch import scratch_dir
 
 HELP = "simulated requests per second of model mode (target: 20,000)"
 
@@ -124,8 +124,10 @@ def _point_line(cal: str, requests: int, rate: float, tmp: Path) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    with tempfile.TemporaryDirectory(prefix="kvsim-bench-model-") as tmp:
-        cal = args.calibration or str(_stand_in_calibration(Path(tmp) / "calibration.json"))
+    # its own scratch directory (rows of up to 10^7 requests), after any that a killed
+    # bench left (sim.files.scratch)
+    with scratch_dir("bench-model") as tmp:
+        cal = args.calibration or str(_stand_in_calibration(tmp / "calibration.json"))
         from sim.native import native_state
 
         if args.requests > MAX_SWEEP_REQUESTS:
@@ -134,7 +136,7 @@ def main(args: argparse.Namespace) -> int:
                 f"2 workers, no probe) at {args.rate:g}/s; the 20-point rate sweep runs "
                 f"at --requests {MAX_SWEEP_REQUESTS:,} or fewer"
             )
-            print(_point_line(cal, args.requests, args.rate, Path(tmp)))
+            print(_point_line(cal, args.requests, args.rate, tmp))
             _print_load()
             return 0
 
@@ -172,12 +174,12 @@ def main(args: argparse.Namespace) -> int:
             print(
                 f"  target {TARGET_RPS:,} requests/s {label}: {verdict} ({rate / TARGET_RPS:.2f}×)"
             )
-        print(_point_line(cal, args.requests, args.rate, Path(tmp)))
+        print(_point_line(cal, args.requests, args.rate, tmp))
         _print_load()
         if args.sweep_points > 0:
             from sim.benches.model_sweep import print_sweep
 
-            print_sweep(cal, args.sweep_points, args.requests, args.rate, Path(tmp))
+            print_sweep(cal, args.sweep_points, args.requests, args.rate, tmp)
     return 0
 
 

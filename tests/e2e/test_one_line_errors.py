@@ -164,30 +164,37 @@ def test_validate_and_run_refuse_a_cuda_engine_without_a_gpu(
 def test_a_dead_ray_workers_scratch_directories_are_removed(tmp_path: Path) -> None:
     """A Ray worker killed mid-task (its node gone) never ran its TemporaryDirectory's
     cleanup; the next task on that host removes what it left, and nothing else."""
-    from sim.sweep.executors.ray_host import (
-        POINT_DIR_PREFIX,
-        _pid_namespace,
-        remove_stale_point_dirs,
-    )
+    from sim.files.scratch import pid_namespace, remove_stale
+    from sim.sweep.executors.ray_host import POINT_SCRATCH
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait(timeout=60)  # its pid now runs nothing (reuse within the test is not expected)
-    ns = _pid_namespace()
-    stale = tmp_path / f"{POINT_DIR_PREFIX}{ns}-{dead.pid}-abcd_123"
-    live = tmp_path / f"{POINT_DIR_PREFIX}{ns}-{os.getpid()}-efgh_456"
-    other_ns = tmp_path / f"{POINT_DIR_PREFIX}{ns + 1}-{dead.pid}-ijkl_789"
-    mine = tmp_path / f"{POINT_DIR_PREFIX}notes"
-    for d in (stale, live, other_ns, mine):
+    ns = pid_namespace()
+    prefix = f"kvsim-{POINT_SCRATCH}-"
+    stale = tmp_path / f"{prefix}{ns}-{dead.pid}-abcd_123"
+    live = tmp_path / f"{prefix}{ns}-{os.getpid()}-efgh_456"
+    other_ns = tmp_path / f"{prefix}{ns + 1}-{dead.pid}-ijkl_789"
+    mine = tmp_path / f"{prefix}notes"
+    other_kind = tmp_path / f"kvsim-bench-model-{ns}-{dead.pid}-mnop_012"
+    for d in (stale, live, other_ns, mine, other_kind):
         (d / "rep").mkdir(parents=True)
         (d / "rep" / "requests.csv").write_text("x\n")
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "keep").write_text("k")
     (stale / "link").symlink_to(outside)
-    assert remove_stale_point_dirs(tmp_path) == [stale]
+    assert remove_stale(tmp_path, POINT_SCRATCH) == [stale]
     assert not stale.exists()
-    assert live.is_dir() and other_ns.is_dir() and mine.is_dir()
+    assert live.is_dir() and other_ns.is_dir() and mine.is_dir() and other_kind.is_dir()
     assert (outside / "keep").read_text() == "k"  # a link inside is removed, not followed
+    # a new scratch directory of a kind first removes what killed owners of that kind left
+    from sim.files.scratch import scratch_dir
+
+    with scratch_dir("bench-model", root=tmp_path) as made:
+        assert not other_kind.exists()
+        assert made.name.startswith(f"kvsim-bench-model-{ns}-{os.getpid()}-")
+        assert live.is_dir() and other_ns.is_dir()
+    assert not made.exists()
 
 
 def test_an_unknown_tilde_user_is_refused_not_made_a_directory(

@@ -21,17 +21,16 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from sim.config.sections import LimitsConfig
+from sim.files.scratch import scratch_dir
 from sim.process.lifeline import ask_to_die_with_parent
 from sim.rundir.layout import log_file, spec_file, write_status
 from sim.rundir.outputs import write_json
@@ -41,11 +40,10 @@ from sim.sweep.hostinfo import code_hash, host_name
 from sim.sweep.runner import TERMINATE_GRACE_S, start_child, stop_child
 
 __all__ = [
-    "POINT_DIR_PREFIX",
+    "POINT_SCRATCH",
     "PROGRESS_EVERY_S",
     "STOP_POLL_S",
     "Board",
-    "remove_stale_point_dirs",
     "run_on_host",
 ]
 
@@ -53,59 +51,8 @@ __all__ = [
 PROGRESS_EVERY_S = 1.0
 #: How often a task asks the board whether the driver wants everything stopped.
 STOP_POLL_S = 0.5
-
-
-#: A task's scratch directory: ``kvsim-point-<pid namespace>-<pid of the Ray worker>-``
-#: then mkdtemp's 8 characters. The namespace says whose pids the number counts in.
-POINT_DIR_PREFIX = "kvsim-point-"
-_POINT_DIR = re.compile(rf"{POINT_DIR_PREFIX}(\d+)-(\d+)-[a-z0-9_]{{8}}")
-
-
-def _pid_namespace() -> int:
-    """The inode of this process's pid namespace (0 where /proc does not say)."""
-    try:
-        return os.stat("/proc/self/ns/pid").st_ino
-    except OSError:
-        return 0
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: alive
-        return True
-    return True
-
-
-def remove_stale_point_dirs(root: Path) -> list[Path]:
-    """Remove the scratch directories of tasks whose Ray worker died before it could
-    (a node killed, a worker SIGKILLed: ``TemporaryDirectory`` never ran its cleanup);
-    return them. Only directories of exactly the shape a task makes, owned by this user,
-    made in this pid namespace (a pid of another namespace means nothing here), whose
-    worker's pid no longer runs: a live worker's, and anything else, stay."""
-    import shutil
-
-    gone: list[Path] = []
-    try:
-        entries = list(os.scandir(root))
-    except OSError:
-        return gone
-    for entry in entries:
-        m = _POINT_DIR.fullmatch(entry.name)
-        if m is None or not entry.is_dir(follow_symlinks=False):
-            continue
-        try:
-            if entry.stat(follow_symlinks=False).st_uid != os.getuid():
-                continue
-        except OSError:
-            continue
-        if int(m.group(1)) != _pid_namespace() or _alive(int(m.group(2))):
-            continue
-        shutil.rmtree(entry.path, ignore_errors=True)  # rmtree never follows a link
-        gone.append(Path(entry.path))
-    return gone
+#: The kind of a task's scratch directory (sim.files.scratch): ``kvsim-point-…``.
+POINT_SCRATCH = "point"
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs between fork and exec
@@ -166,9 +113,9 @@ def run_on_host(
     name = host_name()
     if board is not None:
         board.started.remote(key, name, node_id)
-    remove_stale_point_dirs(Path(tempfile.gettempdir()))
-    owner = f"{POINT_DIR_PREFIX}{_pid_namespace()}-{os.getpid()}-"
-    with tempfile.TemporaryDirectory(prefix=owner) as tmp:
+    # a scratch directory of its own, after those of Ray workers killed mid-task
+    # (a node killed, a worker SIGKILLed: TemporaryDirectory never ran its cleanup)
+    with scratch_dir(POINT_SCRATCH) as tmp:
         rep_dir = Path(tmp) / "rep"
         rep_dir.mkdir()
         write_json(spec_file(rep_dir), place_inputs(spec, inputs, Path(tmp) / "data"))

@@ -278,8 +278,16 @@ def test_sighup_ends_a_sweep_as_sigterm_does_exit_129(write_config, tmp_path, to
         else:
             proc.send_signal(signal.SIGHUP)
 
+    def as_from_a_terminal() -> None:
+        # a run started from a terminal has SIGHUP's default action; a test suite run under
+        # ``nohup`` (a CI runner's, or a session's) would pass its SIG_IGN on, and kvsim
+        # rightly leaves an ignored SIGHUP ignored (test_under_nohup_sighup_is_left_ignored)
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
     cmd = [sys.executable, "-m", "sim", "run", "-q", str(path)]
-    proc, _, err = _run_signalled(cmd, tag, hang_up, timeout_s=60, start_new_session=True)
+    proc, _, err = _run_signalled(
+        cmd, tag, hang_up, timeout_s=60, start_new_session=True, preexec_fn=as_from_a_terminal
+    )
     assert proc.returncode == 129, err
     assert "kvsim: interrupted by SIGHUP; finished point runs are kept in" in err, err
     assert "Traceback" not in err

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -26,8 +27,6 @@ QUICK_THREADS = 2
 
 
 def _where(cls: type) -> str:
-    import sys
-
     module = sys.modules.get(cls.__module__)
     return str(getattr(module, "__file__", "") or cls.__module__)
 
@@ -40,8 +39,6 @@ def _with(options: dict[str, Any]) -> str:
 
 
 def _stderr(text: str) -> None:
-    import sys
-
     print(text, file=sys.stderr, flush=True)
 
 

@@ -30,10 +30,10 @@ def pid_namespace() -> int:
         return 0
 
 
-def owner_prefix(kind: str, pid: int | None = None) -> str:
+def owner_prefix(kind: str) -> str:
     """``kvsim-<kind>-<pid namespace>-<pid>-``: the name of a directory this process
-    (or ``pid``) owns starts so."""
-    return f"kvsim-{kind}-{pid_namespace()}-{os.getpid() if pid is None else pid}-"
+    owns starts so."""
+    return f"kvsim-{kind}-{pid_namespace()}-{os.getpid()}-"
 
 
 def _alive(pid: int) -> bool:

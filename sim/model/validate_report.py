@@ -101,12 +101,9 @@ def _axis_lines(rows: list[ValidationRow]) -> list[str]:
             continue
         parts = []
         for value in values:
-            of = [r for r in rows if r.key[axis] == value]
-            counts = []
-            for name in names:
-                verdicts = [v for r in of if (v := r.within(name)) is not None]
-                counts.append(f"{sum(verdicts)}/{len(verdicts)}")
-            parts.append(f"{value} {', '.join(counts)}")
+            c = summary_counts([r for r in rows if r.key[axis] == value])
+            counts = ", ".join(f"{c[f'{n}_met']}/{c[f'{n}_points']}" for n in names)
+            parts.append(f"{value} {counts}")
         lines.append(
             f"- by {axis} (latency p50 {TARGETS[names[0]]}, p99 {TARGETS[names[1]]}): "
             + "; ".join(parts)

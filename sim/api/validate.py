@@ -7,8 +7,11 @@ load of other processes measured just before and after its real twin, and the
 thread wake-up and timer latencies measured around the real runs: a shared machine
 is part of the conditions), ``model-idle/`` (model mode on an idle machine) and
 ``model-matched/`` (as ``model/``, each point also at the speed its real twin met:
-``sim.model.validate.speed_scales``). The table pairs every real point with its
-model twin; ``validation.md`` and ``validation.csv`` are written beside them.
+``sim.model.validate.speed_scales``); with ``aa``, ``real-again/`` too (the real
+grid once more, same seeds, after the model runs: the real side scored against
+itself by the same targets, the noise beside which the model's score is read).
+The table pairs every real point with its model twin; ``validation.md`` and
+``validation.csv`` are written beside them.
 ``kvsim validate-model`` parses its arguments, calls :func:`validate_model` and prints.
 """
 
@@ -18,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sim.api.validate_conditions import loadavg, loadavg_note, read_json, write_conditions
 from sim.rundir.validation_layout import TOP_FILES, ValidationLayout
 
 if TYPE_CHECKING:  # the sweep and the model load only when a validation runs
@@ -62,6 +66,7 @@ def validate_model(
     run: bool = True,
     boot: int = 2000,
     repeats: int | None = None,
+    aa: bool = False,
     events: SweepEvents | None = None,
 ) -> Validation:
     """Run ``exp`` in real and model mode (``run=False``: report on finished runs) and
@@ -69,13 +74,15 @@ def validate_model(
     Both modes run ``repeats`` repeats of each point (None: the config's, at least
     :data:`MIN_REPEATS`), pooled per point.
 
-    ``force``/``resume`` apply to each of the four run directories as for
+    ``aa`` runs the real grid a second time into ``real-again/`` and reports it
+    against the first as if it were the model (``run=False``: reported when it is not
+    older than ``real/``). ``force``/``resume`` apply to each run directory as for
     ``Experiment.run``. ``events`` hears every sweep, and the machine conditions
     measured around the real runs as a note.
     """
     from sim.events import SweepEvents
     from sim.model.validate import validate_runs
-    from sim.model.validate_report import idle_line, matched_line, render
+    from sim.model.validate_report import again_line, idle_line, matched_line, render
     from sim.rundir.outputs import atomic_write_text, write_csv
     from sim.rundir.reader import load_results
 
@@ -87,17 +94,17 @@ def validate_model(
     base = where.base
     _claim_base(base, force, create=run)
     if run:
-        _run_all(exp, where, force, resume, events)
+        _run_all(exp, where, force, resume, events, aa)
     load_note = ""
     if where.conditions.is_file() and where.loads.is_file():
-        per_point = [x for v in _read_json(where.loads).values() for x in v]
+        per_point = [x for v in read_json(where.loads).values() for x in v]
         load_note = (
             f"Background load on this machine (runnable threads of other processes, measured "
             f"by a fair-share spin test before and after each real point): "
             f"{min(per_point):.1f}–{max(per_point):.1f}. Each model point was given the mean "
             f"of its real twin's two measurements, and the wake-up and timer latencies "
             f"measured around the real runs ({where.conditions.name})."
-            f"{_loadavg_note(where.conditions)}\n\n"
+            f"{loadavg_note(where.conditions)}\n\n"
         )
     real = load_results(where.real)
     pairs = validate_runs(real, load_results(where.model), n_boot=boot)
@@ -107,9 +114,11 @@ def validate_model(
         text += idle_line(validate_runs(real, load_results(where.idle), n_boot=1))
     if where.matched.is_dir():
         scales_file = where.scales
-        scales = list(_read_json(scales_file).values()) if scales_file.is_file() else []
+        scales = list(read_json(scales_file).values()) if scales_file.is_file() else []
         matched = validate_runs(real, load_results(where.matched), n_boot=1)
         text += matched_line(matched, scales)
+    if _again_is_current(where, ran=run, aa=aa):
+        text += again_line(validate_runs(real, load_results(where.again), n_boot=1))
     if csv_rows:
         write_csv(where.table, list(csv_rows[0]), csv_rows)
     atomic_write_text(where.report, text)
@@ -117,10 +126,11 @@ def validate_model(
 
 
 def _run_all(
-    exp: Experiment, where: ValidationLayout, force: bool, resume: bool, events: Any
+    exp: Experiment, where: ValidationLayout, force: bool, resume: bool, events: Any, aa: bool
 ) -> None:
     """The four runs: real (with the machine's conditions measured around it), model
-    under those conditions, model on an idle machine, model at the real points' speed."""
+    under those conditions, model on an idle machine, model at the real points' speed;
+    with ``aa`` the real grid again, last, so that minutes lie between its two runs."""
     from sim.model.coverage import point_calibration
     from sim.model.measure_harness import measure_conditions
     from sim.model.validate import speed_scales
@@ -135,60 +145,38 @@ def _run_all(
     # points would be given an empty load and conditions measured at another time).
     loads: dict[int, list[float]] = {}
     if resume and where.loads.is_file():
-        loads = {int(k): v for k, v in _read_json(where.loads).items()}
+        loads = {int(k): v for k, v in read_json(where.loads).items()}
     keep_conditions = resume and cal_file.is_file()
-    loadavg_before = _loadavg()
+    loadavg_before = loadavg()
     before = measure_conditions()
     real = exp.with_overrides(["mode=real"])
     _run(real, where.real, force, resume, events, loads, measure=True)
     after = measure_conditions()
-    loadavg_after = _loadavg()
+    loadavg_after = loadavg()
     write_json(where.loads, {str(k): v for k, v in loads.items()})
     model = exp.with_overrides(["mode=model", f"machine.calibration={cal_file}"])
     if not keep_conditions:
-        _write_conditions(cal, cal_file, before, after, loadavg_before, loadavg_after, events)
+        write_conditions(cal, cal_file, before, after, loadavg_before, loadavg_after, events)
     _run(model, where.model, force, resume, events, loads)
     idle = ["mode=model", f"machine.calibration={cal.path}", "machine.background_load=0.0"]
     _run(exp.with_overrides(idle), where.idle, force, resume, events)
     scales = speed_scales(load_results(where.real), load_results(where.model))
     write_json(where.scales, {",".join(k): v for k, v in scales.items()})
     _run(model, where.matched, force, resume, events, loads, scales=scales)
+    if aa:
+        _run(real, where.again, force, resume, events)
 
 
-def _write_conditions(
-    cal: Any,
-    cal_file: Path,
-    before: dict[str, Any],
-    after: dict[str, Any],
-    loadavg_before: list[float] | None,
-    loadavg_after: list[float] | None,
-    events: Any,
-) -> None:
-    """The calibration with the conditions measured around the real runs, for the model."""
-    import json
+def _again_is_current(where: ValidationLayout, ran: bool, aa: bool) -> bool:
+    """Whether ``real-again/`` belongs with ``real/``: run now (``aa``), or, reporting only,
+    finished no earlier than ``real/`` (a validation run later without --aa left an older
+    one beside a newer real run: not its twin)."""
+    from sim.rundir.layout import MANIFEST_FILE
 
-    from sim.rundir.outputs import write_json
-
-    cond = _merge_conditions(before, after)
-    data = json.loads(json.dumps(cal.data))
-    data["harness"].update(cond)
-    data["conditions"] = {
-        "note": "harness latencies and background load re-measured around the real runs "
-        "of kvsim validate-model",
-        "from": cal.path,
-        "background_load_before": before["background_load"],
-        "background_load_after": after["background_load"],
-        # the machine's load average (1, 5, 15 min) around the real runs: a shared
-        # machine's figures are read beside it (docs/model-mode.md, Validation)
-        "loadavg_before": loadavg_before,
-        "loadavg_after": loadavg_after,
-    }
-    write_json(cal_file, data)
-    events.note(
-        f"machine conditions: background load {before['background_load']:.1f} before "
-        f"the real runs, {after['background_load']:.1f} after; wake-up p50 "
-        f"{cond['wake_ms'] * 1e3:.0f} µs"
-    )
+    again, real = where.again / MANIFEST_FILE, where.real / MANIFEST_FILE
+    if (ran and not aa) or not again.is_file() or not real.is_file():
+        return False
+    return again.stat().st_mtime >= real.stat().st_mtime
 
 
 def _run(
@@ -260,43 +248,6 @@ def _with_scale(point: Any, scales: dict[tuple[str, ...], float]) -> Any:
     return _with_machine(point.config, cpu_scale=round(scale, 4))
 
 
-def _loadavg() -> list[float] | None:
-    import os
-
-    return [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
-
-
-def _loadavg_note(cal_file: Path) -> str:
-    """The load average around the real runs, as recorded in ``cal_file`` ('' if not)."""
-    cond = _read_json(cal_file).get("conditions", {})
-    before, after = cond.get("loadavg_before"), cond.get("loadavg_after")
-    if not before or not after:
-        return ""
-
-    def fmt(xs: list[float]) -> str:
-        return ", ".join(f"{x:.2f}" for x in xs)
-
-    return (
-        f" Load average (1, 5, 15 min) before the real runs {fmt(before)}, after them {fmt(after)}."
-    )
-
-
-def _merge_conditions(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    """Conditions measured before and after the real runs, pooled."""
-    import statistics
-
-    out: dict[str, Any] = {
-        "background_load": (a["background_load"] + b["background_load"]) / 2,
-        "probe_hold_ms": (a["probe_hold_ms"] + b["probe_hold_ms"]) / 2,
-    }
-    for key, value in a.items():
-        if key.endswith("_samples_ms"):
-            pooled = sorted([*value, *b[key]])
-            out[key] = pooled
-            out[key.replace("_samples_ms", "_ms")] = statistics.median(pooled)
-    return out
-
-
 def _claim_base(base: Path, force: bool, create: bool) -> None:
     """Make ``base`` validate-model's own before anything runs: a new or empty directory
     gets kvsim's ledger listing :data:`TOP_FILES` (a later validate-model replaces them);
@@ -318,20 +269,3 @@ def _claim_base(base: Path, force: bool, create: bool) -> None:
     if empty:
         record_owned(base, *TOP_FILES)
     claim_outputs(ValidationLayout(base).top_files(), force)
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    """A JSON object validate-model wrote beside its runs (RunDirError if it is not one)."""
-    import json
-
-    from sim.errors import RunDirError
-    from sim.files.read import read_bounded
-
-    raw = read_bounded(path, what="record", limit=16 << 20, error=RunDirError, within=path.parent)
-    try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError):
-        data = None
-    if not isinstance(data, dict):
-        raise RunDirError(f"{path}: not the JSON object validate-model wrote; rerun it")
-    return data

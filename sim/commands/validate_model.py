@@ -6,7 +6,8 @@ The config's grid runs four times under ``--out`` (default
 measured just before and after its real twin, and the thread wake-up and timer
 latencies measured around the real runs: a shared machine is part of the conditions),
 ``model-idle/`` (model mode on an idle machine) and ``model-matched/`` (as ``model/``,
-each point also at the speed its real twin met: sim.model.validate.speed_scales).
+each point also at the speed its real twin met: sim.model.validate.speed_scales);
+``--aa`` adds ``real-again/``, the real grid once more, scored against the first.
 The table pairs every real point with its model twin; ``validation.csv`` and
 ``validation.md`` are written in ``--out``. ``--no-run`` reports on finished runs.
 The work is the library's (``sim.validate_model``, sim/api/validate.py): this
@@ -40,6 +41,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         f"at least {MIN_REPEATS}: with one the real side does not reproduce itself to the "
         "targets; docs/model-mode.md, Validation)",
     )
+    p.add_argument(
+        "--aa",
+        action="store_true",
+        help="run the real grid a second time (same seeds, after the model runs) and score "
+        "it against the first by the same targets: the machine's own noise, beside which "
+        "the model's score is read (adds the real runs' time again)",
+    )
     add_set_argument(p)
 
 
@@ -69,6 +77,7 @@ def main(args: argparse.Namespace) -> int:
         run=not args.no_run,
         boot=args.boot,
         repeats=args.repeats,
+        aa=args.aa,
         events=events,
     )
     print(found.text)

@@ -4,13 +4,14 @@
 
     BASE/                           default results/<name>-validate
         real/  model/  model-idle/  model-matched/      one run directory per mode
+        real-again/                 with --aa: the real grid a second time (same seeds)
         background_load.json        the load measured before and after each real point
         calibration-conditions.json the calibration with the conditions measured around
                                     the real runs (what model/ was given)
         speed_scales.json           each point's speed in its real run against its model
         validation.csv  validation.md   the table and the report
 
-Each of the four is an ordinary run directory (sim.rundir.layout); this module owns
+Each of them is an ordinary run directory (sim.rundir.layout); this module owns
 the names around them, as layout owns those inside (sim.api.validate writes them).
 """
 
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
+    "AGAIN_DIR",
     "CONDITIONS_FILE",
     "IDLE_DIR",
     "LOADS_FILE",
@@ -35,6 +37,8 @@ __all__ = [
 
 #: Sub-directories of a validation, one run directory per mode.
 REAL_DIR, MODEL_DIR, IDLE_DIR, MATCHED_DIR = "real", "model", "model-idle", "model-matched"
+#: The real grid's second run (validate-model --aa): the real side against itself.
+AGAIN_DIR = "real-again"
 #: Files a validation writes beside its runs.
 CONDITIONS_FILE = "calibration-conditions.json"
 LOADS_FILE = "background_load.json"
@@ -58,6 +62,10 @@ class ValidationLayout:
     @property
     def real(self) -> Path:
         return self.base / REAL_DIR
+
+    @property
+    def again(self) -> Path:
+        return self.base / AGAIN_DIR
 
     @property
     def model(self) -> Path:

@@ -148,6 +148,39 @@ def test_validate_model_pairs_real_and_model_points(small_calibration, write_con
     assert [r[key] for r in again] == [r[key] for r in model]
 
 
+def test_validate_model_aa_scores_a_second_real_run(small_calibration, write_config, tmp_path):
+    """--aa runs the real grid again into real-again/ and reports it against real/; a later
+    real run leaves that real-again/ out of the report, as no longer its twin."""
+    import os
+
+    path = write_config(
+        {
+            "machine": {"calibration": str(small_calibration)},
+            "model": {"block_size": 16},
+            "workload": {"requests": 20, "tokens": 64},
+            "connector": {"variant": "synthetic", "options": {"hold_ms": 1.0}},
+            "sweep": {"connector.workers": [1, 2]},
+        }
+    )
+    out = tmp_path / "val"
+    base = ["validate-model", str(path), "--out", str(out), "--boot", "50", "--repeats", "1"]
+    assert cli_main([*base, "--aa"]) == 0
+    again = read_csv(out / "real-again" / "summary.csv")
+    assert [(r["mode"], r["workers"]) for r in again] == [("real", "1"), ("real", "2")]
+    real = read_csv(out / "real" / "requests.csv")
+    assert [r["arrival_s"] for r in read_csv(out / "real-again" / "requests.csv")] == [
+        r["arrival_s"] for r in real
+    ]  # the same seeds: the same planned arrivals
+    text = (out / "validation.md").read_text()
+    line = next(x for x in text.splitlines() if x.startswith("- the real side against itself"))
+    assert "latency p50 " in line and "/2 within ±10%" in line and "by workers: 1 " in line
+    # a later real run (here: its manifest rewritten after) makes real-again/ stale
+    later = (out / "real-again" / "manifest.json").stat().st_mtime + 5
+    os.utime(out / "real" / "manifest.json", (later, later))
+    assert cli_main([*base, "--no-run"]) == 0
+    assert "the real side against itself" not in (out / "validation.md").read_text()
+
+
 def test_each_calibrated_request_starts_after_an_idle_gap_as_in_a_run(monkeypatch) -> None:
     """Back to back, a request runs from warm caches and holds the GIL less than in a
     run, where its load thread slept before it: calibration sleeps before each one."""

@@ -208,3 +208,26 @@ def test_the_report_counts_the_targets_per_value_of_each_swept_axis() -> None:
         "- by variant (latency p50 ±10%, p99 ±15%): scalar 1/2, 1/2; numpy 1/2, 1/2",
         "- by index (latency p50 ±10%, p99 ±15%): cached 2/2, 1/2; device 0/2, 1/2",
     ]
+
+
+def test_the_real_side_against_itself_is_scored_as_the_model_is() -> None:
+    """validate-model --aa: the second real run in the model's place, by the same targets,
+    over the grid and per swept value (the acceptance's own unit)."""
+    from sim.model.validate import METRICS
+    from sim.model.validate_report import again_line
+
+    nan = math.nan
+
+    def row(variant: str, first: float, second: float) -> ValidationRow:
+        real = {name: Interval(nan, nan, nan) for name, *_ in METRICS}
+        again = {name: nan for name, *_ in METRICS}
+        for name in ("latency_p50_ms", "latency_p99_ms"):
+            real[name], again[name] = Interval(first, nan, nan), second
+        return ValidationRow({"variant": variant, "workers": "1"}, real, again)
+
+    line = again_line([row("scalar", 100.0, 88.0), row("numpy", 50.0, 52.0)])  # -12 %, +4 %
+    assert line.startswith("- the real side against itself (real-again/")
+    assert "latency p50 1/2 within ±10%" in line and "p99 2/2 within ±15%" in line
+    assert "by variant: scalar 0/1, 1/1; numpy 1/1, 1/1." in line
+    assert "by workers" not in line  # one value: nothing per value
+    assert again_line([]) == "- the real side against itself: no point ran in both real runs\n"

@@ -42,8 +42,8 @@ class HeapConfig(FrozenModel):
         False,
         description="gc.collect() then gc.freeze() after building the heap (what engines do "
         "after start-up): collections then skip every object alive at that moment, kvsim's "
-        "own included (even with objects: 0). false: the heap is collected into the oldest "
-        "generation, where full collections scan it.",
+        "own and the engine's start-up included (even with objects: 0). false: the heap is "
+        "collected into the oldest generation, where full collections scan it.",
     )
 
 

@@ -130,11 +130,15 @@ class EngineLoop:
         return list(self._rows)
 
     # -- AddOn ---------------------------------------------------------------
-    def attach(self, env: HybridEnvironment) -> None:
+    def prepare(self) -> None:
+        """The engine's start-up: the index variant (torch, its buffers) built and warmed
+        up; run_point calls it before the heap is settled (sim.runtime.addons.StartsUp)."""
         from connectors import registry
         from connectors.token_index import MetadataFactory, resolve_device
         from sim.config import ConfigError
 
+        if self._factory is not None:
+            return
         cfg = self._cfg
         try:
             resolve_device(cfg.device)
@@ -146,6 +150,10 @@ class EngineLoop:
         self._factory = MetadataFactory(
             cfg.batch_size, cfg.max_tokens(), self._variant.device, cfg.pad_multiple
         )
+
+    def attach(self, env: HybridEnvironment) -> None:
+        cfg = self._cfg
+        self.prepare()
         self._env = env
         self._thread = threading.Thread(target=self._loop, name="kvsim-engine", daemon=True)
         self._thread.start()

@@ -14,13 +14,13 @@ the same as the set of instruments grows.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 if TYPE_CHECKING:
     from sim.config.experiment import ExperimentConfig
     from sim.runtime.env import HybridEnvironment
 
-__all__ = ["ADDON_FACTORIES", "AddOn", "build_addons"]
+__all__ = ["ADDON_FACTORIES", "AddOn", "StartsUp", "build_addons", "start_up"]
 
 
 #: The clock an add-on attaches to: real mode's HybridEnvironment, model mode's Loop.
@@ -40,6 +40,26 @@ class AddOn(Protocol[ClockT_contra]):
 
     def tables(self) -> dict[str, list[dict[str, Any]]]:
         """Extra long-format tables: file stem -> rows (e.g. {"steps": [...]})."""
+
+
+@runtime_checkable
+class StartsUp(Protocol):
+    """An add-on with a start-up of its own (imports, buffers, a warm-up): the engine.
+
+    It runs before the point's heap is settled (``sim.instruments.heap``), as a serving
+    engine initialises before it freezes its heap: its objects then live where start-up
+    objects do, in the oldest generation or frozen, instead of arriving mid-load.
+    """
+
+    def prepare(self) -> None:
+        """Do the start-up; attach calls it when nobody did (idempotent)."""
+
+
+def start_up(addons: list[Any]) -> None:
+    """Every add-on's start-up that has one, in attach order."""
+    for addon in addons:
+        if isinstance(addon, StartsUp):
+            addon.prepare()
 
 
 #: Factories in attach order; each returns an AddOn or None when disabled by the config.

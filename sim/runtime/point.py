@@ -16,7 +16,7 @@ from connectors import registry
 from connectors.token_database import TokenDatabase
 from sim.config.experiment import ExperimentConfig, Point
 from sim.instruments.heap import live_heap
-from sim.runtime.addons import build_addons
+from sim.runtime.addons import build_addons, start_up
 from sim.runtime.arrivals import drive_arrivals
 from sim.runtime.env import HybridEnvironment
 from sim.runtime.noise import measure_noise_floor, noise_floor_summary
@@ -120,6 +120,7 @@ def run_point(
     with ExitStack() as stack:
         store = stack.enter_context(open_store(cfg, workload))  # a real store puts first
         variants = build_variants(cfg, store)
+        start_up(addons)  # the engine's start-up comes before its heap is settled
         # the heap is built (and collected or frozen) before anything is measured
         heap = stack.enter_context(live_heap(cfg.engine.heap))
         stack.enter_context(switch_interval(cfg.gil.switch_interval_ms))

@@ -76,3 +76,42 @@ def test_a_point_runs_inside_a_frozen_heap_and_leaves_none(write_config) -> None
     assert s["heap_objects"] == 40_000
     assert s["heap_frozen_objects"] >= 40_000
     assert gc.get_freeze_count() == 0
+
+
+@pytest.mark.realthreads
+def test_the_engine_starts_up_before_the_heap_is_settled(write_config, monkeypatch) -> None:
+    """As a serving engine initialises (torch, its index buffers) before it freezes its
+    heap, the engine's start-up runs before the point's heap is collected or frozen, so
+    its objects are start-up objects, not a mid-load arrival in the young generations."""
+    from contextlib import contextmanager
+
+    import sim.runtime.point as point
+    from sim.instruments.engine import EngineLoop
+
+    order: list[str] = []
+    real_prepare, real_heap = EngineLoop.prepare, point.live_heap
+
+    def prepare(self: EngineLoop) -> None:
+        order.append("engine start-up")
+        real_prepare(self)
+
+    @contextmanager
+    def heap(cfg):  # type: ignore[no-untyped-def]
+        order.append("heap settled")
+        with real_heap(cfg) as info:
+            yield info
+
+    monkeypatch.setattr(EngineLoop, "prepare", prepare)
+    monkeypatch.setattr(point, "live_heap", heap)
+    path = write_config(
+        {
+            "workload": {"requests": 5},
+            "engine": {"enabled": True, "baseline_steps": 3, "heap": {"frozen": True}},
+        }
+    )
+    _, points = parse_config(path)
+    res = run_point(points[0])
+    assert res.summary["ok"] == 5
+    # attach calls prepare again, which finds the start-up done
+    assert order == ["engine start-up", "heap settled", "engine start-up"]
+    assert res.summary["heap_frozen_objects"] > 0 and gc.get_freeze_count() == 0

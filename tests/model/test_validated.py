@@ -60,3 +60,16 @@ def test_a_sweep_names_how_many_points_are_outside(write_config, tmp_path) -> No
 
 def test_the_table_is_the_docs() -> None:
     assert markdown_table() in DOC.read_text(encoding="utf-8")
+
+
+def test_a_second_real_run_is_quoted_beside_the_model_error() -> None:
+    """Where a validation ran --aa, the note quotes what a second real run met: the floor
+    the model's own count is read against."""
+    from dataclasses import replace
+
+    v = replace(VALIDATED[0], points=18, p50_met=12, p99_met=13, aa=(14, 15))
+    assert v.error_text().endswith(
+        "p99 within ±15% at 13/18 (8%); a second real run met them at 14/18, 15/18"
+    )
+    assert v.aa_cell() == "14/18, 15/18"
+    assert replace(v, aa=None).aa_cell() == "–" and "second" not in replace(v, aa=None).error_text()

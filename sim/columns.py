@@ -261,8 +261,12 @@ ENGINE = (
 GC = (
     _c("gc_collections", "collections on every thread"),
     _c("gc_gen2_collections", "of those, generation 2"),
-    _c("gc_wall_ms", "wall time in collections (a stall for every thread)"),
-    _c("gc_max_ms", "the longest collection"),
+    _c(
+        "gc_wall_ms",
+        "wall time between the collector's callbacks (a stall for every thread; at a "
+        "contended GIL also the stop callback's own wait for the GIL: an upper bound)",
+    ),
+    _c("gc_max_ms", "the longest collection by its thread CPU time (the GIL held throughout)"),
     _c("gc_load_ms", "CPU time in collections on the load threads"),
     _c("gc_engine_ms", "CPU time in collections on the engine thread"),
     _c("gc_simulation_ms", "CPU time in collections on the simulation thread"),

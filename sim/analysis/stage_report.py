@@ -72,7 +72,8 @@ def stage_table(
         title_justify="left",
         caption="GIL hold per request by stage, ms (mean): keys = chunk list and store keys, "
         "addresses = the variant, free = results dropped, gc = collections inside the "
-        "request · GCs/req: collections on its thread · longest GC: any thread (stalls all)",
+        "request · GCs/req: collections on its thread · longest GC: on any thread, by its "
+        "CPU time (stalls all)",
         caption_justify="left",
     )
     for a in shown:

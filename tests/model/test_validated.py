@@ -67,7 +67,7 @@ def test_a_second_real_run_is_quoted_beside_the_model_error() -> None:
     the model's own count is read against."""
     from dataclasses import replace
 
-    v = replace(VALIDATED[0], points=18, p50_met=12, p99_met=13, aa=(14, 15))
+    v = replace(VALIDATED[0], points=18, p50_met=12, p99_met=13, p99_median=0.08, aa=(14, 15))
     assert v.error_text().endswith(
         "p99 within ±15% at 13/18 (8%); a second real run met them at 14/18, 15/18"
     )

@@ -52,6 +52,7 @@ def remove_stale(root: Path, kind: str) -> list[Path]:
     user, made in this pid namespace (a pid of another means nothing here), whose
     process no longer runs: a live owner's, and anything else, stay."""
     shape = re.compile(rf"kvsim-{re.escape(kind)}-(\d+)-(\d+)-[a-z0-9_]{{8}}")
+    here = pid_namespace()
     gone: list[Path] = []
     try:
         entries = list(os.scandir(root))
@@ -66,7 +67,7 @@ def remove_stale(root: Path, kind: str) -> list[Path]:
                 continue
         except OSError:
             continue
-        if int(m.group(1)) != pid_namespace() or _alive(int(m.group(2))):
+        if int(m.group(1)) != here or _alive(int(m.group(2))):
             continue
         shutil.rmtree(entry.path, ignore_errors=True)  # rmtree never follows a link
         gone.append(Path(entry.path))

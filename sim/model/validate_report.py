@@ -124,16 +124,13 @@ def again_line(rows: list[ValidationRow]) -> str:
     per swept value too, since an acceptance is often per value."""
     if not rows:
         return "- the real side against itself: no point ran in both real runs\n"
-    a = summary_counts(rows)
     by_axis = "".join(f"; by {axis}: {parts}" for axis, parts in _by_axis(rows))
     return (
-        f"- the real side against itself (real-again/: the real grid run again, same seeds, "
-        f"after the model runs, scored as the model is): latency p50 "
-        f"{a['latency_p50_ms_met']}/{a['points']} within ±10% (median |difference| "
-        f"{_pct(a['latency_p50_ms_median'])}), p99 {a['latency_p99_ms_met']}/{a['points']} "
-        f"within ±15% (median |difference| {_pct(a['latency_p99_ms_median'])})"
-        f"{_mechanism(a)}{by_axis}. A target the real side misses against itself is "
-        "decided by the machine's noise as much as by the model.\n"
+        "- the real side against itself (real-again/: the real grid run again, same seeds, "
+        f"after the model runs, scored as the model is): "
+        f"{_latency_counts(summary_counts(rows), 'difference')}{by_axis}. A target the real "
+        "side misses against itself is decided by the machine's noise as much as by the "
+        "model.\n"
     )
 
 
@@ -158,27 +155,31 @@ def _noise_line(counts: dict[str, Any], names: list[str]) -> str:
 
 def idle_line(rows: list[ValidationRow]) -> str:
     """The summary line of the model on an idle machine (its table is in model-idle/)."""
-    idle = summary_counts(rows)
     return (
-        f"- the same model without the background load (an idle machine): latency p50 "
-        f"{idle['latency_p50_ms_met']}/{idle['points']} within ±10% (median |error| "
-        f"{_pct(idle['latency_p50_ms_median'])}), p99 {idle['latency_p99_ms_met']}/"
-        f"{idle['points']} within ±15% (median |error| "
-        f"{_pct(idle['latency_p99_ms_median'])}){_mechanism(idle)}\n"
+        "- the same model without the background load (an idle machine): "
+        f"{_latency_counts(summary_counts(rows), 'error')}\n"
     )
 
 
 def matched_line(rows: list[ValidationRow], scales: list[float]) -> str:
     """The summary line of the speed-matched model (its table is in model-matched/)."""
-    m = summary_counts(rows)
     span = f", {min(scales):.2f}–{max(scales):.2f} here" if scales else ""
     return (
         f"- the same model at the speed each real point met (machine.cpu_scale = its mean "
-        f"GIL hold over the model's{span}; model-matched/): latency p50 "
-        f"{m['latency_p50_ms_met']}/{m['points']} within ±10% (median |error| "
-        f"{_pct(m['latency_p50_ms_median'])}), p99 {m['latency_p99_ms_met']}/{m['points']} "
-        f"within ±15% (median |error| {_pct(m['latency_p99_ms_median'])}){_mechanism(m)}\n"
+        f"GIL hold over the model's{span}; model-matched/): "
+        f"{_latency_counts(summary_counts(rows), 'error')}\n"
     )
+
+
+def _latency_counts(counts: dict[str, Any], word: str) -> str:
+    """'latency p50 a/n within ±10% (median |word| x), p99 b/n within ±15% (…)' and the
+    mechanism's targets: the body of every summary line of a second run."""
+    p50, p99 = (
+        f"{counts[f'{n}_met']}/{counts['points']} within {TARGETS[n]} (median |{word}| "
+        f"{_pct(counts[f'{n}_median'])})"
+        for n in _LATENCY
+    )
+    return f"latency p50 {p50}, p99 {p99}{_mechanism(counts)}"
 
 
 def _mechanism(counts: dict[str, Any]) -> str:

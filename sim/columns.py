@@ -1,7 +1,7 @@
 """Every column of requests.csv and summary.csv: its name, its unit and what it means.
 
 The one catalogue (docs/design.md §6): the code that fills a column takes its name
-from here (``sim.runtime.records`` and ``sim.runtime.metrics`` for the request
+from here (``sim.point.records`` and ``sim.point.metrics`` for the request
 and the point, the instruments and the store for theirs, the benches for what
 they read back), and ``docs/columns.md`` is generated from it
 (``python -m sim.columns > docs/columns.md``; tests/test_columns.py keeps it
@@ -55,7 +55,7 @@ class Column:
     unit: str
     meaning: str
     #: A request column computed from the request's finished record (its other columns,
-    #: as sim.runtime.records.RequestRecord holds them) when its row is made, in either
+    #: as sim.point.records.RequestRecord holds them) when its row is made, in either
     #: mode; None: a column the record holds (a field that the modes fill).
     derive: Callable[[Any], object] | None = None
 
@@ -115,7 +115,7 @@ HOLD_STAGES = (
 )
 
 #: requests.csv, one row per request, after the axis columns and ``repeat``
-#: (sim.runtime.records.RequestRecord fills them, in both modes).
+#: (sim.point.records.RequestRecord fills them, in both modes).
 REQUESTS = (
     _c("request_id", "the request's number within the point"),
     _c("tokens", "tokens whose KV blocks the request loads"),
@@ -148,7 +148,7 @@ REQUESTS = (
     _c("trace_line", "1-based line of the trace file replayed (empty: not a replay)", "line"),
 )
 
-#: Requests and their latency (sim.runtime.metrics); latency counts finished requests.
+#: Requests and their latency (sim.point.metrics); latency counts finished requests.
 LATENCY = (
     _c("requests", "requests the point ran"),
     _c("ok", "requests that finished"),
@@ -163,7 +163,7 @@ LATENCY = (
     _c("latency_max_ms", "longest latency"),
 )
 
-#: The arrivals as planned and as achieved, and what the harness cost (sim.runtime.metrics).
+#: The arrivals as planned and as achieved, and what the harness cost (sim.point.metrics).
 ARRIVAL = (
     _c("offered_rps", "rate of the planned arrivals over their span"),
     _c("achieved_rps", "rate at which the harness handed requests over, over their span"),
@@ -197,7 +197,7 @@ STAGES = tuple(
     for stat in ("mean", "p99")
 )
 
-#: Collections, stages, queue and transfer (sim.runtime.metrics).
+#: Collections, stages, queue and transfer (sim.point.metrics).
 _PIPELINE = (
     _c("gc_per_request", "collections on a request's thread during its CPU stages, mean"),
     _c("stage_wall_mean_ms", "mean of stage_wall_ms"),

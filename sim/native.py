@@ -59,8 +59,8 @@ MODULES = (
     "sim.model.draws",
     "sim.store.link",
     "sim.store.model",
-    "sim.runtime.arrivals",
-    "sim.runtime.record_sink",
+    "sim.point.arrivals",
+    "sim.point.record_sink",
 )
 #: The environment variable that turns the compiled core off ("0").
 ENV = "KVSIM_NATIVE"

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from sim import columns
-from sim.runtime.metrics import SUMMARY_METRICS
-from sim.runtime.records import (
+from sim.point.metrics import SUMMARY_METRICS
+from sim.point.records import (
     DERIVED_COLUMNS,
     HOLD_STAGE_COLUMNS,
     RECORD_FIELDS,

@@ -135,7 +135,7 @@ def test_no_circle_even_counting_deferred_imports() -> None:
         ("sim.analysis.plot", "sim.analysis.figures", "sim.analysis.figures_load"),
         ("sim.analysis.plot", "sim.analysis.stage_figure", "sim.analysis.layout"),
         ("sim.sweep.experiment", "sim.sweep.runner", "sim.sweep.child", "sim.sweep.spec"),
-        ("sim.runtime.point", "sim.model.driver", "sim.runtime.result"),
+        ("sim.runtime.point", "sim.model.driver", "sim.point.result"),
         ("sim.api.runs", "sim.api.reports", "sim.api.experiments"),
         ("sim.workload.trace", "sim.errors"),
     ],

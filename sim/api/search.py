@@ -85,7 +85,7 @@ def search(
     """
     from sim.errors import UsageError
     from sim.events import SweepEvents
-    from sim.runtime.metrics import SUMMARY_METRICS, extra_latency_columns
+    from sim.point.metrics import SUMMARY_METRICS, extra_latency_columns
     from sim.slo_search.driver import plan_search, run_search
     from sim.slo_search.slo import parse_slo
     from sim.sweep.session import open_session, plan_run

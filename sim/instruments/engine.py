@@ -132,7 +132,7 @@ class EngineLoop:
     # -- AddOn ---------------------------------------------------------------
     def prepare(self) -> None:
         """The engine's start-up: the index variant (torch, its buffers) built and warmed
-        up; run_point calls it before the heap is settled (sim.runtime.addons.StartsUp)."""
+        up; run_point calls it before the heap is settled (sim.point.addons.StartsUp)."""
         from connectors import registry
         from connectors.token_index import MetadataFactory, resolve_device
         from sim.config import ConfigError

@@ -19,7 +19,7 @@ so the graph is connected, as real object graphs are. Then it collects (the heap
 settles in the oldest generation, where full collections scan it; done for every
 point, heap or not, so that no point pays a fresh process's first full
 collection) and, with ``engine.heap.frozen``, freezes. The engine's start-up (torch,
-its index buffers: ``sim.runtime.addons.StartsUp``) runs before, as a serving
+its index buffers: ``sim.point.addons.StartsUp``) runs before, as a serving
 engine's initialisation does before it freezes: its ~137,000 objects settle with the
 rest instead of arriving mid-load, where they made a full collection of ~100 ms fall
 inside engine_interference's four-worker scalar points (docs/model-mode.md). At the

@@ -5,8 +5,8 @@ point runs on model mode's own event loop (sim.model.loop), where each simulated
 thread is a small state machine (SimPy's processes cost ~25 events per request
 and capped model mode at a few thousand requests per second). The workload plan
 (sim.workload.plan), the store's rules (sim.store.model, the same code as real
-mode's, on this loop) and the records and summary (sim.runtime.records,
-sim.runtime.metrics) are the ones real mode uses; the CPU stages, the
+mode's, on this loop) and the records and summary (sim.point.records,
+sim.point.metrics) are the ones real mode uses; the CPU stages, the
 simulation thread, the probe and the engine loop are simulated threads whose
 costs come from the calibration (sim.model.costs), and the GIL and the cores
 are simulated resources (sim.model.gil, sim.model.cores).
@@ -41,11 +41,11 @@ from sim.model.gil import CPythonGil, NoGil, SimGil
 from sim.model.loop import Loop
 from sim.model.probe import ModelProbe
 from sim.model.threads import Harness, ModelJob, ModelWorkers
-from sim.runtime.addons import AddOn
-from sim.runtime.arrivals import drive_arrivals
-from sim.runtime.record_sink import RecordSink, RowWriter, point_sink
-from sim.runtime.records import RequestRecord, end_record
-from sim.runtime.result import PointResult, point_result
+from sim.point.addons import AddOn
+from sim.point.arrivals import drive_arrivals
+from sim.point.record_sink import RecordSink, RowWriter, point_sink
+from sim.point.records import RequestRecord, end_record
+from sim.point.result import PointResult, point_result
 from sim.store.clock import QUIET_SLACK_S
 from sim.store.model import StoreModel, TransferOutcome
 from sim.workload.plan import (
@@ -69,7 +69,7 @@ class _Request(ModelJob):
     """One request's path after its arrival: CPU stages on a worker (it is its own
     :class:`ModelJob`: one object less per request), the store, the end. Built when the
     simulation thread hands it over (``now``): the arrivals' ``hand_over``
-    (sim.runtime.arrivals.HandOver) with the point bound first."""
+    (sim.point.arrivals.HandOver) with the point bound first."""
 
     __slots__ = ("arrival", "p", "rec", "req", "then")
 
@@ -143,7 +143,7 @@ class _Request(ModelJob):
 
     def _finish(self, done: float, xfer: TransferOutcome | None, error: str) -> None:
         """The request ended at ``done`` (loop time), not when the simulation thread noted
-        it; its record is finished as real mode's is (sim.runtime.records.end_record)."""
+        it; its record is finished as real mode's is (sim.point.records.end_record)."""
         p, rec = self.p, self.rec
         end_record(rec, done - p.origin, (done - self.arrival) * 1e3, xfer, error)
         p.sink.add(rec)
@@ -213,7 +213,7 @@ class _Point:
 
     def drive(self, workload: Workload) -> None:
         """Start the arrivals now (run time zero): real mode's schedule
-        (sim.runtime.arrivals), on the simulated simulation thread. Whatever ran on the
+        (sim.point.arrivals), on the simulated simulation thread. Whatever ran on the
         loop before (the engine's baseline) shifts the schedule, never compresses it."""
         c = self.costs
         # A closed loop's client is posted without a timer's lateness (model semantics).
@@ -225,7 +225,7 @@ class _Point:
 
 
 class _HarnessClock:
-    """Model mode's clock for arrivals (sim.runtime.arrivals.ArrivalClock): a call falls
+    """Model mode's clock for arrivals (sim.point.arrivals.ArrivalClock): a call falls
     due on the loop, then is the simulated simulation thread's work (``cost_s``, woken
     ``late()`` late when asleep: sim.model.threads.Harness.post), and ``fn(arg)`` runs
     once that is done. A call already due is posted at once."""

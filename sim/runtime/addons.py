@@ -1,65 +1,22 @@
-"""Things that run beside the load pipeline during a point: probes, the engine loop.
+"""Real mode's add-ons: the instruments a real point attaches to its HybridEnvironment.
 
-An add-on is built from the point's config (or not, when disabled), attached to
-the point's clock before the run starts and detached after the last request; it
-contributes summary columns and, optionally, extra per-row tables (``steps.csv``).
-Both modes' add-ons keep this one contract (:class:`AddOn`): real mode's attach
-to the HybridEnvironment (the factories below), model mode's (sim.model.engine,
-sim.model.probe) to the model's loop, and whatever else they read they are given
-when built, so that both point drivers collect them the same way
-(sim.runtime.result.point_result). Keeping them behind it lets the drivers stay
-the same as the set of instruments grows.
+The contract every add-on keeps, in both modes, is sim.point.addons.AddOn; this is
+real mode's list of them, each factory importing its instrument only when a point
+builds its add-ons (torch, py-spy and the GIL meters stay out of start-up).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING
+
+from sim.point.addons import AddOn
 
 if TYPE_CHECKING:
     from sim.config.experiment import ExperimentConfig
     from sim.runtime.env import HybridEnvironment
 
-__all__ = ["ADDON_FACTORIES", "AddOn", "StartsUp", "build_addons", "start_up"]
-
-
-#: The clock an add-on attaches to: real mode's HybridEnvironment, model mode's Loop.
-ClockT_contra = TypeVar("ClockT_contra", contravariant=True)
-
-
-class AddOn(Protocol[ClockT_contra]):
-    def attach(self, clock: ClockT_contra) -> None:
-        """Start threads/processes; called on the simulation thread before the run."""
-
-    def detach(self) -> None:
-        """Stop and join everything started by attach; must not raise."""
-
-    def summary(self) -> dict[str, Any]:
-        """Summary columns this add-on contributes (names in the catalogue, sim.columns),
-        once detached."""
-
-    def tables(self) -> dict[str, list[dict[str, Any]]]:
-        """Extra long-format tables: file stem -> rows (e.g. {"steps": [...]})."""
-
-
-@runtime_checkable
-class StartsUp(Protocol):
-    """An add-on with a start-up of its own (imports, buffers, a warm-up): the engine.
-
-    It runs before the point's heap is settled (``sim.instruments.heap``), as a serving
-    engine initialises before it freezes its heap: its objects then live where start-up
-    objects do, in the oldest generation or frozen, instead of arriving mid-load.
-    """
-
-    def prepare(self) -> None:
-        """Do the start-up; attach calls it when nobody did (idempotent)."""
-
-
-def start_up(addons: list[Any]) -> None:
-    """Every add-on's start-up that has one, in attach order."""
-    for addon in addons:
-        if isinstance(addon, StartsUp):
-            addon.prepare()
+__all__ = ["ADDON_FACTORIES", "build_addons"]
 
 
 #: Factories in attach order; each returns an AddOn or None when disabled by the config.

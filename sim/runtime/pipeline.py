@@ -25,8 +25,8 @@ from connectors.base import AddressVariant, LoadJob
 from sim.config.geometry import GeometryConfig
 from sim.errors import WatchdogError
 from sim.instruments.stages import GC, OTHER, StageTimes
+from sim.point.records import RequestRecord, end_record, error_line
 from sim.runtime.env import HybridEnvironment
-from sim.runtime.records import RequestRecord, end_record, error_line
 from sim.runtime.workers import JobOutcome
 from sim.store.base import LoadStore, cpu_stages
 from sim.store.model import TransferOutcome

@@ -16,13 +16,14 @@ from connectors import registry
 from connectors.token_database import TokenDatabase
 from sim.config.experiment import ExperimentConfig, Point
 from sim.instruments.heap import live_heap
-from sim.runtime.addons import build_addons, start_up
-from sim.runtime.arrivals import drive_arrivals
+from sim.point.addons import start_up
+from sim.point.arrivals import drive_arrivals
+from sim.point.record_sink import RowWriter, point_sink
+from sim.point.result import PointResult, point_result
+from sim.runtime.addons import build_addons
 from sim.runtime.env import HybridEnvironment
 from sim.runtime.noise import measure_noise_floor, noise_floor_summary
 from sim.runtime.pipeline import LoadPipeline
-from sim.runtime.record_sink import RowWriter, point_sink
-from sim.runtime.result import PointResult, point_result
 from sim.runtime.workers import WorkerPool
 from sim.store.clock import Timer
 from sim.store.factory import open_store
@@ -63,7 +64,7 @@ def build_variants(cfg: ExperimentConfig, store: Any = None) -> list[Any]:
 
 class _RunClock:
     """The environment's clock in run time (zero: the origin), as arrivals use it
-    (sim.runtime.arrivals.ArrivalClock): the pipeline reports ends in run time, so a
+    (sim.point.arrivals.ArrivalClock): the pipeline reports ends in run time, so a
     closed loop's next arrival is exactly the last end plus think time."""
 
     __slots__ = ("_env", "_origin")
@@ -89,7 +90,7 @@ class _RunClock:
 
 def _drive(env: HybridEnvironment, pipeline: LoadPipeline, workload: Workload) -> None:
     """Hand each request to the pipeline at its planned time; run time zero is *now*
-    (sim.runtime.arrivals: the one schedule of both modes, each timer a callback on the
+    (sim.point.arrivals: the one schedule of both modes, each timer a callback on the
     clock)."""
     drive_arrivals(_RunClock(env), 0.0, workload, pipeline.inject)
 
@@ -102,7 +103,7 @@ def run_point(
 ) -> PointResult:
     """Run one point × repeat. With ``write_rows`` the requests' rows go to it as they
     finish (the ones ``output.requests`` keeps) and the result holds no records; without,
-    the result holds them all (sim.runtime.record_sink)."""
+    the result holds them all (sim.point.record_sink)."""
     cfg = point.config
     if cfg.mode == "model":  # sim.sweep.child.run_in_mode picks the mode; not here
         raise ValueError(f"{point.label}: a model-mode point runs in sim.model.driver")

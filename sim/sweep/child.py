@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from sim.config import Point
+from sim.point.result import PointResult
 from sim.process.lifeline import die_with_parent, parent_pid
 from sim.rundir.layout import write_ok, write_status
-from sim.runtime.result import PointResult
 from sim.sweep.hostinfo import host_info
 from sim.sweep.spec import (
     PointSpec,
@@ -93,7 +93,7 @@ def execute_spec(
     host: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run ``spec`` and fill ``rep_dir`` (its CSVs, then the ``ok`` status, last)."""
-    from sim.runtime.metrics import summary_columns
+    from sim.point.metrics import summary_columns
     from sim.sweep.point_tables import RequestsFile, write_point_tables
 
     spec.check()
@@ -107,7 +107,7 @@ def execute_spec(
     started_unix = time.time()
     lead = {**{a: point.axes.get(a, "") for a in axes}, "repeat": repeat}
     t0 = time.perf_counter()
-    # The requests' rows go to requests.csv as they finish (sim.runtime.record_sink):
+    # The requests' rows go to requests.csv as they finish (sim.point.record_sink):
     # the point never holds them all.
     rows = RequestsFile(rep_dir, lead, durable)
     try:

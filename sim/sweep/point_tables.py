@@ -16,16 +16,16 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
-from sim.rundir.columns import csv_text, format_cell, format_column, rows_to_cells
-from sim.rundir.layout import REQUESTS_FILE, SUMMARY_FILE, table_file
-from sim.rundir.outputs import AtomicTextStream, atomic_write_text, csv_table_text, write_csv
-from sim.runtime.records import (
+from sim.point.records import (
     DERIVED_COLUMNS,
     RECORD_FIELDS,
     REQUEST_COLUMNS,
     TIME_COLUMNS,
     RequestRecord,
 )
+from sim.rundir.columns import csv_text, format_cell, format_column, rows_to_cells
+from sim.rundir.layout import REQUESTS_FILE, SUMMARY_FILE, table_file
+from sim.rundir.outputs import AtomicTextStream, atomic_write_text, csv_table_text, write_csv
 
 __all__ = ["RequestsFile", "request_cells", "requests_text", "write_point_tables"]
 
@@ -78,7 +78,7 @@ def requests_text(lead: Mapping[str, Any], records: Sequence[Any]) -> str:
 
 class RequestsFile:
     """A point's ``requests.csv`` written as its requests finish, batch by batch (a
-    ``sim.runtime.record_sink.RowWriter``): the same bytes :func:`requests_text` makes for
+    ``sim.point.record_sink.RowWriter``): the same bytes :func:`requests_text` makes for
     all the rows at once, without holding them. In place only after :meth:`commit`."""
 
     def __init__(self, rep_dir: Path, lead: Mapping[str, Any], durable: bool = True) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from sim.analysis.stage_report import has_stages, stage_cells
 from sim.cli import main
-from sim.runtime.records import HOLD_STAGE_COLUMNS
+from sim.point.records import HOLD_STAGE_COLUMNS
 
 pytestmark = pytest.mark.realthreads
 

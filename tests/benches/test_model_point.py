@@ -18,7 +18,7 @@ peak RSS: 10^4 against the issue's 10^6 requests, the same point shape. What mak
 
 Past 65,536 requests both bounded paths are in use (the plan drawn a block at a time
 past sim.workload.plan.PLAN_HELD; the summary in histograms past
-sim.runtime.summary_stream.EXACT_LIMIT); 10^6 is 15 times past both. Before records
+sim.point.summary_stream.EXACT_LIMIT); 10^6 is 15 times past both. Before records
 were streamed a point held ~4.8 KB per request: 10^6 would have needed ~4.8 GB.
 """
 
@@ -28,7 +28,7 @@ import csv
 
 from sim.benches.model import _stand_in_calibration
 from sim.benches.model_point import measure_point
-from sim.runtime.summary_stream import EXACT_LIMIT
+from sim.point.summary_stream import EXACT_LIMIT
 from sim.workload.plan import PLAN_HELD
 
 SMALL, LARGE = 10_000, 1_000_000

@@ -17,7 +17,7 @@ import pytest
 
 from sim.config import ConfigError, parse_config
 from sim.config.yaml_reader import read_yaml_value
-from sim.runtime.metrics import _extra_latency, extra_latency_columns
+from sim.point.metrics import _extra_latency, extra_latency_columns
 
 GUARD_S = 30
 

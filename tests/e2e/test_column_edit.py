@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from sim.point.records import REQUEST_COLUMNS
 from sim.rundir.outputs import read_csv
-from sim.runtime.records import REQUEST_COLUMNS
 from tests.model.test_driver import write_calibration
 
 pytestmark = pytest.mark.realthreads  # the real-mode point runs load threads

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from sim.cli import main
 from sim.instruments.engine import STEP_COLUMNS
-from sim.runtime.records import REQUEST_COLUMNS
+from sim.point.records import REQUEST_COLUMNS
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -13,9 +13,9 @@ from pydantic import ValidationError
 from connectors import registry
 from sim.config import ConfigError, EngineConfig, ExperimentConfig, parse_config
 from sim.instruments.engine import STEP_COLUMNS, EngineLoop, engine_addon, summarize_steps
+from sim.point.metrics import SUMMARY_METRICS
 from sim.runtime.addons import build_addons
 from sim.runtime.env import HybridEnvironment
-from sim.runtime.metrics import SUMMARY_METRICS
 
 
 def _engine_threads() -> list[threading.Thread]:

@@ -19,8 +19,8 @@ from sim.instruments.probe import (
     probe_addon,
     run_delay_ns,
 )
+from sim.point.metrics import SUMMARY_METRICS
 from sim.runtime.env import HybridEnvironment
-from sim.runtime.metrics import SUMMARY_METRICS
 from sim.runtime.point import run_point
 
 

@@ -12,8 +12,8 @@ from sim.config import parse_config
 from sim.instruments.gc_meter import recording, thread_role, thread_totals
 from sim.instruments.gilmeter import measure
 from sim.instruments.stages import GC, OTHER
+from sim.point.records import HOLD_STAGE_COLUMNS
 from sim.runtime.point import run_point
-from sim.runtime.records import HOLD_STAGE_COLUMNS
 
 
 def _spin_cpu(ns: int) -> None:

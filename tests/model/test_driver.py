@@ -11,8 +11,8 @@ import pytest
 from sim.cli import main as cli_main
 from sim.config import ConfigError, parse_config
 from sim.model.driver import run_model_point
+from sim.point.records import REQUEST_COLUMNS
 from sim.rundir.outputs import read_csv
-from sim.runtime.records import REQUEST_COLUMNS
 from sim.sweep.experiment import run_experiment
 
 

@@ -12,9 +12,9 @@ import pytest
 from connectors.base import AddressVariant
 from connectors.registry import ADDRESS_VARIANTS
 from sim.config import parse_config
+from sim.point.records import REQUEST_COLUMNS
 from sim.runtime import pipeline
 from sim.runtime.point import run_point
-from sim.runtime.records import REQUEST_COLUMNS
 from sim.workload.plan import request_bytes
 
 pytestmark = pytest.mark.realthreads

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from sim.config import ConfigError, parse_config
-from sim.runtime.metrics import PLANNED_METRICS
+from sim.point.metrics import PLANNED_METRICS
 from sim.runtime.point import run_point
 from sim.workload.plan import plan_workload, planned_requests
 from sim.workload.replay import cache_capacity_blocks, trace_block_bytes

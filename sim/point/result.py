@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sim.config.experiment import Point
-from sim.runtime.addons import AddOn
-from sim.runtime.record_sink import RecordSink
-from sim.runtime.records import RequestRecord
+from sim.point.addons import AddOn
+from sim.point.record_sink import RecordSink
+from sim.point.records import RequestRecord
 
 __all__ = ["PointResult", "point_result"]
 

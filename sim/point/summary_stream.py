@@ -2,7 +2,7 @@
 
 A model-mode point may simulate ten million requests; holding every record until
 the point ends (about 5 KB each) would need tens of gigabytes. The summary reads a
-dozen numeric columns of each request (``sim.runtime.metrics.SUMMARY_INPUTS``), so
+dozen numeric columns of each request (``sim.point.metrics.SUMMARY_INPUTS``), so
 those are all that is kept, batch by batch:
 
 * up to ``EXACT_LIMIT`` requests, every value, and the summary is exactly what
@@ -25,13 +25,13 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from sim.runtime.metrics import (
+from sim.point.metrics import (
     SUMMARY_INPUTS,
     extra_latency_columns,
     request_columns,
     summarize_columns,
 )
-from sim.runtime.records import RequestRecord
+from sim.point.records import RequestRecord
 
 __all__ = ["EXACT_LIMIT", "RELATIVE_ERROR", "LogHistogram", "SummaryStream", "WindowTable"]
 
@@ -120,7 +120,7 @@ class _Span:
             self.high = max(self.high, float(values.max()))
 
     def rate(self) -> float:
-        """(n - 1) / (last - first), as ``sim.runtime.metrics`` computes it."""
+        """(n - 1) / (last - first), as ``sim.point.metrics`` computes it."""
         if self.count < 2 or self.high <= self.low:
             return math.nan
         return (self.count - 1) / (self.high - self.low)
@@ -141,7 +141,7 @@ class SummaryStream:
         self._errors: Counter[str] = Counter()
 
     def add(self, records: Sequence[RequestRecord]) -> dict[str, np.ndarray]:
-        """Count ``records`` in; returns their columns (sim.runtime.metrics.request_columns),
+        """Count ``records`` in; returns their columns (sim.point.metrics.request_columns),
         which the caller may read but not change."""
         if not records:
             return {}
@@ -252,7 +252,7 @@ class WindowTable:
         self._requests: dict[int, int] = {}
 
     def add(self, records: Sequence[RequestRecord], cols: Mapping[str, np.ndarray]) -> None:
-        """Count ``records`` in by their columns (sim.runtime.metrics.request_columns of
+        """Count ``records`` in by their columns (sim.point.metrics.request_columns of
         the same records, which the sink has made already for the summary)."""
         at = cols["arrival_s"]
         lat = cols["latency_ms"]  # the ok records' latencies

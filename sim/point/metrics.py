@@ -12,7 +12,7 @@ import numpy as np
 
 from sim import columns
 from sim.config.sections import BASE_PERCENTILES, percentile_label
-from sim.runtime.records import HOLD_STAGE_COLUMNS, RequestRecord
+from sim.point.records import HOLD_STAGE_COLUMNS, RequestRecord
 from sim.stats import finite, percentiles
 
 __all__ = [
@@ -135,7 +135,7 @@ def summarize_requests(
     ``extra_percentiles`` adds ``latency_p<q>_ms`` columns (``output.percentiles``).
     ``offered_rps`` is the rate of the planned arrivals, ``achieved_rps`` the rate at
     which the harness handed requests to the pipeline, both over their own span. The
-    reference for sim.runtime.summary_stream, which gives the same numbers from the same
+    reference for sim.point.summary_stream, which gives the same numbers from the same
     columns without holding the records.
     """
     failed = sum(r.status == "failed" for r in records)

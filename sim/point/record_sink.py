@@ -6,7 +6,7 @@ The sink puts them back in request-id order through a reorder buffer that holds 
 the requests finished ahead of an earlier one still in flight, and every
 ``BATCH`` records it
 
-* feeds the point's summary (sim.runtime.summary_stream: exact up to its limit,
+* feeds the point's summary (sim.point.summary_stream: exact up to its limit,
   bounded beyond),
 * hands the rows ``output.requests`` keeps (all, none, or every k-th id) to the
   writer, which appends them to the point's requests.csv (sim.sweep.point_tables),
@@ -25,8 +25,8 @@ import math
 from collections.abc import Callable, Sequence
 
 from sim.config.experiment import ExperimentConfig
-from sim.runtime.records import RequestRecord
-from sim.runtime.summary_stream import SummaryStream, WindowTable
+from sim.point.records import RequestRecord
+from sim.point.summary_stream import SummaryStream, WindowTable
 
 __all__ = ["BATCH", "RecordSink", "RowWriter", "point_sink"]
 
@@ -108,7 +108,7 @@ class RecordSink:
         return {"windows": self.windows.rows()} if self.windows is not None else {}
 
     def summary(self, elapsed_s: float) -> dict[str, float]:
-        """The point's request metrics (sim.runtime.metrics), over every request added."""
+        """The point's request metrics (sim.point.metrics), over every request added."""
         return self.stream.summary(elapsed_s)
 
 

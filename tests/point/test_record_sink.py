@@ -12,11 +12,11 @@ import pytest
 
 from sim.config import parse_config
 from sim.model.driver import run_model_point
+from sim.point import summary_stream
+from sim.point.metrics import summarize_requests
+from sim.point.record_sink import RecordSink
+from sim.point.records import REQUEST_COLUMNS, RequestRecord
 from sim.rundir.outputs import read_csv
-from sim.runtime import summary_stream
-from sim.runtime.metrics import summarize_requests
-from sim.runtime.record_sink import RecordSink
-from sim.runtime.records import REQUEST_COLUMNS, RequestRecord
 from sim.sweep.experiment import run_experiment
 from sim.sweep.plan import axis_columns
 from sim.sweep.point_tables import requests_text

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import sys
 import sysconfig
+import threading
 import traceback
 import types
 from collections.abc import Iterator, Sequence
@@ -30,13 +31,32 @@ from .base import AddressVariant
 from .registry import ADDRESS_VARIANTS, INDEX_VARIANTS, Registry
 from .token_index import IndexVariant
 
-__all__ = ["PluginCode", "PluginError", "is_plugin", "load_plugin", "plugins_loaded"]
+__all__ = [
+    "IMPORT_TIMEOUT_S",
+    "PluginCode",
+    "PluginError",
+    "ending",
+    "is_plugin",
+    "load_plugin",
+    "plugin_line",
+    "plugins_loaded",
+]
 
 #: The module name every plug-in file runs under starts with this.
 MODULE_PREFIX = "kvsim_plugin_"
 
 #: Where the contract is explained, for error messages.
 CONTRACT_DOC = "docs/your-connector.md"
+
+#: Seconds a plug-in file may take to run as a module (its imports included: numba and
+#: torch take seconds on a loaded machine) before kvsim stops waiting and names it.
+IMPORT_TIMEOUT_S = 60.0
+
+#: What to do instead of ending the process, for messages.
+_NO_EXIT = (
+    "a plug-in must not end or interrupt kvsim; raise an ordinary exception "
+    "(ValueError, RuntimeError) to report a problem"
+)
 
 
 class PluginError(ValueError):
@@ -64,6 +84,29 @@ class PluginCode:
 def is_plugin(cls: type) -> bool:
     """Whether ``cls`` comes from a plug-in file (not a built-in or an installed package)."""
     return cls.__module__.startswith(MODULE_PREFIX)
+
+
+def plugin_line(exc: BaseException) -> str:
+    """``mine.py line 12, in prepare_values``: the innermost frame of a plug-in file that
+    ``exc`` passed through ("" when none did). Read from the frames themselves (their
+    module's name), so it works after the plug-in's scope has ended."""
+    found = ""
+    tb = exc.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        if str(frame.f_globals.get("__name__", "")).startswith(MODULE_PREFIX):
+            found = f"{frame.f_code.co_filename} line {tb.tb_lineno}, in {frame.f_code.co_name}"
+        tb = tb.tb_next
+    return found
+
+
+def ending(exc: BaseException) -> str:
+    """What an exception that is not an ``Exception`` did, in words: ``called
+    sys.exit(0)``, ``raised KeyboardInterrupt``."""
+    if isinstance(exc, SystemExit):
+        return f"called sys.exit({exc.code!r})"
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"raised {type(exc).__name__}" + (f": {text}" if text else "")
 
 
 def _not_users(filename: str) -> bool:
@@ -103,6 +146,48 @@ def _new_entries(reg: Registry, before: dict[str, type]) -> list[type]:
     return [cls for name, cls in reg.entries().items() if before.get(name) is not cls]
 
 
+def _exec_bounded(code: PluginCode, module: types.ModuleType) -> None:
+    """Run the file's text as ``module``, on a thread of its own, for at most
+    :data:`IMPORT_TIMEOUT_S`: a file that sleeps or loops at import is named instead of
+    hanging the command, and one that ends the process (``sys.exit``, ``raise
+    KeyboardInterrupt``) is refused in one line instead of ending kvsim silently. (On
+    another thread, a KeyboardInterrupt can only be the file's own: signals reach the
+    main thread, which waits here and so still stops at a real Ctrl-C.)
+
+    Raises what the file raised (an ``Exception``), or PluginError."""
+    compiled = compile(code.source, code.path, "exec")  # a SyntaxError: raised here
+    outcome: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            exec(compiled, module.__dict__)  # the user's file, as a module
+        except BaseException as exc:  # kept for the waiting thread, which says what it was
+            outcome.append(exc)
+        else:
+            outcome.append(None)
+
+    worker = threading.Thread(target=run, name="kvsim-plugin-import", daemon=True)
+    worker.start()
+    worker.join(IMPORT_TIMEOUT_S)
+    if worker.is_alive():
+        raise PluginError(
+            f"{code.path}: did not finish running as a module in {IMPORT_TIMEOUT_S:g} s "
+            "(a wait or a loop at import?); build what takes long in warm_up(), which runs "
+            f"under the check's time limit ({CONTRACT_DOC})"
+        )
+    exc = outcome[0]
+    if exc is None:
+        return
+    if isinstance(exc, Exception):
+        raise exc
+    where = plugin_line(exc)
+    raise PluginError(
+        f"{code.path}: the file {ending(exc)} at import"
+        + (f" ({where.split(' ', 1)[1]})" if where else "")
+        + f": {_NO_EXIT}"
+    ) from None
+
+
 def load_plugin(code: PluginCode) -> list[type]:
     """Run ``code`` as a module and return the variant classes it registered.
 
@@ -116,7 +201,9 @@ def load_plugin(code: PluginCode) -> list[type]:
     # In sys.modules while it runs (dataclasses and pydantic look their module up there).
     sys.modules[code.module_name] = module
     try:
-        exec(compile(code.source, path, "exec"), module.__dict__)  # the user's file, as a module
+        _exec_bounded(code, module)
+    except PluginError:
+        raise
     except Exception as exc:
         problem = str(exc).splitlines()[0] if str(exc) else ""
         if isinstance(exc, ValueError) and " is taken by " in problem:

@@ -32,76 +32,13 @@ from sim.point.metrics import (
     summarize_columns,
 )
 from sim.point.records import RequestRecord
+from sim.stats import RELATIVE_ERROR, LogHistogram
 
 __all__ = ["EXACT_LIMIT", "RELATIVE_ERROR", "LogHistogram", "SummaryStream", "WindowTable"]
 
 #: Requests whose values are kept as they are (about 100 bytes each): the summary of a
 #: point of at most this many is exact.
 EXACT_LIMIT = 1 << 14
-#: Relative width of a histogram bucket (a percentile is within half of it).
-RELATIVE_ERROR = 1e-3
-#: Smallest positive value a bucket tells apart (ms): below, values count as this.
-_FLOOR = 1e-9
-
-
-class LogHistogram:
-    """Counts of values in buckets of equal relative width; non-positive values apart."""
-
-    def __init__(self) -> None:
-        self._log_step = math.log1p(RELATIVE_ERROR)
-        self._counts = np.zeros(0, dtype=np.int64)
-        self._low = 0  # bucket index of _counts[0]
-        self._zeros = 0
-        self.count = 0
-        self.total = 0.0
-        self.max = -math.inf
-
-    def add(self, values: np.ndarray) -> None:
-        """Add the values that are not NaN."""
-        values = values[~np.isnan(values)]
-        if values.size == 0:
-            return
-        self.count += int(values.size)
-        self.total += float(values.sum())
-        self.max = max(self.max, float(values.max()))
-        positive = values[values > 0]
-        self._zeros += int(values.size - positive.size)
-        if positive.size == 0:
-            return
-        idx = np.floor(np.log(np.maximum(positive, _FLOOR)) / self._log_step).astype(np.int64)
-        lo, hi = int(idx.min()), int(idx.max())
-        if self._counts.size == 0:
-            self._low = lo
-        new_low = min(self._low, lo)
-        new_high = max(self._low + self._counts.size - 1, hi)
-        if new_low != self._low or new_high - new_low + 1 != self._counts.size:
-            grown = np.zeros(new_high - new_low + 1, dtype=np.int64)
-            grown[self._low - new_low : self._low - new_low + self._counts.size] = self._counts
-            self._counts, self._low = grown, new_low
-        self._counts += np.bincount(idx - self._low, minlength=self._counts.size)
-
-    def percentiles(self, qs: Sequence[float]) -> list[float]:
-        """The ``qs`` percentiles (0-100) by numpy's linear rule, each value replaced by
-        the geometric middle of its bucket (0 for the non-positive ones)."""
-        if self.count == 0:
-            return [math.nan] * len(qs)
-        cum = np.cumsum(self._counts)
-        out = []
-        for q in qs:
-            rank = q / 100 * (self.count - 1)  # numpy's "linear": between two order stats
-            below = math.floor(rank)
-            frac = rank - below
-            a = self._value_at(below, cum)
-            b = self._value_at(min(below + 1, self.count - 1), cum)
-            out.append(a + (b - a) * frac)
-        return out
-
-    def _value_at(self, k: int, cum: np.ndarray) -> float:
-        """The ``k``-th smallest value (0-based), as its bucket's middle."""
-        if k < self._zeros:
-            return 0.0
-        i = int(np.searchsorted(cum, k - self._zeros, side="right"))
-        return math.exp((self._low + i + 0.5) * self._log_step)
 
 
 class _Span:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # the heavy parts load only when used
     from sim.config import ExperimentConfig, Point
     from sim.events import SweepEvents
     from sim.sweep.executors import ExecutorChoice
-    from sim.sweep.session import RunPlan
+    from sim.sweep.run_plan import RunPlan
 
 __all__ = ["Experiment", "Overrides", "build", "load"]
 

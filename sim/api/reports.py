@@ -10,22 +10,30 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from sim.analysis.compare import Cell, Comparison
-    from sim.api.runs import Run
     from sim.rundir.reader import RunResults
 
 __all__ = ["Report", "compare", "plot", "with_warnings"]
 
 
-def _results(run: Run | str | Path) -> RunResults:
-    """The results of a Run, or of the run directory at a path (read now)."""
-    from sim.rundir.reader import load_results
+class OpenRun(Protocol):
+    """What a comparison needs of an open run (sim.api.runs.Run, which uses this
+    module: naming the protocol here keeps the two from importing each other)."""
 
-    results = getattr(run, "results", None)  # a Run (duck-typed: no import of sim.api.runs)
-    return results if results is not None else load_results(run)
+    @property
+    def results(self) -> RunResults: ...
+
+
+def _results(run: OpenRun | str | Path) -> RunResults:
+    """The results of a Run, or of the run directory at a path (read now)."""
+    from sim.rundir.reader import load_results  # the CSV reader: not at import sim
+
+    if isinstance(run, (str, Path)):
+        return load_results(run)
+    return run.results
 
 
 def _same_value(have: str, wanted: str) -> bool:
@@ -117,7 +125,7 @@ def with_warnings(text: str, warnings: Sequence[str]) -> str:
 
 
 def compare(
-    run: Run | str | Path,
+    run: OpenRun | str | Path,
     by: str = "variant",
     baseline: str | None = None,
     metrics: Sequence[str] | None = None,
@@ -153,7 +161,7 @@ def compare(
 
 
 def plot(
-    run: Run | str | Path,
+    run: OpenRun | str | Path,
     out: str | Path | None = None,
     x: str | None = None,
     *,

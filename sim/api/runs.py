@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sim.api.reports import Report, compare, plot
+
 if TYPE_CHECKING:
-    from sim.api.reports import Report
     from sim.rundir.reader import RunResults
     from sim.sweep.session import SweepOutcome
 
@@ -116,8 +117,6 @@ class Run:
         seed: int = 0,
     ) -> Report:
         """Values of axis ``by`` side by side, intervals over repeats; see :func:`sim.compare`."""
-        from sim.api.reports import compare
-
         return compare(self, by, baseline, metrics, bootstrap=bootstrap, seed=seed)
 
     def plot(
@@ -130,8 +129,6 @@ class Run:
     ) -> list[Path]:
         """Draw the run's figures (PNG) into ``out`` (default ``<run>/figures``); see
         :func:`sim.plot`."""
-        from sim.api.reports import plot
-
         return plot(self, out, x, seed=seed, force=force)
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # the search and the sweep load only when a search runs
     from sim.api.experiments import Experiment
     from sim.events import SweepEvents
-    from sim.slo_search.driver import Series
+    from sim.slo_search.series import Series
     from sim.slo_search.slo import SLO
     from sim.slo_search.strategy import Outcome
 

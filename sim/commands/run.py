@@ -40,9 +40,9 @@ from sim.preflight import parse_checked
 from sim.rundir.guard import normalize_dir
 from sim.rundir.layout import RepRun
 from sim.sweep.executors import ExecutorChoice, ExecutorError, preflight
-from sim.sweep.plan_view import plan_lines, plan_table, repeats_line
+from sim.sweep.run_plan import RunPlan, plan_lines, plan_table, repeats_line
 from sim.sweep.runner import RepOutcome
-from sim.sweep.session import RunPlan, Session, SweepOutcome, open_session, plan_run
+from sim.sweep.session import Session, SweepOutcome, open_session, plan_run
 
 HELP = "run an experiment and print a comparison of its points"
 

@@ -20,8 +20,9 @@ from rich.progress import (
 from sim.events import SweepEvents
 from sim.rundir.layout import RepRun
 from sim.sweep.executors import ExecutorChoice
+from sim.sweep.run_plan import RunPlan
 from sim.sweep.runner import RepOutcome
-from sim.sweep.session import RunPlan, Session, SweepOutcome
+from sim.sweep.session import Session, SweepOutcome
 
 __all__ = ["run_on_hosts"]
 

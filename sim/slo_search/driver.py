@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,14 +34,14 @@ from sim.files.read import read_bounded
 from sim.rundir.layout import SEARCH_FILE, SUMMARY_FILE, search_file
 from sim.rundir.outputs import read_csv, write_json
 from sim.slo_search.report import verdict_line
-from sim.slo_search.slo import SLO, Verdict, judge
+from sim.slo_search.series import Series
+from sim.slo_search.slo import SLO, judge
 from sim.slo_search.strategy import Outcome, Strategy, nice
 from sim.sweep.session import Session, SweepOutcome, plan_run
 
 __all__ = [
     "Search",
     "SearchRounds",
-    "Series",
     "field_value",
     "plan_search",
     "run_search",
@@ -72,29 +72,6 @@ def field_value(cfg: ExperimentConfig, path: str) -> Any:
     if isinstance(obj, bool) or not isinstance(obj, (int, float)):
         raise ConfigError(f"--over {path}: {obj!r} is not a number; search a numeric field")
     return obj
-
-
-@dataclass
-class Series:
-    """One combination of the other axes, searched on its own."""
-
-    axes: dict[str, Any]
-    config: ExperimentConfig
-    strategy: Strategy
-    #: value -> point index
-    points: dict[float, int] = field(default_factory=dict)
-    verdicts: dict[float, Verdict] = field(default_factory=dict)
-    #: Axes named in the label: those that differ between series (the variant always).
-    shown: tuple[str, ...] = ("variant",)
-
-    @property
-    def label(self) -> str:
-        parts = [
-            f"{v}" if k == "variant" else f"{k}={v}"
-            for k, v in self.axes.items()
-            if k in self.shown
-        ]
-        return ", ".join(parts) or "default"
 
 
 @dataclass

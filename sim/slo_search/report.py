@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
+from sim.slo_search.series import Series
 from sim.slo_search.slo import SLO, Verdict
 from sim.slo_search.strategy import Outcome, nice
-
-if TYPE_CHECKING:  # types only: the driver imports these words
-    from sim.slo_search.driver import Series
 
 __all__ = ["outcome_line", "unit_of", "verdict_line"]
 

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from sim.config import ExperimentConfig, Point
-from sim.errors import RunDirError
 from sim.events import SweepEvents
 from sim.preflight.machine import check_covered, check_runnable
 from sim.rundir.derived import remove_derived_since, remove_stale_derived
@@ -34,11 +33,11 @@ from sim.rundir.lock import RunLock
 from sim.rundir.reader import as_float
 from sim.sweep import experiment
 from sim.sweep.executors import ExecutorChoice
-from sim.sweep.experiment import ExperimentResult, PlannedRun, SweepPlan, plan_sweep
+from sim.sweep.experiment import ExperimentResult, plan_sweep
 from sim.sweep.identity import DataDigests
+from sim.sweep.run_plan import RunPlan
 
 __all__ = [
-    "RunPlan",
     "Session",
     "SweepOutcome",
     "check_points",
@@ -48,73 +47,6 @@ __all__ = [
     "plan_run",
     "sweep_outcome",
 ]
-
-
-@dataclass(frozen=True)
-class RunPlan:
-    """What running ``points`` into ``out_dir`` would do; made by reading only."""
-
-    config: ExperimentConfig
-    points: list[Point]
-    out_dir: Path
-    sweep: SweepPlan
-    #: Requests each point plans, by point index (a trace replay decides its own count).
-    requests: dict[int, int]
-    #: The config file (None: built in Python), recorded in the manifest.
-    source: Path | None = None
-    #: The ``KEY=VALUE`` overrides the config was parsed with (a resume hint repeats them).
-    overrides: tuple[str, ...] = ()
-    #: The data files' content hashes, read once at planning: the manifest, the specs
-    #: and a resume use them, and each point's child checks its files against them.
-    digests: DataDigests = field(default_factory=DataDigests)
-
-    def __str__(self) -> str:
-        """The table ``kvsim run --dry-run`` prints, and what a run would do."""
-        from sim.sweep.plan_view import plan_text  # rich loads only when a plan is printed
-
-        return plan_text(self)
-
-    def __repr__(self) -> str:
-        return (
-            f"<RunPlan {self.config.name!r} into {str(self.out_dir)!r}: "
-            f"{len(self.runs)} point run(s), {len(self.pending)} to do>"
-        )
-
-    @property
-    def runs(self) -> list[PlannedRun]:
-        """Every point × repeat, with its state: done, failed, interrupted or pending."""
-        return self.sweep.runs
-
-    @property
-    def pending(self) -> list[PlannedRun]:
-        """The point runs a resume would run (all but those already done)."""
-        return self.sweep.pending
-
-    @property
-    def existing(self) -> bool:
-        """``out_dir`` already holds a kvsim run."""
-        return self.sweep.existing
-
-    @property
-    def difference(self) -> str:
-        """Where the run in ``out_dir`` differs from this config ("" when it is the same)."""
-        return self.sweep.difference
-
-    def to_run(self, resume: bool) -> list[PlannedRun]:
-        """The point runs a run (``resume``: a resume) would start, in order."""
-        return self.pending if resume else self.runs
-
-    def planned_requests(self, resume: bool) -> int:
-        """Requests the point runs of :meth:`to_run` plan in all."""
-        return sum(self.requests[r.rep.point.index] for r in self.to_run(resume))
-
-    def check_resumable(self) -> None:
-        """RunDirError when ``out_dir`` holds a run of a different experiment."""
-        if self.existing and self.difference:
-            raise RunDirError(
-                f"{self.out_dir}: cannot resume, the config changed since this run started "
-                f"({self.difference}); restore it, or pass --force to start over"
-            )
 
 
 def plan_run(

@@ -1,17 +1,87 @@
-"""A run plan as ``kvsim run --dry-run`` prints it: one row per point run, then what a run
-would do. ``print(plan)`` in Python gives the same text (sim.sweep.session.RunPlan)."""
+"""A run plan: what running points into a directory would do, made by reading only
+(sim.sweep.session.plan_run makes it), and how ``kvsim run --dry-run`` prints it: one
+row per point run, then what a run would do. ``print(plan)`` gives the same text."""
 
 from __future__ import annotations
 
 import io
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
+from sim.config import ExperimentConfig, Point
+from sim.errors import RunDirError
 from sim.rundir.layout import in_run_order
+from sim.sweep.experiment import PlannedRun, SweepPlan
+from sim.sweep.identity import DataDigests
 
-if TYPE_CHECKING:
-    from sim.sweep.session import RunPlan
+__all__ = ["RunPlan", "plan_lines", "plan_table", "plan_text", "repeats_line", "runs_in_order"]
 
-__all__ = ["plan_lines", "plan_table", "plan_text", "repeats_line", "runs_in_order"]
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What running ``points`` into ``out_dir`` would do; made by reading only."""
+
+    config: ExperimentConfig
+    points: list[Point]
+    out_dir: Path
+    sweep: SweepPlan
+    #: Requests each point plans, by point index (a trace replay decides its own count).
+    requests: dict[int, int]
+    #: The config file (None: built in Python), recorded in the manifest.
+    source: Path | None = None
+    #: The ``KEY=VALUE`` overrides the config was parsed with (a resume hint repeats them).
+    overrides: tuple[str, ...] = ()
+    #: The data files' content hashes, read once at planning: the manifest, the specs
+    #: and a resume use them, and each point's child checks its files against them.
+    digests: DataDigests = field(default_factory=DataDigests)
+
+    def __str__(self) -> str:
+        """The table ``kvsim run --dry-run`` prints, and what a run would do."""
+        return plan_text(self)
+
+    def __repr__(self) -> str:
+        return (
+            f"<RunPlan {self.config.name!r} into {str(self.out_dir)!r}: "
+            f"{len(self.runs)} point run(s), {len(self.pending)} to do>"
+        )
+
+    @property
+    def runs(self) -> list[PlannedRun]:
+        """Every point × repeat, with its state: done, failed, interrupted or pending."""
+        return self.sweep.runs
+
+    @property
+    def pending(self) -> list[PlannedRun]:
+        """The point runs a resume would run (all but those already done)."""
+        return self.sweep.pending
+
+    @property
+    def existing(self) -> bool:
+        """``out_dir`` already holds a kvsim run."""
+        return self.sweep.existing
+
+    @property
+    def difference(self) -> str:
+        """Where the run in ``out_dir`` differs from this config ("" when it is the same)."""
+        return self.sweep.difference
+
+    def to_run(self, resume: bool) -> list[PlannedRun]:
+        """The point runs a run (``resume``: a resume) would start, in order."""
+        return self.pending if resume else self.runs
+
+    def planned_requests(self, resume: bool) -> int:
+        """Requests the point runs of :meth:`to_run` plan in all."""
+        return sum(self.requests[r.rep.point.index] for r in self.to_run(resume))
+
+    def check_resumable(self) -> None:
+        """RunDirError when ``out_dir`` holds a run of a different experiment."""
+        if self.existing and self.difference:
+            raise RunDirError(
+                f"{self.out_dir}: cannot resume, the config changed since this run started "
+                f"({self.difference}); restore it, or pass --force to start over"
+            )
+
 
 _COLOUR = {
     "done": "green",

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from connectors import registry
+from connectors.plugin_file import ending
 from sim.conformance.corpus import Case, corpus
 
 __all__ = ["CheckResult", "check_variant", "describe_raise", "first_difference"]
@@ -118,20 +119,21 @@ def describe_raise(exc: BaseException, cls: type) -> str:
     """``raised KeyError: 'x' (mine.py line 6, in helper)``: the exception and the
     innermost line of the variant's own file it passed through, so a bug in a plug-in
     is found without a traceback of kvsim's frames."""
-    text = str(exc).splitlines()[0] if str(exc) else ""
-    line = f"raised {type(exc).__name__}" + (f": {text}" if text else "")
+    line = ending(exc)
     module = sys.modules.get(cls.__module__)
     path = getattr(module, "__file__", None)
     own = [f for f in traceback.extract_tb(exc.__traceback__) if path and f.filename == path]
     if own:
         line += f" ({path} line {own[-1].lineno}, in {own[-1].name})"
+    if not isinstance(exc, Exception):  # sys.exit, KeyboardInterrupt: would end kvsim
+        line += "; a variant must not end or interrupt kvsim: raise an ordinary exception"
     return line
 
 
 def _run_case(variant: Any, case: Case, expected: Any) -> str | None:
     try:
         got = _call(variant, case)
-    except Exception as exc:  # the variant's bug, reported as the case's failure
+    except BaseException as exc:  # the variant's bug (on a check thread: never a Ctrl-C)
         return f"{case.label}: {describe_raise(exc, type(variant))}"
     return first_difference(case, expected, got)
 
@@ -161,7 +163,7 @@ def _single_pass(cls: type, opts: Any, cases: list[Case], state: _Pass) -> None:
                 variant = cls(geo.db, opts)
                 state.at = f"{geo.name}: warm_up()"
                 variant.warm_up()
-            except Exception as exc:
+            except BaseException as exc:  # sys.exit too: on this thread it is the variant's
                 state.failure = f"{state.at} {describe_raise(exc, cls)}"
                 return
             state.instances[geo.name] = variant
@@ -177,14 +179,18 @@ def _single_pass(cls: type, opts: Any, cases: list[Case], state: _Pass) -> None:
 
 
 def check_variant(
-    name: str, options: dict[str, Any] | None = None, threads: int = THREADS
+    name: str,
+    options: dict[str, Any] | None = None,
+    threads: int = THREADS,
+    extra: Sequence[Case] = (),
 ) -> CheckResult:
     """Run the corpus through variant ``name`` (looked up in the registry, so call it
     inside the plug-ins' scope) and compare with ``scalar``; ``threads`` > 1 runs it
-    again from that many threads at once."""
+    again from that many threads at once. ``extra``: cases of a run's own geometry and
+    request lengths (sim.conformance.corpus.run_cases), checked with the corpus."""
     cls = registry.get_address_variant(name)
     opts = cls.validate_options(dict(options or {}))
-    cases = corpus()
+    cases = [*corpus(), *extra]
     # The single pass runs in a thread of its own, as a run's load threads call the
     # variant, so that one that never returns is named instead of hanging the command.
     state = _Pass()

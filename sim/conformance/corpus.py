@@ -16,15 +16,25 @@ a failure is reproducible by name.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from connectors.token_database import INT64_MAX, TokenDatabase
 
-__all__ = ["CASE_SEED", "Case", "Geometry", "corpus", "geometries"]
+__all__ = ["CASE_SEED", "LONG_CHUNKS", "MAX_RUN_CHUNKS", "Case", "Geometry", "corpus", "geometries"]
 
 #: Seed of the corpus's block tables (fixed: a case is reproducible by its name).
 CASE_SEED = 27
+
+#: Chunks of the corpus's long request: past the sizes where a variant might switch
+#: to another path (a vectorised one for long requests) and be checked only on the short.
+LONG_CHUNKS = 300
+
+#: The longest request of a run's own geometry that the check before a run compares in
+#: full (a longer run is covered by the run's per-request check of the result's types,
+#: connectors.contract); at 61 regions the reference takes ~60 ms for it.
+MAX_RUN_CHUNKS = 8192
 
 
 @dataclass(frozen=True)
@@ -114,9 +124,12 @@ def _requests(db: TokenDatabase, rng: np.random.Generator) -> list[tuple[str, li
         ("one partial chunk", 1, True),
         ("5 chunks", 5, False),
         ("9 chunks, last partial", 9, True),
+        (f"{LONG_CHUNKS} chunks, last partial", LONG_CHUNKS, True),
     ):
         if partial and bs == hb:
-            continue  # a chunk of one hash block cannot be partial
+            if chunks != LONG_CHUNKS:
+                continue  # a chunk of one hash block cannot be partial
+            partial, desc = False, f"{LONG_CHUNKS} chunks"
         tokens = chunks * bs - (bs - hb if partial else 0)
         blocks = max(chunks, 1)
         ids = rng.integers(0, min(top, 1 << 31), size=blocks).tolist()
@@ -136,4 +149,30 @@ def corpus() -> list[Case]:
             chunks = tuple(geo.db.chunk_spans(tokens))
             for handler in ("per_group", "per_chunk"):
                 out.append(Case(geo, desc, chunks, tuple(ids), handler))
+    return out
+
+
+def run_cases(model: Any, tokens: int, handler: str) -> list[Case]:
+    """Cases on a run's own geometry (``model``: a sim.config.GeometryConfig) up to its
+    longest request (``tokens``), through the run's ``handler``: requests of 16, 32, 64, …
+    chunks and the longest itself (at most :data:`MAX_RUN_CHUNKS`), in every KV-cache
+    group, so that what the run will call is what was compared with the reference."""
+    rng = np.random.Generator(np.random.PCG64(CASE_SEED))
+    out = []
+    for g in range(model.kv_groups):
+        db = TokenDatabase.from_geometry(model, g)
+        blen = "/".join(str(n) for n in db.block_len[:4]) + ("/…" if len(db.block_len) > 4 else "")
+        geo = Geometry(
+            f"the run's geometry ({db.regions} regions, block_len {blen}, "
+            f"block_size {db.block_size}, group {g})",
+            db,
+        )
+        longest = min(max(tokens, 1), MAX_RUN_CHUNKS * db.block_size)
+        steps = (16, 64, 256, 1024, 4096)
+        sizes = [n * db.block_size for n in steps if n * db.block_size < longest]
+        for size in [*sizes, longest]:
+            chunks = tuple(db.chunk_spans(size - size % db.hash_block_size or db.hash_block_size))
+            ids = rng.integers(0, model.num_blocks, size=max(1, len(chunks))).tolist()
+            desc = f"{len(chunks)} chunks ({size} tokens)"
+            out.append(Case(geo, desc, chunks, tuple(int(i) for i in ids), handler))
     return out

@@ -9,12 +9,13 @@ batches, a request with no tokens, padding, and one request.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
 
 from connectors import registry
-from sim.conformance.check import CheckResult, describe_raise
+from sim.conformance.check import THREAD_TIMEOUT_S, CheckResult, describe_raise
 
 __all__ = ["INDEX_CASES", "check_index_variant"]
 
@@ -30,34 +31,60 @@ INDEX_CASES: tuple[tuple[int, ...], ...] = (
 )
 
 
-def check_index_variant(name: str, components: int = 3) -> CheckResult:
-    """Run the cases through index variant ``name`` on the CPU and compare every component."""
+def check_index_variant(
+    name: str, components: int = 3, timeout_s: float = THREAD_TIMEOUT_S
+) -> CheckResult:
+    """Run the cases through index variant ``name`` on the CPU and compare every component.
+
+    The variant runs on a thread of its own, as the engine thread calls it: one that does
+    not return within ``timeout_s`` is named with the step it was on, and one that calls
+    ``sys.exit`` fails the check instead of ending kvsim."""
+    cls = registry.get_index_variant(name)
+    state: dict[str, Any] = {"at": "the constructor", "passed": 0, "failure": None}
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            _run_cases(cls, components, state)
+        except BaseException as exc:  # kvsim's own error: raised again in the caller
+            errors.append(exc)
+
+    worker = threading.Thread(target=work, name="kvsim-check-index", daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    if errors:
+        raise errors[0]
+    failure = state["failure"]
+    if worker.is_alive():
+        failure = f"{state['at']}: did not return in {timeout_s:g} s (a hang?)"
+    return CheckResult(name, len(INDEX_CASES), state["passed"], 1, failure, REFERENCE)
+
+
+def _run_cases(cls: type, components: int, state: dict[str, Any]) -> None:
+    """The cases one after another; ``state`` says where it is, what passed, what failed."""
     from connectors.token_index import MetadataFactory, reference_index
 
-    cls = registry.get_index_variant(name)
-    step = "the constructor"
     try:  # the variant's bug (its _setup runs here), said in one line
         variant = cls(components, 64, "cpu")
-        step = "warm_up()"
+        state["at"] = "warm_up()"
         variant.warm_up()
-    except Exception as exc:
-        failure = f"{step} {describe_raise(exc, cls)}"
-        return CheckResult(name, len(INDEX_CASES), 0, 1, failure, REFERENCE)
+    except BaseException as exc:  # sys.exit too: on this thread it is the variant's
+        state["failure"] = f"{state['at']} {describe_raise(exc, cls)}"
+        return
     factory = MetadataFactory(8, 64, "cpu", pad_multiple=8)
-    passed = 0
     for lens in INDEX_CASES:
         meta = factory.make(list(lens))
         want = reference_index(meta.query_start_loc_cpu.numpy(), meta.num_tokens)
+        state["at"] = f"query lens {list(lens)}"
         try:
             got = variant.step(meta)
-        except Exception as exc:  # the variant's bug, reported as the case's failure
-            failure = f"query lens {list(lens)}: {describe_raise(exc, cls)}"
-            return CheckResult(name, len(INDEX_CASES), passed, 1, failure, REFERENCE)
-        failure = _difference(lens, components, want, got)
-        if failure:
-            return CheckResult(name, len(INDEX_CASES), passed, 1, failure, REFERENCE)
-        passed += 1
-    return CheckResult(name, len(INDEX_CASES), passed, 1, None, REFERENCE)
+        except BaseException as exc:  # the variant's bug, reported as the case's failure
+            state["failure"] = f"{state['at']}: {describe_raise(exc, cls)}"
+            return
+        state["failure"] = _difference(lens, components, want, got)
+        if state["failure"]:
+            return
+        state["passed"] += 1
 
 
 def _difference(lens: tuple[int, ...], components: int, want: np.ndarray, got: Any) -> str | None:

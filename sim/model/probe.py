@@ -126,7 +126,7 @@ class ModelProbe:
         if k == 0:
             return 0
         late = self._late(k)
-        wake = np.ones(k, dtype=bool)
+        wake: np.ndarray = np.ones(k, dtype=bool)
         m = 0
         missed = self._missed
         while m < len(missed) and missed[m] < k:

@@ -46,7 +46,6 @@ from sim.process.lifeline import preexec_die_with
 
 if TYPE_CHECKING:
     from sim.config.experiment import ExperimentConfig
-    from sim.runtime.env import HybridEnvironment
 
 __all__ = [
     "AUDIT_METRICS",
@@ -128,7 +127,7 @@ class PySpyAudit:
         self._offcore_ns = 0
         self.status = "not run"
 
-    def attach(self, env: HybridEnvironment) -> None:
+    def attach(self, env: object) -> None:  # either clock: py-spy watches the process
         exe = shutil.which("py-spy")
         if exe is None:
             self.status = "unavailable: py-spy is not installed (pip install py-spy)"

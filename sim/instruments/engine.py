@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from connectors.base import gil_free
 from sim.instruments.gilmeter import ENGINE, measure
@@ -33,7 +33,24 @@ if TYPE_CHECKING:
 
     from sim.config.engine import EngineConfig
     from sim.config.experiment import ExperimentConfig, Point
-    from sim.runtime.env import HybridEnvironment
+
+
+class StepClock(Protocol):
+    """What the engine loop needs of real mode's clock: SimPy processes, and events
+    another thread completes (sim.runtime.env.HybridEnvironment, a layer above)."""
+
+    def process(self, generator: Generator[Any, Any, None]) -> simpy.Process: ...
+
+    def run(self, until: Any = None) -> Any: ...
+
+    def timeout(self, delay: float) -> simpy.Timeout: ...
+
+    def external_event(self) -> simpy.Event: ...
+
+    def complete(self, event: simpy.Event, ok: bool, value: Any) -> None: ...
+
+    def to_run_time(self, t_ns: int) -> float: ...
+
 
 __all__ = [
     "STEP_COLUMNS",
@@ -120,7 +137,7 @@ class EngineLoop:
         self._rows: list[dict[str, Any]] = []
         self._commands: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
-        self._env: HybridEnvironment | None = None
+        self._env: StepClock | None = None
         self._stopping = threading.Event()
         self._variant: Any = None
         self._factory: Any = None
@@ -151,7 +168,7 @@ class EngineLoop:
             cfg.batch_size, cfg.max_tokens(), self._variant.device, cfg.pad_multiple
         )
 
-    def attach(self, env: HybridEnvironment) -> None:
+    def attach(self, env: StepClock) -> None:
         cfg = self._cfg
         self.prepare()
         self._env = env

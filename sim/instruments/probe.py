@@ -38,7 +38,6 @@ from sim.stats import percentiles
 
 if TYPE_CHECKING:
     from sim.config.experiment import ExperimentConfig
-    from sim.runtime.env import HybridEnvironment
 
 __all__ = [
     "ProbeAddOn",
@@ -209,7 +208,7 @@ class ProbeAddOn:
         self._rq0: dict[int, int] = {}
         self._core_wait_ns: int | None = None
 
-    def attach(self, env: HybridEnvironment) -> None:
+    def attach(self, env: object) -> None:  # either clock: the probe runs on its own thread
         self._ledger = open_ledger()
         self._rq0 = {}
         for t in threading.enumerate():  # the probe's own thread starts below

@@ -55,3 +55,14 @@ def test_the_results_page_points_to_the_generated_reference() -> None:
     results = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")  # moved from README
     assert "](columns.md)" in results
     assert "docs/results.md" in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_a_named_column_is_the_catalogue_entry_of_its_name() -> None:
+    """Code names one column by its object (``columns.LATENCY_P50_MS.name``), never by its
+    text: each such object is the catalogue's own entry, bound to its upper-cased name."""
+    named = {k: v for k, v in vars(columns).items() if isinstance(v, columns.Column)}
+    assert len(named) > 50
+    entries = [*columns.REQUESTS, *columns.SUMMARY]
+    for attr, col in named.items():
+        assert attr == col.name.upper(), attr
+        assert any(col is c for c in entries), attr

@@ -19,6 +19,7 @@ import yaml
 
 import sim
 from sim.analysis.store_fit import fit_store
+from sim.commands.plugin_args import add_plugin_argument, command_plugins
 from sim.model.measure import DEFAULT_CHUNKS, DEFAULT_GROUPS, DEFAULT_REGIONS
 
 HELP = "measure on this machine the costs model mode simulates (writes a calibration file)"
@@ -66,6 +67,7 @@ def _gil_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reps", type=int, default=5, help="requests measured per geometry (median)")
     p.add_argument("--no-engine", action="store_true", help="skip the engine step's hold")
     p.add_argument("--force", action="store_true", help="replace an existing calibration file")
+    add_plugin_argument(p)  # a plug-in's variants are calibrated as built-in ones are
 
 
 def _gil_main(args: argparse.Namespace) -> int:
@@ -73,18 +75,19 @@ def _gil_main(args: argparse.Namespace) -> int:
         print(f"calibrate: {msg}", file=sys.stderr, flush=True)
 
     out = Path(args.out)
-    doc = sim.calibrate(
-        out,
-        variants=[v.strip() for v in args.variants.split(",")] if args.variants else None,
-        handlers=[h.strip() for h in args.handlers.split(",") if h.strip()],
-        chunks=args.chunks,
-        regions=args.regions,
-        groups=args.groups,
-        reps=args.reps,
-        engine=not args.no_engine,
-        force=args.force,
-        say=say,
-    )
+    with command_plugins(args.plugin):
+        doc = sim.calibrate(
+            out,
+            variants=[v.strip() for v in args.variants.split(",")] if args.variants else None,
+            handlers=[h.strip() for h in args.handlers.split(",") if h.strip()],
+            chunks=args.chunks,
+            regions=args.regions,
+            groups=args.groups,
+            reps=args.reps,
+            engine=not args.no_engine,
+            force=args.force,
+            say=say,
+        )
     h = doc["harness"]
     print(
         f"wrote {out} ({doc['elapsed_s']:.0f} s; {doc['machine']['cores']} cores, "

@@ -18,11 +18,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 import sim
-from sim.api.validate import MIN_REPEATS
+from sim.api.validate import LEVELS, MIN_REPEATS
 from sim.commands.run import add_set_argument
 from sim.commands.run_args import set_items
+
+if TYPE_CHECKING:
+    from sim.rundir.layout import RepRun
 
 HELP = "run a config in real and model mode and report the model's error per point"
 
@@ -48,6 +52,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "it against the first by the same targets: the machine's own noise, beside which "
         "the model's score is read (adds the real runs' time again)",
     )
+    p.add_argument(
+        "--level",
+        choices=LEVELS,
+        default=LEVELS[-1],
+        help="what to judge (default %(default)s; docs/model-mode.md, Validation): "
+        "prediction, the calibrated model against the real runs beside the real side's "
+        "own repeatability",
+    )
     add_set_argument(p)
 
 
@@ -68,7 +80,12 @@ def main(args: argparse.Namespace) -> int:
     def say(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
-    events = sim.SweepEvents(started=lambda rep, _host: say(f"· {rep.point.label}"), note=say)
+    def started(rep: RepRun, _host: str) -> None:
+        values = " ".join(str(v) for a, v in rep.point.axes.items() if a != "mode")
+        say(f"  · point {rep.point.index} ({values}), repeat {rep.repeat}")
+
+    # each run's points under a heading (the library's note before it): no line says mode=
+    events = sim.SweepEvents(started=started, note=say)
     found = sim.validate_model(
         exp,
         args.out,
@@ -78,6 +95,7 @@ def main(args: argparse.Namespace) -> int:
         boot=args.boot,
         repeats=args.repeats,
         aa=args.aa,
+        level=args.level,
         events=events,
     )
     print(found.text)

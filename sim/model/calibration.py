@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
@@ -145,19 +145,29 @@ class Calibration:
         return (min(sizes), max(sizes)) if sizes else None
 
     def check_covers(
-        self, variant: str, handler: str, chunks: range | None, regions: int, groups: int
+        self,
+        variant: str,
+        handler: str,
+        chunks: range | None,
+        regions: int,
+        groups: int,
+        plugins: Sequence[str] = (),
     ) -> None:
         """Raise CalibrationError unless the variant and geometry lie in the measured range.
 
         ``chunks`` is the range of chunks per group the point's requests can have
         (None: not known before the plan is drawn; checked again with the plan).
+        ``plugins``: the point's plug-in files, named in the calibrate command advised
+        (a plug-in's variant is unknown to a `kvsim calibrate` without them).
         """
         entry = self.variant(variant, handler)
         if entry is None:
             have = ", ".join(sorted(self.data.get("variants", {}))) or "none"
+            files = "".join(f" --plugin {_shown_path(p)}" for p in plugins)
             raise CalibrationError(
                 f"{self.path}: connector.variant {variant!r} (handler {handler}) is not "
-                f"calibrated (calibrated: {have}); run `kvsim calibrate --variants {variant}`"
+                f"calibrated (calibrated: {have}); run `kvsim calibrate --variants {variant}"
+                f"{files}`"
             )
         if variant in PARAMETRIC:
             return
@@ -176,6 +186,14 @@ class Calibration:
                     f"{cmin}–{cmax} of variant {variant!r}; calibrate that geometry "
                     "(`kvsim calibrate --regions ... --chunks ...`)"
                 )
+
+
+def _shown_path(path: str) -> str:
+    """A plug-in's path as a command line names it: relative to here when it lies below."""
+    try:
+        return str(Path(path).relative_to(Path.cwd()))
+    except ValueError:
+        return path
 
 
 #: The largest magnitude a measured figure may have (ms: a request held 1000 s is not one).

@@ -76,6 +76,7 @@ def check_point(
         chunk_range(cfg, tokens),
         cfg.model.regions,
         cfg.model.kv_groups,
+        [s.path for s in cfg.plugins],
     )
     if not cfg.engine.enabled:
         return

@@ -32,6 +32,7 @@ __all__ = [
     "DEFAULT_REGIONS",
     "calibrate",
     "fit_linear",
+    "measure_hold",
     "measure_variant",
 ]
 
@@ -134,6 +135,21 @@ def _job_costs(cfg: Any, reps: int) -> tuple[float, float]:
     """
     holds, frees = _job_samples(cfg, reps)
     return float(statistics.fmean(holds)), float(statistics.fmean(frees))
+
+
+def measure_hold(
+    variant: str,
+    handler: str,
+    chunks: int,
+    regions: int,
+    groups: int,
+    reps: int,
+    options: dict[str, Any] | None = None,
+) -> float:
+    """Mean GIL hold (ms) of ``reps`` requests at one geometry, measured exactly as a
+    calibration row is (validate-model's speed probe reads it beside each real point)."""
+    hold, _free = _job_costs(_config(variant, handler, chunks, regions, groups, options), reps)
+    return hold
 
 
 def hold_spread(cfg: Any, reps: int = SPREAD_REPS) -> list[float]:

@@ -12,7 +12,15 @@ from typing import Any
 
 from sim.model.validate import METRICS, TAIL_SAMPLES, TARGETS, ValidationRow, summary_counts
 
-__all__ = ["again_line", "idle_line", "matched_line", "render"]
+__all__ = [
+    "again_line",
+    "idle_line",
+    "matched_line",
+    "metric_lines",
+    "noise_line",
+    "render",
+    "shown_metrics",
+]
 
 
 def _fmt(x: float, digits: int = 2) -> str:
@@ -30,11 +38,7 @@ def render(rows: list[ValidationRow], title: str) -> tuple[str, list[dict[str, A
     axes = list(rows[0].key)
     heads = [*axes]
     # a metric no point has on either side (the engine's, with the engine off) is left out
-    shown = [
-        name
-        for name, *_ in METRICS
-        if any(not (math.isnan(r.real[name].value) and math.isnan(r.model[name])) for r in rows)
-    ]
+    shown = shown_metrics(rows)
     for name in shown:
         short = name.removesuffix("_ms")
         heads += [f"{short} real [95% CI]", f"{short} model", "err"]
@@ -63,8 +67,34 @@ def render(rows: list[ValidationRow], title: str) -> tuple[str, list[dict[str, A
             )
         lines.append("| " + " | ".join(cells) + " |")
         csv_rows.append(row)
-    s = summary_counts(rows)
     lines += [""]
+    lines += metric_lines(rows, shown)
+    lines += _axis_lines(rows)
+    lines.append(noise_line(summary_counts(rows), [n for n in TARGETS if n in shown]))
+    lines.append(
+        "- ✓/✗: within/outside the target; [..]: 95% bootstrap interval of the real value "
+        f"(requests resampled; none for a percentile with fewer than {TAIL_SAMPLES} values "
+        "beyond it, where resamples cannot reach past the largest); the model's own "
+        "run-to-run spread is not shown."
+    )
+    return "\n".join(lines) + "\n", csv_rows
+
+
+def shown_metrics(rows: list[ValidationRow]) -> list[str]:
+    """The metrics some point has on either side (the engine's are left out with it off)."""
+    return [
+        name
+        for name, *_ in METRICS
+        if any(not (math.isnan(r.real[name].value) and math.isnan(r.model[name])) for r in rows)
+    ]
+
+
+def metric_lines(rows: list[ValidationRow], shown: list[str] | None = None) -> list[str]:
+    """One line per metric: the points within its target (median and worst error), or
+    its errors alone where it has no target."""
+    shown = shown_metrics(rows) if shown is None else shown
+    s = summary_counts(rows)
+    lines = []
     for name, target in TARGETS.items():
         if name in shown:
             lines.append(
@@ -78,15 +108,7 @@ def render(rows: list[ValidationRow], title: str) -> tuple[str, list[dict[str, A
                 f"- {name}: median |error| {_pct(s[f'{name}_median'])}, "
                 f"worst {_pct(s[f'{name}_worst'])} (no target)"
             )
-    lines += _axis_lines(rows)
-    lines.append(_noise_line(s, [n for n in TARGETS if n in shown]))
-    lines.append(
-        "- ✓/✗: within/outside the target; [..]: 95% bootstrap interval of the real value "
-        f"(requests resampled; none for a percentile with fewer than {TAIL_SAMPLES} values "
-        "beyond it, where resamples cannot reach past the largest); the model's own "
-        "run-to-run spread is not shown."
-    )
-    return "\n".join(lines) + "\n", csv_rows
+    return lines
 
 
 _LATENCY = ("latency_p50_ms", "latency_p99_ms")
@@ -134,7 +156,7 @@ def again_line(rows: list[ValidationRow]) -> str:
     )
 
 
-def _noise_line(counts: dict[str, Any], names: list[str]) -> str:
+def noise_line(counts: dict[str, Any], names: list[str]) -> str:
     """Each target's metric against the real side's own noise: how often the model lies
     inside the real value's interval, and how wide those intervals are (a ±10 % target
     on a value whose interval is ±30 % is decided by the run's noise as much as by

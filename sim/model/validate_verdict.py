@@ -146,6 +146,23 @@ class Verdict:
             f"{p[REPEAT]} by repeatability)"
         )
 
+    def short(self) -> str:
+        """'outside target: p50 1/2 (0 + 1), p99 2/2 (1 + 1); the real side repeats at 1/2'
+        (passed by the target + by repeatability): a swept value's line."""
+        parts = []
+        for m in LATENCY:
+            p = self.passed[m]
+            parts.append(
+                f"{m.split('_')[1]} {p[TARGET] + p[REPEAT]}/{self.judged[m]} "
+                f"({p[TARGET]} + {p[REPEAT]})"
+            )
+        repeat = (
+            ""
+            if self.repeat_points is None
+            else (f"; the real side repeats at {self.repeat_points}/{self.points}")
+        )
+        return f"{self.word}: {', '.join(parts)}{repeat}"
+
     def text(self) -> str:
         """One line: the word, then the counts per metric and the real side's repeats."""
         parts = [f"{m.removesuffix('_ms').replace('_', ' ')} {self.counts(m)}" for m in LATENCY]

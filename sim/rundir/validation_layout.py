@@ -8,6 +8,8 @@
         background_load.json        the load measured before and after each real point
         calibration-conditions.json the calibration with the conditions measured around
                                     the real runs (what model/ was given)
+        machine_speed.json          the speed probe before and after each real point
+                                    (its hold over the calibration's)
         speed_scales.json           each point's speed in its real run against its model
         validation.csv  validation.md   the table and the report
 
@@ -30,6 +32,7 @@ __all__ = [
     "REAL_DIR",
     "REPORT_FILE",
     "SCALES_FILE",
+    "SPEEDS_FILE",
     "TABLE_FILE",
     "TOP_FILES",
     "ValidationLayout",
@@ -43,9 +46,10 @@ AGAIN_DIR = "real-again"
 CONDITIONS_FILE = "calibration-conditions.json"
 LOADS_FILE = "background_load.json"
 SCALES_FILE = "speed_scales.json"
+SPEEDS_FILE = "machine_speed.json"
 REPORT_FILE, TABLE_FILE = "validation.md", "validation.csv"
 #: What a validation writes at the top of its directory (beside the four runs).
-TOP_FILES = (LOADS_FILE, CONDITIONS_FILE, SCALES_FILE, TABLE_FILE, REPORT_FILE)
+TOP_FILES = (LOADS_FILE, SPEEDS_FILE, CONDITIONS_FILE, SCALES_FILE, TABLE_FILE, REPORT_FILE)
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,10 @@ class ValidationLayout:
     @property
     def loads(self) -> Path:
         return self.base / LOADS_FILE
+
+    @property
+    def speeds(self) -> Path:
+        return self.base / SPEEDS_FILE
 
     @property
     def scales(self) -> Path:

@@ -119,7 +119,7 @@ def test_validate_model_pairs_real_and_model_points(small_calibration, write_con
     idle = read_csv(out / "model-idle" / "summary.csv")
     assert {float(r["model_background_load"]) for r in idle} == {0.0}
     text = (out / "validation.md").read_text()
-    assert "latency_p99_ms:" in text and "Background load on this machine" in text
+    assert "latency_p99_ms:" in text and "background load on this machine" in text
     cond = json.loads((out / "calibration-conditions.json").read_text())["conditions"]
     assert len(cond["loadavg_before"]) == len(cond["loadavg_after"]) == 3
     avg = ", ".join(f"{x:.2f}" for x in cond["loadavg_before"])
@@ -232,3 +232,69 @@ def test_validate_model_pools_at_least_three_repeats(small_calibration, write_co
     with pytest.raises(SystemExit) as info:  # refused at the door, nothing run
         cli_main(["validate-model", str(path), "--repeats", "x"])
     assert info.value.code == 2
+
+
+def test_validate_model_refuses_an_uncovered_grid_before_any_point_runs(
+    small_calibration, write_config, tmp_path, capsys
+):
+    """The calibration's coverage is checked before the real grid runs, and the refusal
+    names the user's config file and the field, not the conditions file model/ is given."""
+    # TINY: 160 tokens of 16 = 10 chunks per group, outside the calibrated 1-4
+    path = write_config({"machine": {"calibration": str(small_calibration)}})
+    out = tmp_path / "val"
+    assert cli_main(["validate-model", str(path), "--out", str(out), "--repeats", "1"]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: machine.calibration: point 0 " in err and "chunks per group 10" in err
+    assert "calibration-conditions" not in err
+    assert not (out / "real").exists()
+
+
+def test_calibrate_measures_a_plugin_variant_and_the_advice_names_the_file(
+    small_calibration, write_config, tmp_path, capsys
+):
+    from tests.connectors.test_plugin_file import GOOD
+
+    plugin = tmp_path / "mine.py"
+    plugin.write_text(GOOD)
+    # a config of that variant on a calibration without it: the advice names --plugin
+    path = write_config(
+        {
+            "plugins": [str(plugin)],
+            "connector": {"variant": "mine"},
+            "workload": {"tokens": 64},
+            "machine": {"calibration": str(small_calibration)},
+        }
+    )
+    assert cli_main(["validate-model", str(path), "--out", str(tmp_path / "v")]) == 2
+    assert f"kvsim calibrate --variants mine --plugin {plugin}`" in capsys.readouterr().err
+    out = tmp_path / "cal.json"
+    args = ["calibrate", "--out", str(out), "--plugin", str(plugin), "--variants", "mine"]
+    args += ["--handlers", "per_group", "--chunks", "1,4", "--regions", "4", "--groups", "1"]
+    assert cli_main([*args, "--reps", "1", "--no-engine"]) == 0
+    entry = load_calibration(out).data["variants"]["mine/per_group"]
+    assert entry["range"]["chunks"] == [1, 4] and all(p["hold"] > 0 for p in entry["points"])
+
+
+def test_validate_model_scales_each_model_point_to_the_speed_probed_beside_its_twin(
+    small_calibration, write_config, tmp_path
+):
+    """A calibration probe before and after each real repeat (sim.model.validate_speed):
+    its hold over the calibration's is the machine's speed at that minute, and the model
+    twin runs at its mean (machine.cpu_scale); the report says how far it moved."""
+    path = write_config(
+        {
+            "machine": {"calibration": str(small_calibration)},
+            "workload": {"requests": 8, "tokens": 64},
+        }
+    )
+    out = tmp_path / "val"
+    assert cli_main(["validate-model", str(path), "--out", str(out), "--repeats", "2"]) == 0
+    speeds = json.loads((out / "machine_speed.json").read_text())
+    assert list(speeds) == ["0"] and len(speeds["0"]) == 4 and min(speeds["0"]) > 0
+    spec = next((out / "model" / "points").glob("000_*")) / "rep-0" / "spec.json"
+    scale = json.loads(spec.read_text())["config"]["machine"]["cpu_scale"]
+    assert scale == pytest.approx(sum(speeds["0"]) / 4, abs=1e-4)
+    idle = next((out / "model-idle" / "points").glob("000_*")) / "rep-0" / "spec.json"
+    assert json.loads(idle.read_text())["config"]["machine"]["cpu_scale"] == 1.0
+    text = (out / "validation.md").read_text()
+    assert "- machine speed (a 5-request calibration probe" in text and "4 probes" in text

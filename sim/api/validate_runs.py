@@ -1,0 +1,216 @@
+"""The runs of a model validation, each through the one sweep path, and the checks before them.
+
+``sim.validate_model`` (sim/api/validate.py) decides which runs a level needs and reports
+on them; this runs them: the real grid with the machine measured around every repeat (the
+background load, and the speed probe of sim.model.validate_speed), then its model twins
+under those conditions, on an idle machine and at the real points' speed, and with ``aa``
+the real grid again. Before any of it, :func:`check_coverage` refuses a grid the calibration
+does not cover, naming the user's config file.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sim.api.validate_conditions import loadavg, read_json, write_conditions
+from sim.rundir.validation_layout import ValidationLayout
+
+if TYPE_CHECKING:  # the sweep and the model load only when a validation runs
+    from sim.api.experiments import Experiment
+
+__all__ = ["check_coverage", "run_all", "run_real"]
+
+#: Per point index, the readings taken around each of its real repeats.
+Readings = dict[int, list[float]]
+
+
+def check_coverage(exp: Experiment) -> None:
+    """CalibrationError (one line) unless ``machine.calibration`` covers every point of the
+    model twin of ``exp``: checked before any real point runs (a grid of minutes is not run
+    to find that out), naming the user's config file and the field, not the conditions
+    file the model runs are later given."""
+    from sim.model.calibration import CalibrationError
+    from sim.model.coverage import check_points
+
+    try:
+        check_points(exp.with_overrides(["mode=model"]).points)
+    except CalibrationError as exc:
+        where = exp.source if exp.source is not None else "the experiment"
+        raise CalibrationError(f"{where}: machine.calibration: {exc}") from None
+
+
+def run_real(
+    exp: Experiment,
+    where: ValidationLayout,
+    force: bool,
+    resume: bool,
+    events: Any,
+    *,
+    probe: bool = True,
+) -> tuple[Readings, Readings]:
+    """The real grid into ``real/``, the background load and (``probe``) the machine's speed
+    measured before and after each repeat; returns (loads, speeds) by point index, kept
+    from a resumed validation's earlier repeats, and written beside the runs."""
+    from sim.model.coverage import point_calibration
+    from sim.rundir.outputs import write_json
+
+    loads, speeds = _kept(where.loads, resume), _kept(where.speeds, resume)
+    cal = point_calibration(exp.config) if probe else None
+    _heading(events, "real runs (real mode)", exp, where.real)
+    _run(exp.with_overrides(["mode=real"]), where.real, force, resume, events, loads, cal, speeds)
+    write_json(where.loads, {str(k): v for k, v in loads.items()})
+    write_json(where.speeds, {str(k): v for k, v in speeds.items()})
+    return loads, speeds
+
+
+def run_all(
+    exp: Experiment, where: ValidationLayout, force: bool, resume: bool, events: Any, aa: bool
+) -> None:
+    """The prediction level's runs: real (with the machine's conditions measured around it),
+    model under those conditions at the speed probed beside each real point, model on an
+    idle machine as calibrated, model at the real points' own speed; with ``aa`` the real
+    grid again, last, so that minutes lie between its two runs."""
+    from sim.model.coverage import point_calibration
+    from sim.model.measure_harness import measure_conditions
+    from sim.model.validate import speed_scales
+    from sim.rundir.outputs import write_json
+    from sim.rundir.reader import load_results
+
+    cal = point_calibration(exp.config)
+    cal_file = where.conditions
+    # A resumed validation keeps what was measured around the real points already run
+    # (else the model points would be given conditions measured at another time).
+    keep_conditions = resume and cal_file.is_file()
+    loadavg_before = loadavg()
+    before = measure_conditions()
+    loads, speeds = run_real(exp, where, force, resume, events)
+    after = measure_conditions()
+    loadavg_after = loadavg()
+    model = exp.with_overrides(["mode=model", f"machine.calibration={cal_file}"])
+    if not keep_conditions:
+        write_conditions(cal, cal_file, before, after, loadavg_before, loadavg_after, events)
+    _heading(events, "model runs (under the conditions measured)", exp, where.model)
+    _run(model, where.model, force, resume, events, loads, speeds=speeds)
+    idle = ["mode=model", f"machine.calibration={cal.path}", "machine.background_load=0.0"]
+    _heading(events, "model runs (idle machine, the calibration's speed)", exp, where.idle)
+    _run(exp.with_overrides(idle), where.idle, force, resume, events)
+    scales = speed_scales(load_results(where.real), load_results(where.model))
+    write_json(where.scales, {",".join(k): v for k, v in scales.items()})
+    _heading(events, "model runs (at each real point's own speed)", exp, where.matched)
+    _run(model, where.matched, force, resume, events, loads, speeds=speeds, scales=scales)
+    if aa:
+        _heading(events, "real runs again (--aa: the real side against itself)", exp, where.again)
+        _run(exp.with_overrides(["mode=real"]), where.again, force, resume, events)
+
+
+def _heading(events: Any, what: str, exp: Experiment, out_dir: Path) -> None:
+    """The line above a run's '· point' lines: which run they belong to, and how many."""
+    reps = exp.config.repeats
+    events.note(
+        f"{what} → {out_dir.name}/: {len(exp.points)} points × {reps} repeat"
+        f"{'s' if reps != 1 else ''}"
+    )
+
+
+def _kept(path: Path, resume: bool) -> Readings:
+    """What a resumed validation measured around its real repeats already run."""
+    if not (resume and path.is_file()):
+        return {}
+    return {int(k): list(v) for k, v in read_json(path).items()}
+
+
+def _run(
+    exp: Experiment,
+    out_dir: Path,
+    force: bool,
+    resume: bool,
+    events: Any,
+    loads: Readings | None = None,
+    cal: Any = None,
+    speeds: Readings | None = None,
+    scales: dict[tuple[str, ...], float] | None = None,
+) -> None:
+    """Run the grid of ``exp`` into ``out_dir``. With ``cal`` (real runs) the background load
+    and the machine's speed against ``cal`` are measured before and after each point into
+    ``loads`` and ``speeds``; without, each point of a model grid is given the mean of what
+    ``loads`` holds for it, ``machine.cpu_scale`` the mean of its ``speeds``, times its
+    ``scales`` entry (by its axis values) when given. A point run again (a later repeat, or
+    a resumed run) adds its measurements to those kept."""
+    from sim.config import Point
+    from sim.events import SweepEvents
+    from sim.model.measure_harness import measure_background_load
+    from sim.sweep.session import open_session, plan_run
+
+    measure = cal is not None
+    failed: set[str] = set()  # variants whose probe could not run (said once each)
+    points = list(exp.points)
+    if not measure:
+        points = [Point(p.index, p.axes, _conditioned(p, loads, speeds, scales)) for p in points]
+    plan = plan_run(exp.config, points, out_dir, source=exp.source, overrides=exp.overrides)
+    if resume and plan.existing and not plan.difference and not plan.pending:
+        return
+
+    def around(rep: Any) -> None:
+        if measure and loads is not None and speeds is not None:
+            loads.setdefault(rep.point.index, []).append(measure_background_load())
+            speed = _probe(rep.point.config, cal, events, failed)
+            if speed is not None:
+                speeds.setdefault(rep.point.index, []).append(round(speed, 4))
+
+    def started(rep: Any, host: str) -> None:
+        around(rep)
+        events.started(rep, host)
+
+    def finished(rep: Any, outcome: Any) -> None:
+        around(rep)
+        events.finished(rep, outcome)
+
+    watch = SweepEvents(started, events.progress, finished, events.note)
+    with open_session(plan, force=force, resume=resume) as session:
+        session.run(plan, watch)
+
+
+def _probe(cfg: Any, cal: Any, events: Any, failed: set[str]) -> float | None:
+    """The machine's speed for ``cfg``'s point (sim.model.validate_speed), its plug-ins
+    registered while it runs; None, said once per variant, when the probe cannot run."""
+    from sim.config.plugins import plugin_scope
+    from sim.model.validate_speed import speed_ratio
+
+    variant = cfg.connector.variant
+    try:
+        with plugin_scope(cfg.plugins):
+            return speed_ratio(cfg, cal)
+    except Exception as exc:  # a probe is a measurement beside the run, never its failure
+        if variant not in failed:
+            failed.add(variant)
+            events.note(f"speed probe of variant {variant!r} failed ({exc}); not scaled")
+        return None
+
+
+def _conditioned(
+    point: Any,
+    loads: Readings | None,
+    speeds: Readings | None,
+    scales: dict[tuple[str, ...], float] | None,
+) -> Any:
+    """The point's model config with its real twin's mean background load, and its
+    ``machine.cpu_scale`` times the mean speed probed beside the twin and times its
+    ``scales`` entry (each only where there is one)."""
+    from sim.model.validate import axis_key
+
+    cfg = point.config
+    update: dict[str, Any] = {}
+    if loads and loads.get(point.index):
+        update["background_load"] = round(statistics.fmean(loads[point.index]), 3)
+    scale = cfg.machine.cpu_scale
+    if speeds and speeds.get(point.index):
+        scale *= statistics.fmean(speeds[point.index])
+    if scales is not None:
+        scale *= scales.get(axis_key(v for a, v in point.axes.items() if a != "mode"), 1.0)
+    if scale != cfg.machine.cpu_scale:
+        update["cpu_scale"] = round(scale, 4)
+    if not update:
+        return cfg
+    return cfg.model_copy(update={"machine": cfg.machine.model_copy(update=update)})

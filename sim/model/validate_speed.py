@@ -1,0 +1,103 @@
+"""The machine's speed at the minute of each real point: a short calibration probe beside it.
+
+A calibrated model runs at the speed of the minute it was calibrated in, and this machine's
+speed drifts ±10 % within minutes (issue 40: a saturated p50 moves by up to 2× with it).
+validate-model therefore measures, just before and just after every real repeat, what the
+calibration measured: :data:`PROBE_REPS` requests of the point's variant at the calibration
+row nearest the point's geometry, through the same meter (``sim.model.measure.measure_hold``).
+Their mean hold over the calibration's at that row is the machine's speed at that minute
+against the calibration's (1.07: 7 % slower); the model twin of each point is given the mean
+of its real repeats' readings as ``machine.cpu_scale``. Nothing of the real point's own
+measurements enters it (``model-matched/`` is that diagnostic).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sim.model.calibration import PARAMETRIC, Calibration
+from sim.model.coverage import chunk_range
+
+__all__ = ["MAX_PROBE_CHUNKS", "PROBE_REPS", "probe_row", "speed_line", "speed_ratio"]
+
+#: Requests one probe measures: as many as a calibration row's mean is of (calibrate's
+#: default ``--reps``), so the two means carry the same noise.
+PROBE_REPS = 5
+#: The largest chunks per group a probe measures at: a probe must stay short beside a real
+#: point (scalar at 1,024 chunks × 61 regions holds ~25 ms: five requests ≈ 0.25 s).
+MAX_PROBE_CHUNKS = 1024
+
+
+def probe_row(cfg: Any, cal: Calibration) -> dict[str, Any] | None:
+    """The calibration row a probe of ``cfg``'s point measures at: its variant's row of the
+    point's KV-cache groups (else the nearest), regions nearest the point's, chunks per group
+    nearest (in ratio) its largest request's, at most :data:`MAX_PROBE_CHUNKS`. None for a
+    variant that holds a set time (``synthetic``) or has no rows."""
+    variant, handler = cfg.connector.variant, cfg.connector.handler
+    entry = cal.variant(variant, handler)
+    if variant in PARAMETRIC or not entry or not entry.get("points"):
+        return None
+    rows = entry["points"]
+    rng = chunk_range(cfg)
+    want = min((rng.stop - 1) if rng else MAX_PROBE_CHUNKS, MAX_PROBE_CHUNKS)
+    m = cfg.model
+
+    def distance(r: dict[str, Any]) -> tuple[float, ...]:
+        per_group = r["chunks"] / r["groups"]
+        return (
+            abs(r["groups"] - m.kv_groups),
+            abs(r["regions"] - m.regions),
+            per_group > MAX_PROBE_CHUNKS,
+            abs(math.log(max(per_group, 1) / max(want, 1))),
+        )
+
+    return min(rows, key=distance)
+
+
+def speed_ratio(cfg: Any, cal: Calibration, reps: int = PROBE_REPS) -> float | None:
+    """The machine's speed now against the calibration's, for ``cfg``'s point: the probe's
+    mean hold over the calibration row's (None: no row to probe, see :func:`probe_row`)."""
+    from sim.model.measure import measure_hold  # the variants load only when a probe runs
+
+    row = probe_row(cfg, cal)
+    if row is None or not row["hold"] > 0:
+        return None
+    groups = int(row["groups"])
+    hold = measure_hold(
+        cfg.connector.variant,
+        cfg.connector.handler,
+        int(row["chunks"]) // groups,
+        int(row["regions"]),
+        groups,
+        reps,
+        dict(cfg.connector.options),
+    )
+    return hold / float(row["hold"])
+
+
+def speed_line(readings: Mapping[Any, Sequence[float]]) -> str:
+    """'machine speed against the calibration: −4 % … +7 % over the validation (…)' from
+    every probe reading (per point), or a line saying none was taken."""
+    values = [x for xs in readings.values() for x in xs if x > 0]
+    if not values:
+        return (
+            "- machine speed: not probed (no point's variant has a calibration row to "
+            "measure; a synthetic hold is a set time); the model ran at the calibration's\n"
+        )
+    lo, hi, mid = min(values), max(values), statistics.median(values)
+    means = [statistics.fmean(xs) for xs in readings.values() if xs]
+    return (
+        f"- machine speed (a {PROBE_REPS}-request calibration probe before and after each "
+        f"real repeat, its hold over the calibration's; >0: slower): {_pct(lo - 1)} … "
+        f"{_pct(hi - 1)} against the calibration over the validation (median {_pct(mid - 1)}, "
+        f"{len(values)} probes; moved {_pct(lo / mid - 1)} … {_pct(hi / mid - 1)} about its "
+        f"median); each model point ran at its real repeats' mean, machine.cpu_scale "
+        f"{min(means):.2f}–{max(means):.2f}\n"
+    )
+
+
+def _pct(x: float) -> str:
+    return f"{x:+.0%}".replace("-", "−")

@@ -1,0 +1,111 @@
+"""What validate-model prints: each level's table and verdict, readable at 100 columns.
+
+The full table (every metric, its interval, the model's value and error: one row of some
+400 characters at engine_interference) stays in ``validation.md`` and ``validation.csv``
+(sim.model.validate_report); a terminal gets a table per level with the point's values
+in one column and, per latency metric, the real value, the model's, the two errors
+and the rule the point passed by (sim.model.validate_verdict), then the verdict over
+the grid and under a heading per swept axis, each line wrapped to :data:`WIDTH`.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from collections.abc import Sequence
+
+from sim.model.validate import TARGETS, ValidationRow, axis_key
+from sim.model.validate_verdict import (
+    LATENCY,
+    MARGIN,
+    PointJudgement,
+    verdict,
+    verdicts_by_value,
+)
+
+__all__ = ["WIDTH", "point_cell", "prediction_table", "wrap"]
+
+#: The width every printed line fits.
+WIDTH = 100
+#: The point column's width (its values, abbreviated past it).
+POINT_WIDTH = 26
+_RULES = {"target": "target", "repeat": "repeat", "outside": "✗", "–": "–"}
+
+
+def wrap(text: str, width: int = WIDTH) -> str:
+    """Every prose line of ``text`` wrapped to ``width`` (a ``- `` item's continuation
+    indented under its text); table rows (``|``…) and lines already short are kept."""
+    out = []
+    for line in text.splitlines():
+        if len(line) <= width or line.startswith("|"):
+            out.append(line)
+            continue
+        lead = len(line) - len(line.lstrip(" "))
+        bullet = line.lstrip(" ").startswith("- ")
+        out.extend(
+            textwrap.wrap(
+                line,
+                width,
+                subsequent_indent=" " * (lead + (2 if bullet else 0)),
+                break_on_hyphens=False,
+            )
+        )
+    return "\n".join(out) + ("\n" if text.endswith("\n") else "")
+
+
+def point_cell(key: dict[str, str], width: int = POINT_WIDTH) -> str:
+    """A point's axis values, space-separated, abbreviated with '~' past ``width``."""
+    text = " ".join(key.values())
+    return text if len(text) <= width else text[: width - 1] + "~"
+
+
+def _num(x: float) -> str:
+    if math.isnan(x):
+        return "–"
+    if abs(x) < 10:
+        return f"{x:.2f}"
+    return f"{x:.1f}" if abs(x) < 1000 else f"{x:.0f}"
+
+
+def _pct(x: float) -> str:
+    return "–" if math.isnan(x) else f"{x:+.0%}"
+
+
+def prediction_table(
+    rows: Sequence[ValidationRow], judged: Sequence[PointJudgement], title: str
+) -> str:
+    """The prediction level: per point the latency p50 and p99 of the real run and the
+    model, the model's error, the second real run's (``again``) and the rule; then the
+    verdict over the grid and per value of each swept axis."""
+    if not rows:
+        return f"## {title}\n\nNo point has both a real and a model run.\n"
+    by_key = {axis_key(j.key.values()): j for j in judged}
+    axes = ", ".join(rows[0].key)
+    head1 = f"{'point (' + axes + ')':<{POINT_WIDTH}.{POINT_WIDTH}}"
+    head2 = " " * POINT_WIDTH
+    for m in LATENCY:
+        head1 += f" │ {m.removesuffix('_ms').replace('_', ' ') + ' (ms)':<34}"
+        head2 += f" │ {'real':>6} {'model':>6} {'error':>6} {'again':>6} {'rule':<6}"
+    lines = [f"## {title}", "", head1.rstrip(), head2.rstrip()]
+    for r in rows:
+        j = by_key[axis_key(r.key.values())]
+        cells = f"{point_cell(r.key):<{POINT_WIDTH}}"
+        for m in LATENCY:
+            cells += (
+                f" │ {_num(r.real[m].value):>6} {_num(r.model[m]):>6} {_pct(j.errors[m]):>6} "
+                f"{_pct(j.again[m]):>6} {_RULES[j.rules[m]]:<6}"
+            )
+        lines.append(cells.rstrip())
+    v = verdict(judged)
+    lines += [
+        "",
+        f"Rules: target (p50 {TARGETS[LATENCY[0]]}, p99 {TARGETS[LATENCY[1]]}), else repeat "
+        f"(|error| ≤ the second real run's |again| + {MARGIN * 100:.0f} points; again: "
+        "real-again/ against real/, --aa); ✗ neither.",
+        "",
+        f"Verdict: {v.text()}",
+    ]
+    for axis, values in verdicts_by_value(judged):
+        lines += ["", f"By {axis} (passed: by the target + by repeatability):"]
+        lines += [f"- {value}: {got.short()}" for value, got in values]
+    return wrap("\n".join(lines) + "\n")

@@ -16,13 +16,18 @@ from sim.errors import ConfigError
 from sim.instruments.engine import check_device
 from sim.model.coverage import check_points as check_calibration
 from sim.store.memory import check_real_store, memory_plan
+from sim.store.mooncake import mooncake_missing
 
 __all__ = ["check_covered", "check_real_store_points", "check_runnable"]
 
 
 def check_real_store_points(source: str, points: Sequence[Point]) -> list[str]:
     """Refuse (ConfigError naming the file, point and arithmetic) a real-store point that
-    cannot run; otherwise the memory line of each real-store point, for ``kvsim validate``."""
+    cannot run; otherwise the memory line of each real-store point, for ``kvsim validate``.
+
+    The Mooncake store itself is asked once, at the first real-store point: where its
+    package, a system library it links (libibverbs1) or its master binary is missing,
+    every point failed alike ("mooncake_master exited with code 127"), one by one."""
     lines = []
     for p in points:
         if p.config.store.kind != "mooncake":
@@ -31,8 +36,20 @@ def check_real_store_points(source: str, points: Sequence[Point]) -> list[str]:
         problems = check_real_store(p.config, plan)
         if problems:
             raise ConfigError(f"{source}: point {p.index} ({p.label}): {problems[0]}")
+        if not lines:
+            _check_mooncake_here(source, p)
         lines.append(f"  {p.index:3d}  real store memory: {plan.arithmetic()}")
     return lines
+
+
+def _check_mooncake_here(source: str, point: Point) -> None:
+    why = mooncake_missing()
+    if why is not None:
+        swept = f" (point {point.index}, {point.label})" if point.axes else ""
+        raise ConfigError(
+            f"{source}: store.kind: mooncake{swept} cannot run on this machine: {why}; "
+            "store.kind: model needs none of it"
+        )
 
 
 def check_runnable(source: str, points: Sequence[Point]) -> list[str]:

@@ -16,10 +16,14 @@ if TYPE_CHECKING:
 
     from rich.console import Console
 
-__all__ = ["TABLE_WIDTH", "output_console", "pipe_console"]
+__all__ = ["TABLE_WIDTH", "error_console", "output_console", "pipe_console"]
 
 #: The width every table kvsim prints is built to fit (tests/e2e/test_piped_output.py checks).
 TABLE_WIDTH = 100
+#: The width of standard error on a pipe: wider than any line kvsim writes there. rich lays
+#: a progress bar out as a grid of its natural width (nothing is padded to this), and cut
+#: one at its 80-column default ("… 1080/1080 req 0:0… ETA 0:0…").
+_UNCUT_WIDTH = 10_000
 
 
 def output_console() -> Console:
@@ -37,3 +41,14 @@ def pipe_console(file: IO[str] | None = None) -> Console:
     from rich.console import Console
 
     return Console(file=file, width=TABLE_WIDTH, soft_wrap=True, color_system=None)
+
+
+def error_console() -> Console:
+    """A rich console on stderr (progress bars, notes): the terminal's own; on a pipe or
+    file, every line whole (bars at their natural width, text unwrapped), no colour."""
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    if console.is_terminal:
+        return console
+    return Console(stderr=True, width=_UNCUT_WIDTH, soft_wrap=True, color_system=None)

@@ -13,7 +13,6 @@ import sys
 from contextlib import ExitStack
 from pathlib import Path
 
-from rich.console import Console
 from rich.progress import (
     BarColumn,
     Progress,
@@ -32,7 +31,7 @@ from sim.commands.run_report import report
 from sim.config.experiment import Point
 from sim.config.plugins import plugin_scope
 from sim.conformance import refuse_wrong_plugin_points
-from sim.console import output_console
+from sim.console import error_console, output_console
 from sim.errors import UsageError
 from sim.events import SweepEvents
 from sim.model.validated import unvalidated_note
@@ -217,7 +216,7 @@ class _ProgressBar:
 def _run_with_progress(
     session: Session, plan: RunPlan, resume: bool, choice: ExecutorChoice
 ) -> SweepOutcome:
-    err = Console(stderr=True)
+    err = error_console()
     with Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),

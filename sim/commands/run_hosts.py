@@ -7,7 +7,6 @@ A run whose host was lost and that is retried is reported as a line above.
 
 from __future__ import annotations
 
-from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -17,6 +16,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from sim.console import error_console
 from sim.events import SweepEvents
 from sim.rundir.layout import RepRun
 from sim.sweep.executors import ExecutorChoice
@@ -32,7 +32,7 @@ def run_on_hosts(
 ) -> SweepOutcome:
     """Run ``plan`` in ``session`` through ``choice`` (an ExecutorChoice) with a per-host
     display; the sweep's outcome."""
-    err = Console(stderr=True)
+    err = error_console()
     with Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),

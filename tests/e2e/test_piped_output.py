@@ -10,6 +10,7 @@ for the tables drawn for a terminal; the markdown of ``compare`` and ``validate-
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +27,11 @@ _RULE = set("─━═┏┓┗┛┃┡┩┢┪╇╈┼┬┴├┤┌┐└�
 
 
 def _kvsim(*args: str, cwd: Path) -> str:
+    return _kvsim_both(*args, cwd=cwd)[0]
+
+
+def _kvsim_both(*args: str, cwd: Path) -> tuple[str, str]:
+    """What ``kvsim ARGS`` writes to its stdout and its stderr, both pipes."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "KVSIM_NATIVE": "0"}
     env.pop("COLUMNS", None)
     out = subprocess.run(
@@ -37,7 +43,7 @@ def _kvsim(*args: str, cwd: Path) -> str:
         timeout=240,
     )
     assert out.returncode == 0, f"kvsim {' '.join(args)}: {out.stderr[-2000:]}"
-    return out.stdout
+    return out.stdout, out.stderr
 
 
 def _table_widths(text: str) -> list[int]:
@@ -93,7 +99,29 @@ def test_run_and_what_reads_its_results(config: Path, workdir: Path) -> None:
         ("run", str(config), "--dry-run"),
         ("compare", out),
     ):
-        _whole_and_narrow(args, _kvsim(*args, cwd=workdir))
+        stdout, stderr = _kvsim_both(*args, cwd=workdir)
+        _whole_and_narrow(args, stdout)
+        # The progress bar's last state, on stderr: rich laid it out in 80 columns and cut
+        # its end ("… 8/8 req 0:0… ETA 0:0…", issue 42 item 5); a pipe gets it whole.
+        cut = [line for line in stderr.splitlines() if "…" in line]
+        assert not cut, f"kvsim {' '.join(args)}: cut lines on stderr: {cut[:3]}"
+
+
+def test_the_progress_line_is_whole_in_a_pipe(write_config, tmp_path: Path) -> None:
+    """A four-digit request count and a swept axis in the label: the bar's last state is
+    wider than 80 columns, where rich cut it on a pipe ("… 1000/1000 req 0… ETA 0…",
+    issue 42 item 5); a pipe gets it whole, its end and all."""
+    config = write_config(
+        {
+            "workload": {"requests": 1000, "arrival": {"kind": "poisson", "rate_rps": 20000}},
+            "sweep": {"store.latency_ms": [0.2]},
+        }
+    )
+    _stdout, stderr = _kvsim_both("run", str(config), "--in-process", cwd=tmp_path)
+    bars = [line for line in stderr.splitlines() if " req " in line and "ETA" in line]
+    assert len(bars) == 1, stderr
+    assert "…" not in bars[0] and len(bars[0]) > 80, bars[0]
+    assert re.search(r"latency_ms=0\.2 .* 1000/1000 req \d+:\d\d:\d\d ETA 0:00:00$", bars[0])
 
 
 def test_search(config: Path, workdir: Path) -> None:

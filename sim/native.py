@@ -41,6 +41,7 @@ __all__ = [
     "current_build",
     "enable",
     "native_state",
+    "overview",
 ]
 
 #: The modules compiled: the model's event loop, resources and threads, and the
@@ -222,13 +223,46 @@ def _compile(work: Path) -> None:
     dist.run_command("build_ext")
 
 
+def overview() -> list[str]:
+    """What ``python -m sim.native`` alone prints: the state, where the build lives (or
+    would), and the commands; usage alone told a user nothing of either."""
+    state = native_state()
+    dest = _native_dir()
+    where = _display(dest)
+    if state == "native":
+        built = f"compiled core in {where}, of the sources on disk now: model mode runs it"
+    elif (dest / _STAMP).exists():
+        why = state.removeprefix("python (").removesuffix(")")
+        built = f"a build in {where} that is not used: {why}"
+    else:
+        built = f"no build in {where}: model mode runs interpreted (the same results)"
+    return [
+        f"native: the model core is {state}",
+        f"native: {built}",
+        "native: `python -m sim.native build` compiles it with mypyc and the C compiler "
+        "(scripts/install.sh does), `python -m sim.native state` prints the first line; "
+        f"{ENV}=0 turns the compiled core off",
+    ]
+
+
+def _display(path: Path) -> str:
+    """``path`` relative to the working directory where it lies under it."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) == 2 and args[0] == "compile":
         _compile(Path(args[1]))
         return 0
+    if not args:
+        print("\n".join(overview()))
+        return 0
     if args not in (["build"], ["state"]):
-        print("usage: python -m sim.native build|state", file=sys.stderr)
+        print("usage: python -m sim.native [build|state]", file=sys.stderr)
         return 2
     kept = current_build() if args == ["build"] else None
     if kept is not None:

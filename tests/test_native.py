@@ -159,3 +159,32 @@ def test_a_build_of_these_sources_by_this_mypyc_is_kept_not_compiled_again(fake_
     (native._ROOT / "sim" / "model" / "gil.py").write_text("# edited\n")
     native.native_state.cache_clear()
     assert native.current_build() is None  # older than the source
+
+
+def test_the_module_alone_says_its_state_and_how_to_build(fake_root, monkeypatch, capsys):
+    """``python -m sim.native`` with no argument printed only its usage (issue 42 item 5)."""
+    native = fake_root
+    monkeypatch.chdir(native._ROOT)
+    assert native.main([]) == 0
+    said = capsys.readouterr().out
+    where = str(native._native_dir().relative_to(native._ROOT))
+    assert said.splitlines()[0] == "native: the model core is python (not built: " + (
+        "python -m sim.native build)"
+    )
+    assert f"no build in {where}: model mode runs interpreted" in said
+    assert "`python -m sim.native build` compiles it" in said and f"{ENV}=0" in said
+    monkeypatch.setattr(native, "_load_runtime", lambda: object())  # as a real build loads
+    stamp = native._native_dir() / native._STAMP
+    stamp.parent.mkdir(parents=True)
+    stamp.write_text(json.dumps({"digest": native._digest()}))
+    native.native_state.cache_clear()
+    assert native.main([]) == 0
+    said = capsys.readouterr().out
+    assert said.splitlines()[0] == "native: the model core is native"
+    assert f"compiled core in {where}, of the sources on disk now" in said
+    (native._ROOT / "sim" / "model" / "gil.py").write_text("# edited\n")
+    native.native_state.cache_clear()
+    assert native.main([]) == 0
+    assert f"a build in {where} that is not used: the build is older" in capsys.readouterr().out
+    assert native.main(["bogus"]) == 2
+    assert "usage: python -m sim.native [build|state]" in capsys.readouterr().err

@@ -112,14 +112,20 @@ MAX_SWEEP_REQUESTS = 20_000
 
 
 def _point_line(cal: str, requests: int, rate: float, tmp: Path) -> str:
-    """One point of ``requests`` in a fresh process (sim.benches.model_point)."""
+    """One point of ``requests`` in a fresh process (sim.benches.model_point): the point's
+    own wall time to three figures (one decimal said "0.0 s" for 500 requests) and the
+    process's, start-up and imports included, which a sweep's point child also pays."""
     from sim.benches.model_point import measure_point
+    from sim.preflight.budget import human_seconds  # with measure_point: loads the config
 
+    t0 = time.perf_counter()
     res = measure_point(cal, requests, rate, tmp)
+    process_s = time.perf_counter() - t0
     return (
-        f"  one point of {res.requests:,} requests in a fresh process: {res.wall_s:.1f} s "
-        f"({res.requests / res.wall_s:,.0f} requests/s, rows written to requests.csv), "
-        f"peak RSS {res.max_rss_mb:,.0f} MB (start-up and imports included)"
+        f"  one point of {res.requests:,} requests in a fresh process: "
+        f"{human_seconds(res.wall_s)} to simulate ({res.requests / res.wall_s:,.0f} "
+        f"requests/s, rows written to requests.csv), {human_seconds(process_s)} with the "
+        f"process's start-up and imports; peak RSS {res.max_rss_mb:,.0f} MB (start-up included)"
     )
 
 

@@ -9,7 +9,7 @@ wake-ups: the arrival, the worker's completion, the transfer's end.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from itertools import repeat
 
@@ -18,7 +18,7 @@ import numpy as np
 from sim.config import ExperimentConfig
 from sim.model.calibration import PARAMETRIC, Calibration, LinearFit
 
-__all__ = ["Latency", "ModelCosts", "Spread", "point_costs"]
+__all__ = ["Latency", "Measured", "ModelCosts", "Spread", "point_costs"]
 
 
 def _sampler(values: list[float], draw: Callable[[], float]) -> Callable[[], float]:
@@ -69,6 +69,18 @@ class Spread:
 
     def __call__(self) -> float:
         return self.draw()
+
+
+@dataclass(frozen=True)
+class Measured:
+    """Costs a real run measured, replayed instead of the calibration's (sim.model.replay):
+    with the machine's speed of that minute taken out, what is left to compare is the
+    mechanism (queue, GIL, cores, store)."""
+
+    #: request_id -> seconds of GIL hold that request took in the real run.
+    holds_s: Mapping[int, float]
+    #: The engine step's build hold the real run measured (None: the calibration's).
+    engine_build_s: float | None = None
 
 
 @dataclass(frozen=True)

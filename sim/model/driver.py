@@ -24,7 +24,8 @@ sections (sim.instruments.gilmeter).
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -33,7 +34,7 @@ import numpy as np
 from sim.config import Point
 from sim.model.calibration import Calibration
 from sim.model.cores import WAKE_BURST_S, Cores
-from sim.model.costs import ModelCosts, point_costs
+from sim.model.costs import Measured, ModelCosts, point_costs
 from sim.model.coverage import check_point, point_calibration
 from sim.model.draws import Uniforms
 from sim.model.engine import ModelEngine
@@ -98,7 +99,9 @@ class _Request(ModelJob):
             trace_line=req.trace_line,
         )
         # ModelJob's fields, set here (no second constructor call per request)
-        self.hold_s = p.costs.hold_s(tokens)
+        holds = p.holds
+        hold = holds.get(req.request_id) if holds is not None else None
+        self.hold_s = p.costs.hold_s(tokens) if hold is None else hold
         self.free_cpu_s = size[2]
         self.free_sleep_s = p.free_sleep_s
         self.done = self._cpu_done
@@ -162,6 +165,7 @@ class _Point:
         draw: Uniforms,
         sink: RecordSink,
         background: float = 0.0,
+        holds: Mapping[int, float] | None = None,
     ) -> None:
         cfg = point.config
         self.cfg = cfg
@@ -173,7 +177,12 @@ class _Point:
             self.gil: SimGil = NoGil(loop, self.cores)
         else:
             self.gil = CPythonGil(
-                loop, self.cores, cfg.gil.switch_interval_ms / 1e3, self.draw.next, costs.wake.draw
+                loop,
+                self.cores,
+                cfg.gil.switch_interval_ms / 1e3,
+                self.draw.next,
+                costs.wake.draw,
+                costs.timer_late.draw,
             )
         self.harness = Harness(loop, self.gil)
         self.workers = ModelWorkers(
@@ -185,9 +194,12 @@ class _Point:
             costs.wake.draw,
             costs.sleep_late.draw,
             costs.complete_s,
+            costs.timer_late.draw,
         )
         self.store = StoreModel(loop, cfg.store)
         self.sink = sink
+        #: request_id -> measured GIL hold (s) to replay instead of the calibration's.
+        self.holds = holds
         #: Loop time at which the load starts (run time zero): after the engine-alone
         #: baseline, which runs on the same loop first. Set by :meth:`drive`.
         self.origin = 0.0
@@ -264,8 +276,11 @@ def run_model_point(
     progress: ProgressFn | None = None,
     calibration: Calibration | None = None,
     write_rows: RowWriter | None = None,
+    measured: Measured | None = None,
 ) -> PointResult:
     """Simulate one point × repeat; refuses (CalibrationError) what the calibration lacks.
+    ``measured``: costs a real run measured, replayed instead of the calibration's
+    (sim.model.replay).
 
     The cyclic collector is paused for the point: the loop allocates a tuple per entry
     and little else that lives, so each collection would mostly re-scan the point's
@@ -274,7 +289,7 @@ def run_model_point(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _simulate(point, repeat, progress, calibration, write_rows)
+        return _simulate(point, repeat, progress, calibration, write_rows, measured)
     finally:
         if collecting:
             gc.enable()
@@ -286,6 +301,7 @@ def _simulate(
     progress: ProgressFn | None,
     calibration: Calibration | None,
     write_rows: RowWriter | None,
+    measured: Measured | None = None,
 ) -> PointResult:
     cfg = point.config
     cal = calibration if calibration is not None else point_calibration(cfg)
@@ -297,12 +313,15 @@ def _simulate(
     check_point(cfg, cal, [least, most] if len(workload) else [])
     draw = Uniforms(rng)
     costs = point_costs(cfg, cal, draw.next)
+    if measured is not None and measured.engine_build_s is not None:
+        costs = replace(costs, engine_build_s=measured.engine_build_s)
     cores = cfg.machine.cores or cal.cores
     background = cfg.machine.background_load
     if background is None:
         background = float(cal.harness.get("background_load", 0.0))
     sink = point_sink(cfg, len(workload), write_rows)
-    sim = _Point(point, costs, cores, draw, sink, background)
+    holds = measured.holds_s if measured is not None else None
+    sim = _Point(point, costs, cores, draw, sink, background, holds)
     sim.harness.start()
     sim.workers.start()
     addons: list[AddOn[Loop]] = []

@@ -1,13 +1,18 @@
 """The GIL as a simulated resource, with CPython's rules (3.2+ "new GIL", ceval_gil.c).
 
-Rules modelled:
+Rules modelled (docs/model-mode.md, "The GIL", says which are kept and which simplified):
 
 * A thread that wants a free GIL takes it at once.
-* A thread that finds it held waits; each time one switch interval passes with no
-  hand-off in between, it sets the *drop request*.
+* A thread that finds it held waits in rounds of one switch interval (at least 1 µs,
+  as take_gil's), each a timed wait that wakes late by a drawn timer lateness (the
+  OS's timer slack and wake-up: ``timer_late_s``, measured by calibrate). A round that
+  ends with no hand-off since it began sets the *drop request*; one during which the
+  GIL changed hands (CPython's ``switch_number``) does not, and the next round begins.
 * The holder honours a drop request at its next eval-breaker check (modelled as
   immediate: bytecode checks every few instructions, microseconds apart), releases
-  the GIL and may not take it back before another thread has (FORCE_SWITCHING).
+  the GIL and may not take it back before another thread has (FORCE_SWITCHING): it
+  waits until the woken thread has taken the GIL, is woken itself, and only then
+  begins its own timed wait.
 * Which waiter gets a released GIL is **not FIFO**. CPython signals one waiter on
   a condition variable and the OS decides which wakes first; the policy modelled is
   a waiter drawn uniformly at random (from the run's seeded generator). It is the
@@ -27,13 +32,12 @@ parallel.
 
 Runs on :class:`sim.model.loop.Loop` (no SimPy). A thread is a state machine:
 ``acquire``, ``run`` and ``release`` take the continuation to call once done.
-The waiters' switch-interval timers are not kept one per waiter: a waiter that
-started waiting at ``a`` checks at ``a + k·SI``, and the first check that can
-set the drop request is the first whose previous check (or the start of the
-wait) came after the last hand-off; the GIL keeps one alarm
-(:class:`sim.model.loop.Alarm`), for the earliest such check over all waiters,
-and moves it when a hand-off or a new waiter changes it. This is the same rule
-as one timer per waiter, without a heap entry per waiter per interval.
+The waiters' rounds are not kept as timers: each waiter holds the start and end of
+its round that may set the drop request; a hand-off moves every round that began by
+then one round on (the round in progress only sees the hand-off), and the GIL keeps
+one alarm (:class:`sim.model.loop.Alarm`) for the earliest end over all waiters.
+This is the same rule as one timer per waiter, without a heap entry per waiter per
+round.
 """
 
 from __future__ import annotations
@@ -49,6 +53,9 @@ from sim.model.nogil import Cont, NoGil, SimGil
 
 __all__ = ["CPythonGil", "NoGil", "SimGil"]
 
+#: The shortest timed wait CPython's take_gil makes: one microsecond.
+_MIN_INTERVAL_S = 1e-6
+
 
 class CPythonGil(SimGil):
     """One GIL shared by named simulated threads (any hashable name)."""
@@ -62,18 +69,28 @@ class CPythonGil(SimGil):
         switch_interval_s: float,
         draw: Callable[[], float],
         handoff_s: float | Callable[[], float] = 0.0,
+        timer_late_s: float | Callable[[], float] = 0.0,
     ) -> None:
         if switch_interval_s <= 0:
             raise ValueError("switch interval must be > 0")
         super().__init__(loop, cores)
-        self._si = switch_interval_s
+        # CPython keeps the interval in whole microseconds and waits at least one
+        # (take_gil: ``interval >= 1 ? interval : 1``): sys.setswitchinterval(1e-9) too.
+        self._si = max(switch_interval_s, _MIN_INTERVAL_S)
         self._draw = draw
         #: The woken waiter's OS wake-up: a constant, or a draw per hand-off.
         self._handoff: Callable[[], float] = (
             handoff_s if callable(handoff_s) else partial(float, handoff_s)
         )
-        #: (thread, continuation, time it started waiting)
-        self._waiters: list[tuple[Any, Cont, float]] = []
+        #: How late a waiter's timed wait wakes (timer slack, the OS wake-up): a constant,
+        #: or a draw per wait round.
+        self._late: Callable[[], float] = (
+            timer_late_s if callable(timer_late_s) else partial(float, timer_late_s)
+        )
+        #: [thread, continuation, start, end] per waiter: its wait round that may set the
+        #: drop request runs from ``start`` to ``end`` (the timed wait's wake-up), and sets
+        #: it only if the GIL did not change hands in between.
+        self._waiters: list[list[Any]] = []
         self._switches = 0
         self._last_switch = 0.0
         self._task: CpuTask | None = None  # the holder's CPU work in progress
@@ -125,8 +142,8 @@ class CPythonGil(SimGil):
         loop = self._loop
         now = loop.now
         waiters = self._waiters
-        waiters.append((thread, cont, now))
-        t = now + self._si
+        t = now + self._si + self._late()
+        waiters.append([thread, cont, now, t])
         if not waiters[1:] and self._task is not None and loop.clear(t):
             # The only waiter behind a running holder, and nothing else happens before
             # its switch interval is out: its drop request, now (no alarm to set and fire).
@@ -190,24 +207,26 @@ class CPythonGil(SimGil):
         self._drop_at = at
         self._loop.set_alarm(self._alarm, at)
 
-    def _rearm(self, requeued: bool) -> None:
-        """After a hand-off: the earliest check of any waiter that can set the drop request.
-
-        A waiter that started at ``a`` (before the hand-off) checks at ``a + k·SI``; the
-        first check after the hand-off only sees that it happened, the next one can drop.
-        The thread just forced off (``requeued``, last in the list) starts afresh."""
+    def _rearm(self) -> None:
+        """After a hand-off (now): every waiter whose round began by now sees the GIL
+        change hands when its timed wait wakes at ``end``, so it does not set the drop
+        request then but waits one round more (CPython's ``switch_number`` check); then
+        the GIL's alarm moves to the earliest round's end."""
         waiters = self._waiters
         if not waiters:
             self._drop_at = math.inf
             self._loop.cancel(self._alarm)
             return
-        si, last = self._si, self._last_switch
-        first = last + si if requeued else math.inf
-        for i in range(len(waiters) - 1 if requeued else len(waiters)):
-            since = waiters[i][2]
-            at = since + (math.floor((last - since) / si) + 2) * si
-            if at < first:
-                first = at
+        now, si, late = self._loop.now, self._si, self._late
+        first = math.inf
+        for w in waiters:
+            if w[2] <= now:
+                w[2] = end = w[3]
+                w[3] = end = end + si + late()
+            else:
+                end = w[3]
+            if end < first:
+                first = end
         self._arm(first)
 
     def _drop_check(self, _arg: Any = None) -> None:
@@ -215,7 +234,24 @@ class CPythonGil(SimGil):
         The GIL's alarm calls this, and acquire for a lone waiter: both last in their loop
         entry, which lets the hand-off go on at once (see _hand_off)."""
         self._drop_at = math.inf
-        if self.holder is None or not self._waiters:
+        waiters = self._waiters
+        if self.holder is None or not waiters:
+            return
+        # The waiters whose timed wait woke now: each sets the drop request unless the
+        # GIL changed hands during its round (then _rearm moved the round on, so no
+        # round due now saw one), and waits a round more.
+        now, si, late = self._loop.now, self._si, self._late
+        due = False
+        first = math.inf
+        for w in waiters:
+            if w[3] <= now:
+                due = True
+                w[2] = now
+                w[3] = now + si + late()
+            if w[3] < first:
+                first = w[3]
+        self._arm(first)
+        if not due:
             return
         task = self._task
         if task is None:  # the holder is between runs (being woken): it drops on its next run
@@ -243,26 +279,28 @@ class CPythonGil(SimGil):
         n = len(waiters)
         if n > 1:
             i = int(self._draw() * n)
-            thread, cont, _since = waiters.pop(i if i < n else n - 1)
+            w = waiters.pop(i if i < n else n - 1)
         else:
-            thread, cont, _since = waiters.pop()
+            w = waiters.pop()
+        cont = w[1]
         now = self._loop.now
-        self.holder = thread
+        self.holder = w[0]
         self._switches += 1
         self._last_switch = now
+        delay = self._handoff()
+        if n > 1:
+            self._rearm()  # the others saw the GIL change hands
         if requeue is not None:
-            waiters.append((requeue[0], requeue[1], now))
-            if n == 1:  # _rearm(True) with only the thread just forced off waiting
-                at = self._drop_at = now + self._si  # self._arm(at), inline
-                self._loop.set_alarm(self._alarm, at)
-            else:
-                self._rearm(True)
-        elif n == 1:  # _rearm(False) with nobody left waiting
+            # FORCE_SWITCHING: the thread forced off waits until the woken one has taken
+            # the GIL, is woken itself, and only then starts its timed wait.
+            start = now + delay + self._handoff()
+            end = start + self._si + self._late()
+            waiters.append([requeue[0], requeue[1], start, end])
+            if end < self._drop_at or n == 1:
+                self._arm(end)
+        elif n == 1:  # nobody left waiting
             self._drop_at = math.inf
             self._loop.cancel(self._alarm)
-        else:
-            self._rearm(False)
-        delay = self._handoff()
         loop = self._loop
         if tail:
             t = now + delay if delay > 0 else now

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.nested_venv import PTH_NAME, make_venv
+
 ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="no make on this machine")
@@ -54,13 +56,9 @@ def test_install_runs_once_per_interpreter_and_again_for_a_new_venv(tmp_path: Pa
     assert "INSTALL RAN" not in again.stdout
 
     # A new virtual environment, as the README suggests: the stamp names another interpreter.
-    venv = tmp_path / "venv"
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)],
-        check=True,
-        timeout=60,
-    )
-    venv_python = str(venv / "bin" / "python3")
+    # It sees this interpreter's packages (tests/e2e/nested_venv.py), so the install it gets
+    # is the only one it needs, whether this suite runs on a bare interpreter or in a venv.
+    venv_python = str(make_venv(tmp_path / "venv"))
     fresh = _make_install(root, venv_python)
     assert fresh.returncode == 0, fresh.stderr
     assert f"INSTALL RAN with {venv_python}" in fresh.stdout
@@ -100,3 +98,36 @@ def test_a_venv_made_again_at_the_same_path_is_installed_again(tmp_path: Path) -
     assert again.returncode == 0, again.stderr
     assert f"INSTALL RAN with {venv_python}" in again.stdout
     assert "not installed in" in again.stderr
+
+
+def test_a_venv_made_in_a_venv_sees_the_outer_venv_s_packages(tmp_path: Path) -> None:
+    """The suite run in a venv (the README's way): the venv the tests make from it must see
+    that venv's packages, not only its base interpreter's (``--system-site-packages`` gave
+    the base's, and the stamp found simpy, numba and torch missing: issue 42 item 1). A
+    package only the outer venv has stands for them, on any machine."""
+    outer = make_venv(tmp_path / "outer")
+    outer_site = next((tmp_path / "outer" / "lib").glob("python*/site-packages"))
+    assert (outer_site / PTH_NAME).exists()
+    (outer_site / "kvsim_only_in_the_outer_venv.py").write_text("WHERE = 'outer'\n")
+    inner = tmp_path / "inner"
+    make_inner = (
+        f"import sys; sys.path.insert(0, {str(ROOT)!r}); "
+        "from pathlib import Path; from tests.e2e.nested_venv import make_venv; "
+        f"print(make_venv(Path({str(inner)!r})))"
+    )
+    made = subprocess.run(
+        [str(outer), "-c", make_inner], capture_output=True, text=True, timeout=120
+    )
+    assert made.returncode == 0, made.stderr
+    inner_python = made.stdout.strip()
+    assert inner_python == str(inner / "bin" / "python3")
+    probe = (
+        "import sys, importlib.util as u; print(sys.prefix); "
+        "print(u.find_spec('kvsim_only_in_the_outer_venv') is not None); "
+        "print(u.find_spec('simpy') is not None)"
+    )
+    seen = subprocess.run(
+        [inner_python, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert seen.stderr == ""  # site reports a .pth line that fails on stderr, and goes on
+    assert seen.stdout.split() == [str(inner), "True", "True"], seen.stdout

@@ -14,6 +14,7 @@ import pytest
 
 from sim.config import parse_config
 from sim.workload.plan import request_bytes
+from tests.e2e.nested_venv import make_venv
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -116,8 +117,9 @@ def test_the_readme_walked_in_order_in_a_fresh_venv(tmp_path: Path) -> None:
     """Every command of the README's bash blocks, in order, in a virtual environment made
     after a first install, as the README suggests. The first install is the interpreter
     running this suite: its stamp is in the copied checkout, as after `make test`. The venv
-    has its own interpreter (``--system-site-packages`` only spares it the downloads, the
-    copied ``build/native`` a second compile of the same sources), so
+    has its own interpreter (seeing this one's packages, tests/e2e/nested_venv.py, only
+    spares it the downloads, the copied ``build/native`` a second compile of the same
+    sources), so
     `make quickstart` must install again — into the venv, whose `kvsim` script then runs
     the rest — rather than skip the install and die on an import (issue 29 item 1); the
     model-mode line must run after `make quickstart` without --out or --force (item 2)."""
@@ -132,9 +134,7 @@ def test_the_readme_walked_in_order_in_a_fresh_venv(tmp_path: Path) -> None:
         [sys.executable, "scripts/install_stamp.py", "write"], cwd=checkout, check=True, timeout=60
     )
     venv = tmp_path / "venv"
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=300
-    )
+    make_venv(venv, pip=True)
     drop = ("PYTHONPATH", "KVSIM_NATIVE", "MAKEFLAGS", "MAKELEVEL", "PYTEST_ADDOPTS", "COLUMNS")
     env = {k: v for k, v in os.environ.items() if k not in drop and not k.startswith("PYTEST_")}
     env.update(VIRTUAL_ENV=str(venv), PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}")

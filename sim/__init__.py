@@ -23,22 +23,6 @@ Errors kvsim foresaw are :class:`KvsimError` (``ConfigError``, ``RunDirError``,
 command line; see docs/design.md for how the pieces fit together.
 """
 
-from sim.api import (
-    Experiment,
-    Report,
-    Run,
-    SearchResult,
-    Validation,
-    build,
-    calibrate,
-    check,
-    compare,
-    load,
-    open_run,
-    plot,
-    search,
-    validate_model,
-)
 from sim.errors import ConfigError, KvsimError, RunDirError, UsageError
 from sim.events import SweepEvents
 
@@ -70,11 +54,44 @@ __all__ = [
 ]
 
 
+#: The library's entry points (sim.api), imported on first use: ``import sim.<module>``
+#: imports this package first, and every point child and sweep worker imports some
+#: module of it; loading the whole API (config models, yaml, the run directory) there
+#: cost a child ~0.15 s of start-up it never used.
+_API = frozenset(
+    {
+        "Experiment",
+        "Report",
+        "Run",
+        "SearchResult",
+        "Validation",
+        "build",
+        "calibrate",
+        "check",
+        "compare",
+        "load",
+        "open_run",
+        "plot",
+        "search",
+        "validate_model",
+    }
+)
+
+
 def __getattr__(name: str) -> object:
-    """``sim.ratio_verdict`` and ``sim.Verdict`` (docs/statistics.md), imported on first
-    use: they need numpy, which ``import sim`` does not load."""
+    """The API's names (above), and ``sim.ratio_verdict`` and ``sim.Verdict``
+    (docs/statistics.md), imported on first use: they need numpy, which ``import sim``
+    does not load."""
+    if name in _API:
+        import sim.api  # deferred: keeps `import sim.<module>` light (see _API)
+
+        return getattr(sim.api, name)
     if name in ("Verdict", "ratio_verdict"):
         from sim.analysis import verdict
 
         return getattr(verdict, name)
     raise AttributeError(f"module 'sim' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -87,6 +87,8 @@ class Cores:
         self._burst_s = burst_s
         #: Tasks in a wake-up burst (each on a core of its own; the others share the rest).
         self._bursting = 0
+        #: Their paces summed (CPU seconds per second: the cores' busy time).
+        self._burst_pace = 0.0
         self._loop = loop
         self._heap = loop.heap
         self._n = n
@@ -117,7 +119,7 @@ class Cores:
         dt = now - self._t
         if dt > 0:
             self._v += dt * self._rate
-            self._busy_s += dt * (self._rate * len(self._tasks) + self._bursting)
+            self._busy_s += dt * (self._rate * len(self._tasks) + self._burst_pace)
             self._t = now
 
     def _set_rate(self) -> bool:
@@ -152,10 +154,11 @@ class Cores:
         dt = now - self._t
         if dt > 0:  # self._advance(), inline: this is the hottest path of model mode
             self._v += dt * self._rate
-            self._busy_s += dt * (self._rate * len(tasks) + self._bursting)
+            self._busy_s += dt * (self._rate * len(tasks) + self._burst_pace)
             self._t = now
         if task.fast:
             self._bursting -= 1
+            self._burst_pace -= task.speed
         else:
             tasks.remove(task)
         if self._rate != 1.0 or len(tasks) + self._bursting + self._bg > self._n:
@@ -170,7 +173,7 @@ class Cores:
         dt = now - self._t
         if dt > 0:  # self._advance(), inline
             self._v += dt * self._rate
-            self._busy_s += dt * (self._rate * len(tasks) + self._bursting)
+            self._busy_s += dt * (self._rate * len(tasks) + self._burst_pace)
             self._t = now
         if work_s < 0:
             work_s = 0.0
@@ -194,6 +197,7 @@ class Cores:
         speed = min(1.0, share / WAKE_BURST_MIN_SHARE)
         task = CpuTask(loop.now + work_s / speed, done, True, speed)
         self._bursting += 1
+        self._burst_pace += speed
         self._set_rate()  # one core fewer for the others
         task.due = task.finish
         loop.at(task.due, self._fire, task)
@@ -219,9 +223,9 @@ class Cores:
         dt = now - self._t
         if dt > 0:
             self._v += dt
-            self._busy_s += dt * (running + self._bursting)
+            self._busy_s += dt * (running + self._burst_pace)
         self._v += end - now  # not work_s: what a scheduled end would add, to the last bit
-        self._busy_s += (end - now) * (running + self._bursting + 1)
+        self._busy_s += (end - now) * (running + self._burst_pace + 1)
         self._t = loop.now = end
         return True
 
@@ -235,6 +239,7 @@ class Cores:
         """Take ``task`` (running, not done) off the cores; the caller resets the pace."""
         if task.fast:
             self._bursting -= 1
+            self._burst_pace -= task.speed
         else:
             self._tasks.remove(task)
         task.due = -1.0
@@ -246,7 +251,7 @@ class Cores:
         dt = self._loop.now - self._t
         if dt > 0:  # self._advance(), inline
             self._v += dt * self._rate
-            self._busy_s += dt * (self._rate * len(tasks) + self._bursting)
+            self._busy_s += dt * (self._rate * len(tasks) + self._burst_pace)
             self._t = self._loop.now
         left = (task.finish - self._loop.now) * task.speed if task.fast else task.finish - self._v
         if left < _EPS_S:

@@ -1,0 +1,132 @@
+"""CPython 3.11's hand-off rules (Python/ceval_gil.c) that the simulated GIL keeps (issue 40).
+
+Each test pins one rule on a small deterministic scenario: the timed wait that wakes
+late, the round that sees a hand-off and does not drop, FORCE_SWITCHING's wait for
+the woken thread (no livelock when the wake-up is longer than the interval), and the
+1 µs floor of the interval. The threads are callbacks on the model's loop.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from sim.model.cores import Cores
+from sim.model.gil import CPythonGil
+from sim.model.loop import Loop
+
+
+def _gil(si_s: float, late_s: float = 0.0, handoff_s: float = 0.0, cores: int = 4):
+    loop = Loop()
+    gil = CPythonGil(loop, Cores(loop, cores), si_s, random.Random(1).random, handoff_s, late_s)
+    return loop, gil
+
+
+def _cpu(loop: Loop, gil: CPythonGil, name: str, work_s: float, ends: dict[str, float]):
+    """A thread that takes the GIL, runs ``work_s`` of Python, lets it go; notes its end."""
+
+    def got(_a=None) -> None:
+        gil.run(name, work_s, done)
+
+    def done(_a=None) -> None:
+        gil.release(name)
+        ends[name] = loop.now
+
+    return lambda _a=None: gil.acquire(name, got)
+
+
+def test_the_drop_request_comes_a_timed_waits_lateness_after_the_interval() -> None:
+    """A waiter's timed wait wakes ``late`` after the interval: only then the holder drops."""
+    loop, gil = _gil(0.005, late_s=0.0002)
+    ends: dict[str, float] = {}
+    taken: dict[str, float] = {}
+    loop.after(0.0, _cpu(loop, gil, "holder", 0.050, ends))
+
+    def waiter(_a=None) -> None:
+        gil.acquire("waiter", lambda _b=None: taken.setdefault("waiter", loop.now))
+
+    loop.after(0.001, waiter)
+    loop.run(until=0.010)
+    assert taken["waiter"] == pytest.approx(0.001 + 0.005 + 0.0002)
+    assert gil.forced_drops == 1
+
+
+def test_a_hold_just_over_the_interval_ends_before_a_late_timed_wait_forces_it() -> None:
+    """The issue-40 class: holds of 5.05 ms at a 5 ms interval. A thread that began
+    waiting as the holder started sees it end before its timed wait wakes (5 ms + the
+    timer's lateness), so nothing is forced; without the lateness both holds were."""
+    for late, forced in ((0.0001, 0), (0.0, 2)):
+        loop, gil = _gil(0.005, late_s=late)
+        ends: dict[str, float] = {}
+        loop.after(0.0, _cpu(loop, gil, "a", 0.00505, ends))
+        loop.after(0.0, _cpu(loop, gil, "b", 0.00505, ends))
+        loop.run()
+        assert gil.forced_drops == forced, late
+        assert max(ends.values()) == pytest.approx(0.0101)
+
+
+def test_a_round_that_saw_a_hand_off_does_not_drop() -> None:
+    """switch_number: a waiter whose round saw the GIL change hands waits a round more.
+
+    c waits from 1 ms behind a (5 ms of work); a lets go at 3 ms to b, which holds for
+    10 ms. c's first round (1-6 ms) saw that hand-off, so c asks for the GIL only at the
+    end of its second round (11 ms), not at 6 ms."""
+    loop, gil = _gil(0.005)
+    ends: dict[str, float] = {}
+    taken: dict[str, float] = {}
+    loop.after(0.0, _cpu(loop, gil, "a", 0.003, ends))
+    loop.after(0.0005, _cpu(loop, gil, "b", 0.010, ends))
+
+    def c(_a=None) -> None:
+        gil.acquire("c", lambda _b=None: taken.setdefault("c", loop.now))
+
+    loop.after(0.001, c)
+    loop.run(until=0.05)
+    assert ends["a"] == pytest.approx(0.003)
+    assert taken["c"] == pytest.approx(0.011)
+
+
+def test_the_thread_forced_off_waits_for_the_woken_one_before_its_own_timed_wait() -> None:
+    """FORCE_SWITCHING: the holder forced off at t waits until the woken thread has the
+    GIL (t + its wake-up) and is woken itself (+ one more), and only then starts its
+    round: it asks for the GIL back at t + 2 wake-ups + the interval."""
+    wake = 0.0003
+    loop, gil = _gil(0.002, handoff_s=wake)
+    ends: dict[str, float] = {}
+    loop.after(0.0, _cpu(loop, gil, "a", 0.020, ends))
+    loop.after(0.0, _cpu(loop, gil, "b", 0.020, ends))
+    loop.run()
+    # b asks at 2 ms and runs from 2.3 ms; a's round runs 2.6-4.6 ms, so b's turn is
+    # 2.3 ms of work, and every later turn likewise: a's 2 ms, then 38 ms in turns of
+    # 2.3 ms = 16 forced drops, the last turn's end unforced. Were the forced-off
+    # thread's round to start at once (4.6 ms: 1.7 ms turns), 22.
+    assert gil.forced_drops == 16
+    assert max(ends.values()) == pytest.approx(0.040 + 17 * wake)
+
+
+@pytest.mark.timeout(60)
+def test_no_livelock_when_the_wake_up_is_longer_than_the_interval() -> None:
+    """At gil.switch_interval_ms 0.02 with wake-ups of 50 µs, a forced-off thread used to
+    ask for the GIL back before the woken one ran, so no work was done between hand-offs
+    and a point of 20 requests never ended (issue 43). Now each holder runs a whole
+    round between hand-offs: 2 ms of work take a bounded number of them."""
+    loop, gil = _gil(20e-6, handoff_s=50e-6, late_s=0.0)
+    ends: dict[str, float] = {}
+    loop.after(0.0, _cpu(loop, gil, "a", 0.002, ends))
+    loop.after(0.0, _cpu(loop, gil, "b", 0.002, ends))
+    loop.run(until=1.0)
+    assert set(ends) == {"a", "b"}
+    # each turn: at least one interval of work after a 50 µs wake-up; 4 ms of work in all
+    assert gil.switches <= 0.004 / 20e-6 + 2
+    assert max(ends.values()) < 0.004 + gil.switches * 50e-6 + 1e-9
+
+
+def test_the_interval_is_at_least_one_microsecond_as_in_take_gil() -> None:
+    loop, gil = _gil(1e-12)
+    ends: dict[str, float] = {}
+    loop.after(0.0, _cpu(loop, gil, "a", 0.0001, ends))
+    loop.after(0.0, _cpu(loop, gil, "b", 0.0001, ends))
+    loop.run(until=1.0)
+    assert set(ends) == {"a", "b"}
+    assert 100 <= gil.forced_drops <= 200  # 1 µs turns over 200 µs of work

@@ -1,0 +1,97 @@
+"""Mechanism validation's replay (sim.model.replay): measured holds through the model.
+
+A model run's own records replayed through the model give that run back, request for
+request (the replay changes what the hold is, not how the queue, GIL and store work);
+holds that differ per request are the ones the replay's requests hold; the targets
+are the stated ones.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from sim.config import parse_config
+from sim.model.driver import run_model_point
+from sim.model.replay import MECHANISM_TARGETS, RealRep, Target, figures, replay_point
+from tests.model.test_driver import write_calibration
+
+
+def _rows(records) -> list[dict[str, str]]:
+    return [{k: str(v) for k, v in r.as_row().items()} for r in records]
+
+
+@pytest.fixture
+def point(write_config, tmp_path):
+    """A model point of synthetic requests (4 ms holds, two load threads, GIL ~60 % busy)."""
+    cal = write_calibration(tmp_path / "cal.json")
+    path = write_config(
+        {
+            "mode": "model",
+            "machine": {"calibration": str(cal)},
+            "workload": {"requests": 60, "arrival": {"kind": "poisson", "rate_rps": 150}},
+            "connector": {"variant": "synthetic", "workers": 2, "options": {"hold_ms": 4.0}},
+        }
+    )
+    return parse_config(path)[1][0]
+
+
+def test_a_model_run_replayed_is_itself(point) -> None:
+    """A synthetic point's holds are its config's, drawn from nothing: the replay of its
+    own records makes the very same draws, so every figure comes back to the digit."""
+    run = run_model_point(point, 1)
+    got = replay_point(point, [RealRep(1, _rows(run.records))])
+    assert got.requests == 60
+    for metric, value in figures(_rows(run.records)).items():
+        assert got.model[metric] == pytest.approx(value, rel=1e-9), metric
+        assert got.real[metric] == pytest.approx(value, rel=1e-9), metric
+    assert got.meets and all(got.within.values())
+
+
+def test_each_request_holds_what_it_held_in_the_run_replayed(point, monkeypatch) -> None:
+    from sim.model import replay
+
+    rows = _rows(run_model_point(point).records)
+    for i, row in enumerate(rows):
+        row["gil_hold_ms"] = str(1.0 + (i % 7))  # 1-7 ms, where the config says 4
+    seen: list = []
+    real_run = replay.run_model_point
+    monkeypatch.setattr(
+        replay, "run_model_point", lambda *a, **k: seen.append(real_run(*a, **k)) or seen[-1]
+    )
+    got = replay_point(point, [RealRep(0, rows)])
+    (result,) = seen
+    assert {r.request_id: r.gil_hold_ms for r in result.records} == pytest.approx(
+        {int(row["request_id"]): float(row["gil_hold_ms"]) for row in rows}
+    )
+    assert got.real["latency_mean_ms"] != got.model["latency_mean_ms"]  # holds changed it
+
+
+def test_repeats_are_pooled_per_point(point) -> None:
+    reps = [RealRep(k, _rows(run_model_point(point, k).records)) for k in range(3)]
+    got = replay_point(point, reps)
+    assert got.requests == 180
+    assert got.error["latency_p50_ms"] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_the_mechanism_targets_are_the_stated_ones() -> None:
+    t = MECHANISM_TARGETS
+    assert t["latency_mean_ms"] == Target(0.05)
+    assert t["latency_p50_ms"] == Target(0.05)
+    assert t["latency_p99_ms"] == Target(0.10)
+    assert t["gil_wait_mean_ms"] == Target(0.15, 0.1)
+    assert t["latency_p50_ms"].met(100.0, 104.9) and not t["latency_p50_ms"].met(100.0, 105.2)
+    assert t["gil_wait_mean_ms"].met(0.01, 0.05)  # 0.04 ms apart: within 0.1 ms
+    assert t["gil_wait_mean_ms"].met(2.0, 2.29) and not t["gil_wait_mean_ms"].met(2.0, 2.31)
+    assert not t["latency_mean_ms"].met(math.nan, 1.0)
+
+
+def test_figures_count_latency_over_ok_requests_only() -> None:
+    rows = [
+        {"status": "ok", "latency_ms": "10", "queue_ms": "1", "gil_wait_ms": "0.5"},
+        {"status": "failed", "latency_ms": "1000", "queue_ms": "3", "gil_wait_ms": "1.5"},
+    ]
+    got = figures(rows)
+    assert got["latency_mean_ms"] == 10.0 and got["latency_p99_ms"] == 10.0
+    assert got["queue_mean_ms"] == 2.0 and got["gil_wait_mean_ms"] == 1.0

@@ -115,17 +115,22 @@ def _point_line(cal: str, requests: int, rate: float, tmp: Path) -> str:
     """One point of ``requests`` in a fresh process (sim.benches.model_point): the point's
     own wall time to three figures (one decimal said "0.0 s" for 500 requests) and the
     process's, start-up and imports included, which a sweep's point child also pays."""
-    from sim.benches.model_point import measure_point
-    from sim.preflight.budget import human_seconds  # with measure_point: loads the config
+    from sim.benches.model_point import measure_point, point_config
+    from sim.config import ExperimentConfig
+    from sim.preflight.budget import estimate_point, human_seconds
 
     t0 = time.perf_counter()
     res = measure_point(cal, requests, rate, tmp)
     process_s = time.perf_counter() - t0
+    cfg = ExperimentConfig.model_validate(point_config(cal, requests, rate))
+    est_mb = estimate_point(cfg, requests).memory_bytes / 2**20  # MiB, as max_rss_mb
     return (
-        f"  one point of {res.requests:,} requests in a fresh process: "
-        f"{human_seconds(res.wall_s)} to simulate ({res.requests / res.wall_s:,.0f} "
-        f"requests/s, rows written to requests.csv), {human_seconds(process_s)} with the "
-        f"process's start-up and imports; peak RSS {res.max_rss_mb:,.0f} MB (start-up included)"
+        f"  one point of {res.requests:,} requests in a fresh process (the probe on, every "
+        f"row kept): {human_seconds(res.wall_s)} to simulate "
+        f"({res.requests / res.wall_s:,.0f} requests/s, rows written to requests.csv), "
+        f"{human_seconds(process_s)} with the process's start-up and imports; peak RSS "
+        f"{res.max_rss_mb:,.0f} MB (start-up included), kvsim validate's estimate "
+        f"{est_mb:,.0f} MB ({res.max_rss_mb / est_mb:.2f}× of it; within 2× is the aim)"
     )
 
 
@@ -139,8 +144,8 @@ def main(args: argparse.Namespace) -> int:
         if args.requests > MAX_SWEEP_REQUESTS:
             print(
                 f"model mode ({native_state()} core): one synthetic point (hold 5 ms, "
-                f"2 workers, no probe) at {args.rate:g}/s; the 20-point rate sweep runs "
-                f"at --requests {MAX_SWEEP_REQUESTS:,} or fewer"
+                f"2 workers, the probe on, every row kept) at {args.rate:g}/s; the 20-point "
+                f"rate sweep runs at --requests {MAX_SWEEP_REQUESTS:,} or fewer"
             )
             print(_point_line(cal, args.requests, args.rate, tmp))
             _print_load()

@@ -1,8 +1,8 @@
 """One model-mode point of N requests in a fresh process: its wall time and peak memory.
 
 ``kvsim bench model`` starts ``python -m sim.benches.model_point CALIBRATION REQUESTS
-RATE DIR REGIONS ROWS HOLD_MS``; the child runs one point the way a sweep's child does (the rows
-``output.requests`` keeps streamed to ``DIR/requests.csv``,
+RATE DIR REGIONS ROWS HOLD_MS PROBE``; the child runs one point the way a sweep's child
+does (the rows ``output.requests`` keeps streamed to ``DIR/requests.csv``,
 sim.sweep.point_tables.RequestsFile) and prints one JSON line: the requests, the wall
 time of the point, the process's peak resident memory (``ru_maxrss``: the high-water
 mark, start-up and imports included) and the model core it ran on. A fresh process,
@@ -46,14 +46,17 @@ def point_config(
     regions: int = 4,
     rows: str = "all",
     hold_ms: float = 5.0,
+    probe: bool = True,
 ) -> dict:
-    """A synthetic model point: 5 ms hold, 2 workers, no probe (its wake-ups every 2 ms of
-    simulated time would outnumber the requests in a long point). Fewer ``regions``, fewer
-    ``rows`` (``output.requests``) and no hold make it cheaper per request where only its
-    memory is asked (tests/benches/test_model_point.py)."""
+    """A synthetic model point: 5 ms hold, 2 workers, the probe on and every row kept
+    (the defaults: gil.probe, output.requests all). The probe wakes every 2 ms of
+    simulated time, more often than the requests arrive: its state is what grew with the
+    request count before it was folded as it goes (sim.model.probe). Fewer ``regions``,
+    fewer ``rows`` and no hold make it cheaper per request where only its memory is asked
+    (tests/benches/test_model_point.py)."""
     from sim.benches.model_sweep import synthetic_config
 
-    cfg = synthetic_config(calibration, requests, rate, False)
+    cfg = synthetic_config(calibration, requests, rate, probe)
     cfg["model"] = {**cfg["model"], "regions": regions}
     cfg["output"] = {**cfg.get("output", {}), "requests": rows}
     cfg["connector"] = {**cfg["connector"], "workers": 2}
@@ -71,6 +74,7 @@ def measure_point(
     regions: int = 4,
     rows: str = "all",
     hold_ms: float = 5.0,
+    probe: bool = True,
     compiled: bool = False,
 ) -> PointMemory:
     """Run the point in a child process (bounded by ``timeout_s``) and read its line.
@@ -80,7 +84,7 @@ def measure_point(
     its own process, whose spies must reach the source); else the interpreted one, the
     same point more slowly. The line says which ran."""
     argv = [sys.executable, "-m", __name__, calibration, str(requests), str(rate), str(out_dir)]
-    argv += [str(regions), rows, str(hold_ms)]
+    argv += [str(regions), rows, str(hold_ms), "probe" if probe else "no-probe"]
     env = {**os.environ, PARENT_PID_ENV: str(os.getpid())}  # the child dies with this process
     if compiled:
         env.pop(NATIVE_ENV, None)
@@ -105,7 +109,8 @@ def _main(argv: list[str]) -> int:
     from sim.sweep.point_tables import RequestsFile
 
     calibration, requests, rate, out = argv[0], int(argv[1]), float(argv[2]), Path(argv[3])
-    shape = point_config(calibration, requests, rate, int(argv[4]), argv[5], float(argv[6]))
+    probe = argv[7] == "probe"
+    shape = point_config(calibration, requests, rate, int(argv[4]), argv[5], float(argv[6]), probe)
     cfg = ExperimentConfig.model_validate(shape)
     rows = RequestsFile(out, {"repeat": 0}, durable=False)
     t0 = time.perf_counter()

@@ -6,9 +6,12 @@ therefore estimate, from the config alone, before a point is expanded or run:
 
 * the grid's size (points × repeats), from the axes' lengths, before the points
   are materialised (``limits.max_points``; sim.config.grid, which the loader calls);
-* the memory one point needs at least: the address arrays of the requests in
-  flight (chunks × regions × groups × 16 bytes each) and the per-request
-  records (``limits.max_memory_gib``; default half of this machine's memory);
+* the memory one point needs: its process (the interpreter and its imports,
+  ``PROCESS_BYTES``), the address arrays of the requests in flight (chunks ×
+  regions × groups × 16 bytes each) and the per-request records
+  (``limits.max_memory_gib``; default half of this machine's memory). For a model
+  point it is within 2× of the peak a point process measures at any request count
+  (docs/results.md: model memory);
 * the wall time a point's schedule implies at least (``limits.max_point_s``): the
   span of its planned arrivals (a trace's own clock, ``(last - first timestamp) /
   speedup``, from the replay plan: ``PlannedLoad``), then the last request's own
@@ -52,6 +55,10 @@ BYTES_PER_ADDRESS = 16
 BYTES_PER_REQUEST = 1024
 #: Requests a model-mode point holds at most (sim.workload.plan.PLAN_HELD).
 MODEL_HELD = 1 << 16
+#: A point process before its requests: the interpreter with numpy, the config models and
+#: the point's modules imported (ru_maxrss of ``python -c "import sim.sweep.child,
+#: sim.model.driver"``: 49 MiB on this machine, 3 Dec 2026; the real side's the same).
+PROCESS_BYTES = 48 << 20
 #: Seconds a real-mode point run costs besides its load: the child interpreter and its
 #: imports, the variants' warm-up, the jobs built before the load, the noise floor before
 #: and after (measured on this 2-core machine for quickstart and trace_replay, scalar and
@@ -220,10 +227,11 @@ def estimate_point(cfg: Any, load: int | PlannedLoad) -> Estimate:
     # records and draws long plans in blocks (docs/design.md §6): it holds at most
     # MODEL_HELD_REQUESTS requests' worth, whatever the count.
     held = requests if getattr(cfg, "mode", "real") != "model" else min(requests, MODEL_HELD)
-    memory = in_flight * per_request + held * BYTES_PER_REQUEST
+    memory = PROCESS_BYTES + in_flight * per_request + held * BYTES_PER_REQUEST
     memory_why = (
-        f"{in_flight} request(s) in flight × {chunks} chunks × {geo.regions} regions × "
-        f"{geo.kv_groups} group(s) × {BYTES_PER_ADDRESS} B"
+        f"its process {human_bytes(PROCESS_BYTES)} + {held} request(s) held × "
+        f"{human_bytes(BYTES_PER_REQUEST)} + {in_flight} request(s) in flight × {chunks} "
+        f"chunks × {geo.regions} regions × {geo.kv_groups} group(s) × {BYTES_PER_ADDRESS} B"
     )
     store = cfg.store
     if store.kind == "mooncake":  # real RAM: KV buffers and store segment (sim.store.memory)

@@ -8,13 +8,16 @@ peak RSS: 10^4 against the issue's 10^6 requests, the same point shape. What mak
   install runs): the child ignores the suite's ``KVSIM_NATIVE=0`` (that is for spies in
   the suite's own process; a child has none). Without a build the same test runs
   interpreted, about twice as slowly, and still passes (never skipped for it);
-* a cheaper shape of point: one region instead of four, no GIL hold of the connector's
-  own at 10 requests/s (fewer simulated GIL hand-offs), and ``output.requests: sample
-  1000``: every request still goes through the two workers, the record sink, its
-  reorder buffer and the streamed summary (whose request count is checked), and the
-  kept rows are checked id by id; only fewer rows are formatted. On the 2-core
-  development machine this shape ran ~43,000 requests per CPU second compiled (the
-  bench's 4-region, 5 ms, all-rows shape: ~20,000-25,000; interpreted ~11,000).
+* a cheaper shape of point: one region instead of four and no GIL hold of the
+  connector's own (fewer simulated GIL hand-offs). What a user runs by default is kept:
+  the sentinel probe on (at 200 requests/s, 10^6 requests are 5,000 simulated seconds,
+  2.5 M probe targets: the state that grew to ~500 MB before it was folded as it goes,
+  issue 42) and every row written (``output.requests: all``): every request goes
+  through the two workers, the record sink, its reorder buffer, the streamed summary
+  (whose request count is checked) and requests.csv (checked id by id).
+
+kvsim validate's estimate of the point's memory (sim.preflight.budget) is checked
+against the measured peaks too: within 2× of each.
 
 Past 65,536 requests both bounded paths are in use (the plan drawn a block at a time
 past sim.workload.plan.PLAN_HELD; the summary in histograms past
@@ -27,13 +30,16 @@ from __future__ import annotations
 import csv
 
 from sim.benches.model import _stand_in_calibration
-from sim.benches.model_point import measure_point
+from sim.benches.model_point import measure_point, point_config
+from sim.config import ExperimentConfig
+from sim.model.probe import COMPACT_AT, EXACT_WAKES
 from sim.point.summary_stream import EXACT_LIMIT
+from sim.preflight.budget import estimate_point
 from sim.workload.plan import PLAN_HELD
 
 SMALL, LARGE = 10_000, 1_000_000
-#: Rows kept of each point (output.requests: every k-th request by id).
-ROWS = 1000
+#: Planned arrivals per second: 2 ms probe wake-ups are 2.5 targets a request.
+RATE = 200.0
 
 
 def _kept_ids(path) -> list[int]:
@@ -43,6 +49,7 @@ def _kept_ids(path) -> list[int]:
 
 def test_peak_rss_of_a_model_point_is_independent_of_its_requests(tmp_path) -> None:
     assert 10 * max(PLAN_HELD, EXACT_LIMIT) < LARGE  # far past both bounds: steady state
+    assert 10 * max(COMPACT_AT, EXACT_WAKES) < LARGE * 2.5  # and past the probe's
     cal = str(_stand_in_calibration(tmp_path / "cal.json"))
     points = {}
     for n in (SMALL, LARGE):
@@ -50,17 +57,18 @@ def test_peak_rss_of_a_model_point_is_independent_of_its_requests(tmp_path) -> N
         points[n] = measure_point(
             cal,
             n,
-            10.0,
+            RATE,
             tmp_path / str(n),
-            timeout_s=600,  # interpreted beside a CPU hog: ~2 min
+            timeout_s=900,  # interpreted beside a CPU hog: ~6 min (compiled: 199 s both, load 15)
             regions=1,
-            rows=f"sample {ROWS}",
             hold_ms=0.0,
             compiled=True,
         )
         assert points[n].requests == n  # the summary covers every request
-        stride = -(-n // ROWS)
-        assert _kept_ids(tmp_path / str(n) / "requests.csv") == list(range(0, n, stride))
+        assert _kept_ids(tmp_path / str(n) / "requests.csv") == list(range(n))
+        shape = point_config(cal, n, RATE, regions=1, hold_ms=0.0)
+        estimate_mb = estimate_point(ExperimentConfig.model_validate(shape), n).memory_bytes / 2**20
+        assert 0.5 <= points[n].max_rss_mb / estimate_mb <= 2.0, (n, points[n], estimate_mb)
     small, large = points[SMALL], points[LARGE]
     assert small.core == large.core
     ratio = large.max_rss_mb / small.max_rss_mb

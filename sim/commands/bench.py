@@ -17,6 +17,7 @@ TARGETS: dict[str, str] = {
     "connectors": "connectors",
     "harness": "harness",
     "model": "model",
+    "startup": "startup",
     "verdicts": "verdicts",
 }
 

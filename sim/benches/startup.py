@@ -1,0 +1,164 @@
+"""``kvsim bench startup``: what a point child costs before its point runs.
+
+Every point run of a sweep is a fresh interpreter (``python -m sim.sweep.child
+SPEC``, sim.sweep.child): its imports, rebuilding the point's config from its
+spec and checking it, then the point. Users pay that once per point run. The
+bench plans a one-request model point (a made-up calibration, as ``kvsim bench
+model``), then times the child on its spec ``--repeat`` times, side by side with
+the bare interpreter (``python -c pass``) and the interpreter importing numpy
+(a floor no point child goes under); the fastest run counts (a busy machine's
+other load only slows a run down), CPU beside wall. A second table splits the
+child's start-up into its steps, measured in one fresh process each. The load
+average is printed beside the figures.
+
+Bytecode: where ``PYTHONDONTWRITEBYTECODE`` is set (this project's development
+machine sets it) every process compiles every module from source, ~0.1-0.4 s of a
+child's start-up; a user's install writes the cache once. The bench measures what
+the interpreter it runs under does and says which it was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from sim.files.scratch import scratch_dir
+
+HELP = "a point child's start-up: imports, its config rebuilt, before the point (target 0.3 s)"
+
+#: Seconds a point child should take before its point runs (issue 42).
+TARGET_S = 0.3
+
+#: The steps of a child's start-up, each timed in a fresh process after the ones before.
+_STEPS = """
+import sys, time
+t = [time.perf_counter(), time.process_time()]
+out = []
+def mark(name):
+    w, c = time.perf_counter(), time.process_time()
+    out.append((name, w - t[0], c - t[1]))
+    t[:] = [w, c]
+import sim.sweep.child
+mark("import sim.sweep.child (numpy, pydantic, the config models)")
+from pathlib import Path
+from sim.sweep.spec import read_spec
+spec = read_spec(Path(sys.argv[1]).parent)
+mark("the spec read and its config rebuilt")
+spec.check()
+mark("the spec checked (its hash)")
+import sim.model.driver
+mark("import sim.model.driver")
+for name, w, c in out:
+    print(f"{w:.4f} {c:.4f} {name}")
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--repeat", type=int, default=5, help="runs of each; the fastest counts (default 5)"
+    )
+
+
+def _plan(tmp: Path) -> Path:
+    """A one-point, one-request model run planned into ``tmp``; its spec's path."""
+    import yaml
+
+    from sim.benches.model import _stand_in_calibration
+    from sim.benches.model_sweep import synthetic_config
+
+    cal = str(_stand_in_calibration(tmp / "calibration.json"))
+    cfg = {**synthetic_config(cal, 1, 10.0, True), "repeats": 1, "name": "bench-startup"}
+    cfg["output"] = {**cfg.get("output", {}), "dir": str(tmp / "run")}
+    path = tmp / "startup.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    done = subprocess.run(
+        [sys.executable, "-m", "sim", "run", str(path), "-q", "--force"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    specs = sorted((tmp / "run" / "points").glob("*/rep-0/spec.json"))
+    if done.returncode != 0 or not specs:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"kvsim bench startup: planning its point failed: {tail}")
+    return specs[0]
+
+
+def _timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall, CPU) seconds of one process running ``argv``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run(argv, env=env, capture_output=True, check=False)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
+def _fastest(argv: list[str], env: dict[str, str], repeat: int) -> tuple[float, float]:
+    runs = [_timed(argv, env) for _ in range(max(1, repeat))]
+    return min(r[0] for r in runs), min(r[1] for r in runs)
+
+
+def _steps(spec: Path, env: dict[str, str], repeat: int) -> list[tuple[str, float, float]]:
+    """Each step's fastest (wall, CPU) over ``repeat`` fresh processes."""
+    best: dict[str, tuple[float, float]] = {}
+    order: list[str] = []
+    for _ in range(max(1, repeat)):
+        done = subprocess.run(
+            [sys.executable, "-c", _STEPS, str(spec)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        for line in done.stdout.splitlines():
+            wall, cpu, name = line.split(" ", 2)
+            if name not in best:
+                order.append(name)
+                best[name] = (float(wall), float(cpu))
+            else:
+                w, c = best[name]
+                best[name] = (min(w, float(wall)), min(c, float(cpu)))
+    return [(name, *best[name]) for name in order]
+
+
+def main(args: argparse.Namespace) -> int:
+    env = dict(os.environ)
+    with scratch_dir("bench-startup") as tmp:
+        spec = _plan(tmp)
+        py = sys.executable
+        child = [py, "-m", "sim.sweep.child", str(spec)]
+        _timed(child, env)  # warm: the page cache, and bytecode where it is written
+        rows = [
+            ("python -c pass", _fastest([py, "-c", "pass"], env, args.repeat)),
+            ("python -c 'import numpy'", _fastest([py, "-c", "import numpy"], env, args.repeat)),
+            ("the point child, a 1-request model point", _fastest(child, env, args.repeat)),
+        ]
+        steps = _steps(spec, env, args.repeat)
+    bytecode = "off (PYTHONDONTWRITEBYTECODE)" if sys.dont_write_bytecode else "on"
+    print(f"kvsim bench startup · fastest of {args.repeat} · bytecode cache {bytecode}")
+    print(f"  {'process':<44} {'wall s':>8} {'CPU s':>8}")
+    for name, (wall, cpu) in rows:
+        print(f"  {name:<44} {wall:8.3f} {cpu:8.3f}")
+    print("  its start-up, step by step (one fresh process each run):")
+    for name, wall, cpu in steps:
+        print(f"    {name:<62} {wall:7.3f} {cpu:7.3f}")
+    start = sum(w for _, w, _ in steps)
+    verdict = "met" if start <= TARGET_S else "NOT met"
+    print(
+        f"  target: a point child's start-up ≤ {TARGET_S:g} s before its point — {verdict}: "
+        f"{start:.3f} s (the steps above; the whole child, its 1-request point and "
+        f"files included: {rows[2][1][0]:.3f} s)"
+    )
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
+    print(
+        f"  (load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} on {os.cpu_count()} "
+        "cores: wall times grow with it; the CPU column less so)"
+    )
+    return 0

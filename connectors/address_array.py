@@ -62,6 +62,7 @@ def span_array(chunks: Any) -> np.ndarray:
 @register
 class ArrayVariant(AddressVariant):
     name = "array"
+    requires = ("numpy", "numba")
     description = "What-if: int64 buffers in, nogil kernel, int64 arrays out (no lists)."
     buffer_inputs = True
 

@@ -228,6 +228,7 @@ def raise_status(
 @register
 class NumbaVariant(AddressVariant):
     name = "numba"
+    requires = ("numpy", "numba")
     description = "nogil numba kernel (GIL-free, declared) + .tolist() into lists."
 
     def warm_up(self) -> None:

@@ -28,6 +28,7 @@ def check_int64(
 @register
 class NumpyVariant(AddressVariant):
     name = "numpy"
+    requires = ("numpy",)
     description = "Upstream vectorised prepare_values: one broadcast, then .tolist()."
 
     def prepare_values(

@@ -179,6 +179,7 @@ _DEFAULTS = RowsOptions()
 @register
 class RowsVariant(AddressVariant):
     name = "rows"
+    requires = ("numpy", "numba")
     description = "nogil kernel + each distinct row built once, GC paused: near the list floor."
     Options = RowsOptions
 

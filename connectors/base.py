@@ -122,6 +122,9 @@ class AddressVariant:
     #: binding would); ``kvsim bench connectors`` then converts its inputs outside the
     #: measured region. Lists are still accepted.
     buffer_inputs: ClassVar[bool] = False
+    #: Import names of the packages the variant needs at run time (numpy, numba...): a
+    #: config that runs it under an interpreter without one is refused at validation.
+    requires: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, db: TokenDatabase, options: Any = None) -> None:
         self.db = db

@@ -195,6 +195,8 @@ class IndexVariant:
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
+    #: Import names of the packages it needs (see connectors.base.AddressVariant.requires).
+    requires: ClassVar[tuple[str, ...]] = ("torch",)
 
     def __init__(self, components: int = 3, max_tokens: int = 8192, device: str = "auto") -> None:
         if components < 1:

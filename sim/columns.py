@@ -27,6 +27,7 @@ __all__ = [
     "ARRIVAL",
     "AUDIT",
     "AUDIT_STATUS",
+    "BOTH_BUILDS",
     "ENGINE",
     "GC",
     "GIL",
@@ -40,10 +41,12 @@ __all__ = [
     "STAGES",
     "STORE",
     "SUMMARY",
+    "THREADS",
     "Column",
     "holds_whole_numbers",
     "names",
     "render",
+    "stage_summary",
 ]
 
 
@@ -152,6 +155,16 @@ REQUESTS = (
         )
     ),
     *HOLD_STAGES,
+    _c(
+        "thread_cpu_ms",
+        "the load thread's CPU time over the CPU stages (both builds; with the GIL on, "
+        "gil_hold_ms plus declared GIL-free CPU)",
+    ),
+    _c(
+        "core_wait_ms",
+        "time the load thread was runnable but waiting for a core during its CPU stages "
+        "(/proc schedstat run delay; with the GIL on, part of gil_wait_ms)",
+    ),
     (
         GC_GEN0 := _c(
             "gc_gen0", "generation-0 collections on the request's thread during its CPU stages"
@@ -249,15 +262,43 @@ GIL = (
     (GIL_WAIT_P99_MS := _c("gil_wait_p99_ms", "99th percentile of GIL wait per request")),
 )
 
+#: The thread's own costs, under either build (sim.instruments.threadtime); with the GIL
+#: off they take the place of the GIL columns, which are then empty.
+THREADS = (
+    (GIL_ENABLED := _c("gil_enabled", "1: the GIL was on in the point's process, 0: off", "flag")),
+    (
+        GIL_NOTE := _c(
+            "gil_note", "empty, or why the GIL columns are empty (the GIL was off)", "text"
+        )
+    ),
+    (THREAD_CPU_MEAN_MS := _c("thread_cpu_mean_ms", "mean of thread_cpu_ms")),
+    (THREAD_CPU_P99_MS := _c("thread_cpu_p99_ms", "99th percentile of thread_cpu_ms")),
+    (CORE_WAIT_MEAN_MS := _c("core_wait_mean_ms", "mean of core_wait_ms")),
+    (CORE_WAIT_P99_MS := _c("core_wait_p99_ms", "99th percentile of core_wait_ms")),
+)
+
+
+def _stage_name(stage: Column, stat: str) -> str:
+    return f"{stage.name.removesuffix('_ms')}_{stat}_ms"
+
+
 #: Mean and p99 of each stage's hold per request.
 STAGES = tuple(
     _c(
-        f"{col.name.removesuffix('_ms')}_{stat}_ms",
+        _stage_name(col, stat),
         f"{'mean' if stat == 'mean' else '99th percentile'} of {col.name} per request",
     )
     for col in HOLD_STAGES
     for stat in ("mean", "p99")
 )
+
+
+def stage_summary(stage: Column, stat: str) -> Column:
+    """The summary column of one stage's hold (a HOLD_STAGES entry): ``stat`` is
+    ``mean`` or ``p99`` per request."""
+    name = _stage_name(stage, stat)
+    return next(c for c in STAGES if c.name == name)
+
 
 #: Collections, stages, queue and transfer (sim.point.metrics).
 _PIPELINE = (
@@ -452,6 +493,7 @@ SUMMARY = (
     *ARRIVAL,
     *GIL,
     *STAGES,
+    *THREADS,
     *_PIPELINE,
     *NOISE,
     *PROBE,
@@ -462,6 +504,43 @@ SUMMARY = (
     *HEAP,
     *PLANNED,
     *STORE,
+)
+
+
+#: The columns whose meaning depends on the build: (columns, with the GIL on, with it off).
+#: ``interpreter.gil`` (sim.config.interpreter) and docs/columns.md §GIL off.
+BOTH_BUILDS = (
+    (
+        "gil_hold_ms, gil_hold_*, hold_*_ms and their summaries",
+        "thread CPU time outside declared GIL-free sections (docs/gil-method.md)",
+        "empty: no GIL exists to hold; thread_cpu_ms is the request's CPU time",
+    ),
+    (
+        "gil_wait_ms, gil_wait_*",
+        "wall time ready to run Python but not running: the GIL's wait and any core wait",
+        "empty: no GIL exists to wait for; core_wait_ms is the wait left",
+    ),
+    (
+        "thread_cpu_ms, thread_cpu_*",
+        "the thread's CPU time over the request: the GIL hold plus GIL-free CPU",
+        "the thread's CPU time over the request, run in parallel with the others'",
+    ),
+    (
+        "core_wait_ms, core_wait_*",
+        "part of gil_wait_ms: runnable, not waiting for the GIL but for a core",
+        "all the wait there is: runnable threads beyond the cores take turns",
+    ),
+    (
+        "stage_wall_ms",
+        "hold + wait + GIL-free wall time",
+        "thread_cpu_ms + core_wait_ms + time blocked (I/O, locks)",
+    ),
+    (
+        "gil_enabled, gil_note",
+        "1 and empty",
+        "0 and why the GIL columns are empty; a point that asked for the GIL off but ran "
+        "with it on fails instead",
+    ),
 )
 
 
@@ -499,6 +578,20 @@ def render() -> str:
         "run's first start). `output.percentiles` adds `latency_p<q>_ms` columns.",
         "",
         *_table(SUMMARY),
+        "",
+        "## GIL off",
+        "",
+        "On a free-threaded build (`interpreter: {python: freethreaded, gil: off}`,",
+        "`make freethreaded`) no GIL exists: the columns that measure one are empty (and",
+        "`gil_note` says so), and what takes their place is the thread's CPU time and its",
+        "wait for a core. Each column under both builds:",
+        "",
+        "| columns | GIL on | GIL off |",
+        "|---|---|---|",
+        *[f"| {cols} | {on} | {off} |" for cols, on, off in BOTH_BUILDS],
+        "",
+        "Every point's `status.json` names its interpreter (`interpreter`: path, version,",
+        "build, the GIL asked for and what `sys._is_gil_enabled()` said at both ends).",
         "",
     ]
     return "\n".join(lines)

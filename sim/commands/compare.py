@@ -16,6 +16,7 @@ from sim.analysis.completeness import completeness_warnings
 from sim.analysis.condense import MAX_LEVELS, condense_markdown
 from sim.analysis.crossrun import RUN_AXIS, host_difference, pair_runs, unpaired_lines
 from sim.analysis.gate import GateResult, Rule, judge, parse_rule
+from sim.analysis.gil_onoff import gil_onoff_report
 from sim.analysis.hosts import host_warnings
 from sim.analysis.manifest_diff import manifest_differences
 from sim.analysis.report import comparison_markdown, comparison_rows
@@ -148,6 +149,8 @@ def _one(args: argparse.Namespace) -> int:
     stem = Path(args.out) if args.out else compare_stem(run.dir)
     md, csv = report.write(stem, force=args.force)
     _print(report.markdown, md, csv, args.all_rows)
+    for line in gil_onoff_report(run.dir, args.bootstrap, args.seed):  # swept the GIL on, off
+        print(line)
     return 0
 
 

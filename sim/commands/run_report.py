@@ -16,6 +16,7 @@ from rich.console import Console
 from sim.analysis.audit import audit_problems
 from sim.analysis.behind import lag_line
 from sim.analysis.condense import MAX_TABLE_ROWS, condense, shown_count
+from sim.analysis.gil_onoff import gil_onoff_report
 from sim.analysis.point_notes import audit_line, point_warnings
 from sim.analysis.report import comparison_table, pick_baseline
 from sim.analysis.stage_report import has_stages, stage_table
@@ -93,6 +94,8 @@ def report(cfg: ExperimentConfig, args: RunArgs, out_dir: Path, outcome: SweepOu
         _print_behind(out, rows, result.axes)
         if has_stages(rows):
             out.print(stage_table(rows, result.axes, "where the hold goes", limit))
+        for line in gil_onoff_report(out_dir):  # a run that swept interpreter.gil: on, off
+            out.print(line, markup=False, highlight=False)
         nf = outcome.noise_floor_p99_ms
         files = ", ".join(
             (REQUESTS_FILE, SUMMARY_FILE, SUMMARY_REPEATS_FILE, MANIFEST_FILE, f"{POINTS_DIR}/")

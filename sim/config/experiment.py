@@ -10,6 +10,7 @@ from pydantic import Field, field_validator, model_validator
 
 from sim.config.engine import EngineConfig
 from sim.config.geometry import GeometryConfig
+from sim.config.interpreter import InterpreterConfig
 from sim.config.machine import MachineConfig
 from sim.config.plugins import PluginSource
 from sim.config.sections import ConnectorConfig, GilConfig, LimitsConfig, OutputConfig, StoreConfig
@@ -44,6 +45,10 @@ class ExperimentConfig(FrozenModel):
     connector: ConnectorConfig = Field(default_factory=ConnectorConfig, description="Variant.")
     store: StoreConfig = Field(default_factory=StoreConfig, description="KV store.")
     gil: GilConfig = Field(default_factory=GilConfig, description="GIL settings.")
+    interpreter: InterpreterConfig = Field(
+        default_factory=InterpreterConfig,
+        description="The python the point children run under, and its GIL (real mode).",
+    )
     output: OutputConfig = Field(default_factory=OutputConfig, description="Where results go.")
     machine: MachineConfig = Field(
         default_factory=MachineConfig, description="Simulated machine (model mode)."
@@ -125,6 +130,10 @@ class ExperimentConfig(FrozenModel):
                 raise ValueError(
                     "machine.cpu_scale needs mode: model (real mode runs at this machine's speed)"
                 )
+        elif not self.interpreter.is_default:
+            raise ValueError(
+                "interpreter needs mode: real (model mode simulates the GIL: gil.kind)"
+            )
         return self
 
     @property

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from connectors.base import free_time, stage_hook
+from sim.instruments.schedstat import run_delay_ns
 from sim.instruments.stages import StageClock, StageTimes
 
 __all__ = [
@@ -57,6 +58,9 @@ class JobTiming:
     free_wall_ns: int
     #: The hold split by stage (sim.instruments.stages); sums to ``hold_ns``.
     stages: StageTimes | None = None
+    #: Time the thread was runnable but off-core during the job (sim.instruments.schedstat;
+    #: None off Linux): with the GIL off, the wait that takes the GIL wait's place.
+    run_wait_ns: int | None = None
 
     @property
     def wall_ns(self) -> int:
@@ -139,6 +143,7 @@ def measure(
     free_time.cpu_ns = 0
     free_time.wall_ns = 0
     outer = stage_hook.mark
+    r0 = run_delay_ns()
     w0 = time.perf_counter_ns()
     c0 = time.thread_time_ns()
     clock = StageClock(c0)
@@ -149,12 +154,18 @@ def measure(
         result = fn(*args)
     except Exception as exc:  # the request fails, the run goes on
         error = exc
+    except BaseException as exc:  # sys.exit, KeyboardInterrupt from the job's own code
+        if threading.current_thread() is threading.main_thread():
+            raise  # there, it may be a real Ctrl-C (or SIGTERM): never taken for the job's
+        error = exc  # on a load or engine thread it can only be the job's: the caller names it
     finally:
         c1 = time.thread_time_ns()
         w1 = time.perf_counter_ns()
+        r1 = run_delay_ns()
         stage_hook.mark = outer
     stages = clock.finish(c1)
-    timing = JobTiming(w0, w1, c1 - c0, free_time.cpu_ns, free_time.wall_ns, stages)
+    run_wait = r1 - r0 if r0 is not None and r1 is not None else None
+    timing = JobTiming(w0, w1, c1 - c0, free_time.cpu_ns, free_time.wall_ns, stages, run_wait)
     for ledger in _open_ledgers:
         ledger.add(timing.hold_ns, source)
     return result, error, timing

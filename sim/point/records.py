@@ -55,6 +55,10 @@ class RequestRecord:
     hold_addresses_ms: float = float("nan")
     hold_free_ms: float = float("nan")
     hold_gc_ms: float = float("nan")
+    #: The load thread's CPU time over the CPU stages, and its time runnable but off-core
+    #: (schedstat): what takes the GIL hold's and wait's place with the GIL off.
+    thread_cpu_ms: float = float("nan")
+    core_wait_ms: float = float("nan")
     #: Collections that ran on the request's thread during its CPU stages, by generation.
     gc_gen0: int = 0
     gc_gen1: int = 0
@@ -83,8 +87,8 @@ class RequestRecord:
             name: derive(self) if (derive := DERIVED_COLUMNS.get(name)) else getattr(self, name)
             for name in REQUEST_COLUMNS
         }
-        if row["trace_line"] is None:
-            row["trace_line"] = ""  # an empty CSV cell, not the text "None"
+        if row[columns.TRACE_LINE.name] is None:
+            row[columns.TRACE_LINE.name] = ""  # an empty CSV cell, not the text "None"
         for name in TIME_COLUMNS:
             # To the nanosecond: six significant digits would blur a planned schedule
             # (0.0166667 for 1/60) and hide microseconds after the first second.

@@ -19,6 +19,7 @@ from sim.config.loader import ParsedConfig, read_config, read_mapping
 from sim.errors import ConfigError
 from sim.preflight import budget
 from sim.preflight.files import check_data_files
+from sim.preflight.interpreter import check_interpreters
 from sim.workload.plan import preview_workload
 
 __all__ = ["check_budget", "check_config", "parse_checked", "parse_checked_mapping"]
@@ -38,9 +39,11 @@ def check_budget(parsed: ParsedConfig) -> None:
 
 
 def check_config(parsed: ParsedConfig) -> None:
-    """The checks a loaded config must pass before it runs: its data files, its budget."""
+    """The checks a loaded config must pass before it runs: its data files, its budget,
+    the interpreter its points run under."""
     check_data_files(parsed)
     check_budget(parsed)
+    check_interpreters(parsed)
 
 
 def parse_checked(

@@ -26,6 +26,7 @@ from sim.config.geometry import GeometryConfig
 from sim.errors import WatchdogError
 from sim.instruments.stages import GC, OTHER, StageTimes
 from sim.point.records import RequestRecord, end_record, error_line
+from sim.process.interpreter import gil_enabled
 from sim.runtime.env import HybridEnvironment
 from sim.runtime.workers import JobOutcome
 from sim.store.base import LoadStore, cpu_stages
@@ -45,12 +46,14 @@ class CpuExecutor(Protocol):
     ) -> None: ...
 
 
-def _record_stages(rec: RequestRecord, st: StageTimes) -> None:
-    """The hold by stage; anything before the first mark is in ``keys`` (see stages)."""
-    rec.hold_keys_ms = (st.of("keys") + st.of(OTHER)) / 1e6
-    rec.hold_addresses_ms = st.of("addresses") / 1e6
-    rec.hold_free_ms = st.of("free") / 1e6
-    rec.hold_gc_ms = st.of(GC) / 1e6
+def _record_stages(rec: RequestRecord, st: StageTimes, gil_on: bool) -> None:
+    """The hold by stage (with the GIL on: there is none to split with it off); anything
+    before the first mark is in ``keys`` (see stages)."""
+    if gil_on:
+        rec.hold_keys_ms = (st.of("keys") + st.of(OTHER)) / 1e6
+        rec.hold_addresses_ms = st.of("addresses") / 1e6
+        rec.hold_free_ms = st.of("free") / 1e6
+        rec.hold_gc_ms = st.of(GC) / 1e6
     rec.gc_gen0, rec.gc_gen1, rec.gc_gen2 = st.gc_counts
     rec.gc_addresses = st.gc_in.get("addresses", 0)
 
@@ -85,6 +88,14 @@ class LoadPipeline:
         self._jobs: dict[int, LoadJob] = {}
         cfg = store.config
         self._faulty = cfg.kind == "model" and (cfg.fail_prob > 0 or cfg.stall_prob > 0)
+        # With the GIL off a request has no GIL hold or wait: those columns stay empty
+        # (sim.instruments.threadtime; a point whose GIL changes state fails, sim.sweep.child).
+        self._gil_on = gil_enabled()
+
+    @property
+    def gil_on(self) -> bool:
+        """Whether the GIL was on when the pipeline was built (its records say so)."""
+        return self._gil_on
 
     def request_bytes(self, tokens: int) -> int:
         nbytes = self._bytes.get(tokens)
@@ -255,10 +266,14 @@ class _Request:
         rec.cpu_done_s = env.to_run_time(t.end_ns)
         rec.queue_ms = (t.start_ns - self.arrival_ns) / 1e6
         rec.stage_wall_ms = t.wall_ns / 1e6
-        rec.gil_hold_ms = t.hold_ns / 1e6
-        rec.gil_wait_ms = t.wait_ns / 1e6
+        if p._gil_on:
+            rec.gil_hold_ms = t.hold_ns / 1e6
+            rec.gil_wait_ms = t.wait_ns / 1e6
+        rec.thread_cpu_ms = t.cpu_ns / 1e6
+        if t.run_wait_ns is not None:
+            rec.core_wait_ms = t.run_wait_ns / 1e6
         if t.stages is not None:
-            _record_stages(rec, t.stages)
+            _record_stages(rec, t.stages, p._gil_on)
         err = self.error
         end_record(
             rec,

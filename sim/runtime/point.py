@@ -14,8 +14,10 @@ import numpy as np
 
 from connectors import registry
 from connectors.token_database import TokenDatabase
+from sim import columns
 from sim.config.experiment import ExperimentConfig, Point
 from sim.instruments.heap import live_heap
+from sim.instruments.threadtime import ThreadTimes
 from sim.point.addons import start_up
 from sim.point.arrivals import drive_arrivals
 from sim.point.record_sink import RowWriter, point_sink
@@ -165,14 +167,16 @@ def run_point(
         noise_after = measure_noise_floor(workers=cfg.connector.workers)
         store_summary = store.summary()
     sink = point_sink(cfg, len(workload), write_rows)
+    threads = ThreadTimes(pipeline.gil_on)
     for rec in pipeline.records():
         sink.add(rec)
+        threads.add(rec)
     sink.close()
     n = sink.finished
     harness = {
-        "harness_us_per_request": harness_ns / 1e3 / n if n else math.nan,
-        "harness_cpu_us_per_request": harness_cpu_ns / 1e3 / n if n else math.nan,
-        "harness_wakes_per_request": harness_waits / n if n else math.nan,
+        columns.HARNESS_US_PER_REQUEST.name: harness_ns / 1e3 / n if n else math.nan,
+        columns.HARNESS_CPU_US_PER_REQUEST.name: harness_cpu_ns / 1e3 / n if n else math.nan,
+        columns.HARNESS_WAKES_PER_REQUEST.name: harness_waits / n if n else math.nan,
     }
     figures = (
         harness,
@@ -180,5 +184,6 @@ def run_point(
         workload.stats,
         heap.summary(),
         store_summary,
+        threads.summary(),
     )
     return point_result(point, repeat, sink, elapsed, figures, addons)

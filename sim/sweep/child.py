@@ -32,7 +32,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from sim.config import Point
+from sim.errors import RunError
 from sim.point.result import PointResult
+from sim.process.interpreter import gil_enabled, gil_mismatch, observed
 from sim.process.lifeline import die_with_parent, parent_pid
 from sim.rundir.layout import write_ok, write_status
 from sim.sweep.hostinfo import host_info
@@ -110,8 +112,15 @@ def execute_spec(
     # The requests' rows go to requests.csv as they finish (sim.point.record_sink):
     # the point never holds them all.
     rows = RequestsFile(rep_dir, lead, durable)
+    wanted = spec.config.interpreter.gil
+    gil_at_start = gil_enabled()
     try:
         res = run_in_mode(point, repeat, progress, rows)
+        gil_at_end = gil_enabled()
+        real = spec.config.mode == "real"
+        why = gil_mismatch(wanted, gil_at_start, gil_at_end) if real else None
+        if why is not None:  # the point's figures are not of the GIL it asked for
+            raise RunError(why)
         rows.commit()
     except BaseException:
         rows.abort()
@@ -136,6 +145,8 @@ def execute_spec(
         "started_unix": started_unix,
         "ended_unix": time.time(),
         "host": record,
+        # The interpreter and the GIL this process saw (sim.process.interpreter).
+        "interpreter": observed(wanted, gil_at_start, gil_at_end),
     }
     write_ok(rep_dir, written, durable=durable, **info)
     return info

@@ -104,6 +104,8 @@ def config_identity(cfg: ExperimentConfig, digests: DataDigests | None = None) -
     data = cfg.model_dump(mode="json")
     for key in _IGNORED:
         data.pop(key, None)
+    if cfg.interpreter.is_default:  # a config without one is the experiment it always was
+        data.pop("interpreter", None)
     if cfg.output.all_percentiles != BASE_PERCENTILES:
         # The percentiles change summary.csv's columns: a resume must not mix two sets.
         data["output_percentiles"] = list(cfg.output.all_percentiles)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from sim.files.read import read_tail
+from sim.process.interpreter import InterpreterError, child_env, resolve_python
 from sim.process.lifeline import PARENT_PID_ENV
 from sim.process.signals import deferred_signals
 from sim.rundir.layout import RepRun, read_status, write_status
@@ -64,15 +65,19 @@ def _last_error_line(log: Path) -> str:
 
 
 def start_child(
-    argv: Sequence[str], log: TextIO, preexec_fn: Callable[[], None] | None = None
+    argv: Sequence[str],
+    log: TextIO,
+    preexec_fn: Callable[[], None] | None = None,
+    env: dict[str, str] | None = None,
 ) -> subprocess.Popen[str]:
     """A point's child process: its protocol lines on a pipe, its stderr in ``log``
     (the local runner's and a Ray host's children are started alike). It is told this
     process's pid (``PARENT_PID_ENV``): a parent that dies before the child has asked to
-    die with it (sim.process.lifeline) is then seen, not outlived by a point nobody awaits."""
+    die with it (sim.process.lifeline) is then seen, not outlived by a point nobody awaits.
+    ``env``: the child's environment (default: this process's)."""
     return subprocess.Popen(
         list(argv),
-        env={**os.environ, PARENT_PID_ENV: str(os.getpid())},
+        env={**(os.environ if env is None else env), PARENT_PID_ENV: str(os.getpid())},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=log,
@@ -165,6 +170,18 @@ def _in_process(
         write_status(rep.dir, "failed", error=one_line(exc), pid=os.getpid())
 
 
+def _interpreter(rep: RepRun, base: Sequence[str]) -> tuple[list[str], dict[str, str] | None]:
+    """The child's command and environment under the point's ``interpreter:`` (its python
+    in place of this one, PYTHON_GIL for its GIL switch); a custom ``base`` is kept."""
+    interp = rep.point.config.interpreter
+    if interp.is_default:
+        return list(base), None
+    argv = list(base)
+    if tuple(base) == CHILD_COMMAND:
+        argv[0] = resolve_python(interp.python)
+    return argv, child_env(interp.gil)
+
+
 def _child_command(rep: RepRun, base: Sequence[str]) -> list[str]:
     """A point with a real store runs in a private network namespace where one can be made."""
     store = rep.point.config.store
@@ -212,15 +229,24 @@ def run_rep(
     t0 = time.perf_counter()
     # A model-mode point starts no thread and touches no GIL state: a child process
     # would cost more to start than the point takes to run.
-    if not isolate or model:
+    if not isolate and not model and not rep.point.config.interpreter.is_default:
+        write_status(
+            rep.dir, "failed", error="interpreter: needs a child process per point (not in-process)"
+        )
+    elif not isolate or model:
         _in_process(rep, progress, host)
     else:
         with open(rep.log, "w", encoding="utf-8") as log:
+            try:
+                base, env = _interpreter(rep, child_command)
+            except InterpreterError as exc:  # validated at planning; gone since
+                write_status(rep.dir, "failed", error=str(exc))
+                return _outcome(rep, t0)
             # A Ctrl-C while the child is being started would otherwise leave a child
             # without a handle to stop it and a started point without a status: it is
             # held until the child exists, then delivered inside the try below.
             with deferred_signals() as arrived:
-                proc = start_child([*_child_command(rep, child_command), str(spec)], log)
+                proc = start_child([*_child_command(rep, base), str(spec)], log, env=env)
             deadline = Deadline(START_ALLOWANCE_S, "start")
             bound_s = wait_bound_s(rep.point.config.limits)
             try:
@@ -244,6 +270,10 @@ def run_rep(
             why = _last_error_line(rep.log)
             msg = f"child exited with code {proc.returncode}" + (f": {why}" if why else "")
             write_status(rep.dir, "failed", error=msg, returncode=proc.returncode)
+    return _outcome(rep, t0)
+
+
+def _outcome(rep: RepRun, t0: float) -> RepOutcome:
     status = read_status(rep.dir) or {"status": "failed", "error": "no status written"}
     return RepOutcome(
         status=str(status["status"]),

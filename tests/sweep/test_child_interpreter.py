@@ -1,0 +1,71 @@
+"""A point under ``interpreter:``: its child runs the named python with PYTHON_GIL set,
+records what it saw in status.json, and fails in one line when the GIL it ran with is
+not the one it asked for (an extension module can switch it back on)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from sim.config.loader import read_mapping
+from sim.errors import RunError
+from sim.rundir.layout import read_status
+from sim.sweep import child, rep_runs
+from sim.sweep.runner import run_rep
+from sim.sweep.spec import write_spec
+
+TINY = {
+    "name": "tiny",
+    "seed": 3,
+    "repeats": 1,
+    "model": {"regions": 4, "block_len": [1024, 2048], "block_size": 16, "num_blocks": 256},
+    "workload": {"requests": 6, "arrival": {"kind": "poisson", "rate_rps": 400}, "tokens": 160},
+    "connector": {"variant": "numpy", "workers": 2},
+    "store": {"bandwidth_gb_per_s": 50, "latency_ms": 0.2, "concurrency": 2},
+}
+
+
+def rep_of(tmp_path, interpreter: dict) -> object:
+    parsed = read_mapping({**TINY, "interpreter": interpreter}, label="tiny.yaml")
+    rep = rep_runs(tmp_path / "out", parsed.points, 1)[0]
+    rep.dir.mkdir(parents=True)
+    return rep
+
+
+def test_a_point_that_asked_for_the_gil_off_but_ran_with_it_on_fails(tmp_path, monkeypatch) -> None:
+    rep = rep_of(tmp_path, {"gil": "off"})
+    write_spec(rep, ["variant", "workers"], "tiny.yaml")
+    monkeypatch.setattr(child, "gil_enabled", lambda: True)  # as an extension module would
+    with pytest.raises(RunError, match=r"^interpreter.gil: off, but sys._is_gil_enabled\(\)"):
+        child.execute(rep.dir)
+    assert not (rep.dir / "requests.csv").exists()  # no half-written result
+
+
+def test_the_child_runs_under_the_switch_and_records_what_it_saw(tmp_path) -> None:
+    rep = rep_of(tmp_path, {"python": sys.executable, "gil": "on"})
+    out = run_rep(rep, tmp_path / "out", ["variant", "workers"])
+    assert out.status == "ok", out.error
+    seen = read_status(rep.dir)["interpreter"]
+    assert seen["path"] == sys.executable and seen["python_gil_env"] == "1"
+    assert seen["gil_requested"] == "on" and seen["gil_enabled"] is True
+    assert seen["version"] == ".".join(map(str, sys.version_info[:3]))
+    summary = (rep.dir / "summary.csv").read_text().splitlines()
+    row = dict(zip(summary[0].split(","), summary[1].split(","), strict=False))
+    assert row["gil_enabled"] == "1" and float(row["thread_cpu_mean_ms"]) > 0
+
+
+def test_an_interpreter_point_is_not_run_in_process(tmp_path) -> None:
+    rep = rep_of(tmp_path, {"gil": "on"})
+    out = run_rep(rep, tmp_path / "out", ["variant", "workers"], isolate=False)
+    assert out.status == "failed" and "needs a child process" in out.error
+
+
+def test_a_default_interpreter_keeps_the_status_as_it_was_plus_what_it_saw(tmp_path) -> None:
+    rep = rep_of(tmp_path, {})
+    out = run_rep(rep, tmp_path / "out", ["variant", "workers"])
+    assert out.status == "ok", out.error
+    status = json.loads((rep.dir / "status.json").read_text())
+    assert status["interpreter"]["gil_requested"] == "default"
+    assert status["interpreter"]["python_gil_env"] == ""

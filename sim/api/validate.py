@@ -33,7 +33,7 @@ __all__ = ["LEVELS", "MIN_REPEATS", "Validation", "validate_model"]
 #: What validate-model judges: the calibrated model's prediction (beside the real side's
 #: own repeatability), the mechanism (the real runs' own service times replayed through
 #: the model's queue, GIL and store), or both.
-LEVELS = ("prediction",)
+LEVELS = ("prediction", "mechanism", "both")
 
 #: Repeats a validation runs at least (interleaved rounds, the requests pooled per point):
 #: two real runs of engine_interference minutes apart on a quiet machine agreed with
@@ -111,7 +111,7 @@ def validate_model(
     elif run:
         run_real(exp, where, force, resume, events)
     head = f"# kvsim validate-model · {exp.name}\n\n"
-    mechanism = ""  # the mechanism level (sim.model.replay) joins LEVELS when it lands
+    mechanism = _mechanism(exp, where) if level in ("mechanism", "both") else ""
     text, full, csv_rows = _prediction(exp, where, boot, run, aa) if predict else ("", "", [])
     if csv_rows:
         write_csv(where.table, list(csv_rows[0]), csv_rows)
@@ -175,6 +175,27 @@ def _prediction(
         parts.append(noise_line(summary_counts(pairs), names))
     full, csv_rows = render(pairs, "Every metric, per point: model/ against real/")
     return "\n".join(parts) + "\n", "\n#" + full, csv_rows
+
+
+def _mechanism(exp: Experiment, where: ValidationLayout) -> str:
+    """The mechanism level: the real runs' own service times (each request's GIL hold, the
+    engine's build) replayed through the model's queue, GIL, cores and store
+    (sim.model.replay), each point under the background load measured around its real
+    twin and the harness latencies measured around the real runs when they were."""
+    import statistics
+
+    from sim.api.replay import replay_run
+    from sim.model.calibration import load_calibration
+    from sim.model.replay import MECHANISM_TARGETS
+    from sim.model.validate_table import mechanism_table
+
+    cal = load_calibration(where.conditions) if where.conditions.is_file() else None
+    loads = read_json(where.loads) if where.loads.is_file() else {}
+    slugs = {str(p.index): p.slug for p in exp.with_overrides(["mode=real"]).points}
+    background = {slugs[k]: statistics.fmean(v) for k, v in loads.items() if k in slugs and v}
+    points = replay_run(where.real, calibration=cal, background=background)
+    title = "Mechanism: the real runs' measured holds replayed through the model (real/)"
+    return mechanism_table(points, MECHANISM_TARGETS, title) + "\n"
 
 
 def _again_is_current(where: ValidationLayout, ran: bool, aa: bool) -> bool:

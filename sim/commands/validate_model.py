@@ -57,8 +57,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         choices=LEVELS,
         default=LEVELS[-1],
         help="what to judge (default %(default)s; docs/model-mode.md, Validation): "
-        "prediction, the calibrated model against the real runs beside the real side's "
-        "own repeatability",
+        "'prediction', the calibrated model against the real runs, beside the real side's "
+        "own repeatability (--aa); 'mechanism', the real runs' own measured holds replayed "
+        "through the model (no model runs: the machine's speed taken out)",
     )
     add_set_argument(p)
 

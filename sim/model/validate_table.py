@@ -12,18 +12,21 @@ from __future__ import annotations
 
 import math
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
+from sim import columns
 from sim.model.validate import TARGETS, ValidationRow, axis_key
 from sim.model.validate_verdict import (
     LATENCY,
     MARGIN,
     PointJudgement,
+    mechanism_verdict,
     verdict,
     verdicts_by_value,
 )
 
-__all__ = ["WIDTH", "point_cell", "prediction_table", "wrap"]
+__all__ = ["WIDTH", "mechanism_table", "point_cell", "prediction_table", "wrap"]
 
 #: The width every printed line fits.
 WIDTH = 100
@@ -109,3 +112,48 @@ def prediction_table(
         lines += ["", f"By {axis} (passed: by the target + by repeatability):"]
         lines += [f"- {value}: {got.short()}" for value, got in values]
     return wrap("\n".join(lines) + "\n")
+
+
+def _err(error: float, within: bool | None) -> str:
+    """A relative error with ✗ when it misses its target."""
+    return _pct(error) + ("✗" if within is False else "")
+
+
+def mechanism_table(points: Sequence[Any], targets: Mapping[str, Any], title: str) -> str:
+    """The mechanism level (``sim.model.replay.ReplayPoint``: ``axes``, ``real``, ``model``,
+    ``error``, ``within``): per point the latency mean (real, model, error), the p50's and
+    p99's error, and the GIL wait mean (real, model, error), ✗ on a miss; then the count
+    within each target and the verdict."""
+    if not points:
+        return f"## {title}\n\nNo finished real point to replay.\n"
+    keys = [{a: str(v) for a, v in p.axes.items() if a != "mode"} for p in points]
+    head1 = f"{'point (' + ', '.join(keys[0]) + ')':<{POINT_WIDTH}.{POINT_WIDTH}}"
+    head1 += f" │ {'latency mean (ms)':<20} │ {'p50':>6} │ {'p99':>6} │ {'GIL wait mean (ms)':<20}"
+    head2 = " " * POINT_WIDTH + f" │ {'real':>6} {'model':>6} {'error':>6} │ {'error':>6}"
+    head2 += f" │ {'error':>6} │ {'real':>6} {'model':>6} {'error':>6}"
+    lines = [f"## {title}", "", head1.rstrip(), head2]
+    lat, wait = columns.LATENCY_MEAN_MS.name, columns.GIL_WAIT_MEAN_MS.name
+    for key, p in zip(keys, points, strict=True):
+        w = p.within
+        cells = (
+            f"{point_cell(key):<{POINT_WIDTH}} │ {_num(p.real[lat]):>6} {_num(p.model[lat]):>6} "
+            f"{_err(p.error[lat], w.get(lat)):>6} │ "
+            f"{_err(p.error['latency_p50_ms'], w.get('latency_p50_ms')):>6} │ "
+            f"{_err(p.error['latency_p99_ms'], w.get('latency_p99_ms')):>6} │ "
+            f"{_num(p.real[wait]):>6} {_num(p.model[wait]):>6} "
+            f"{_err(p.error[wait], w.get(wait)):>6}"
+        )
+        lines.append(cells)
+    n = len(points)
+    counts = ", ".join(
+        f"{m.removesuffix('_ms').replace('_', ' ')} {t.text()} "
+        f"{sum(bool(p.within.get(m)) for p in points)}/{n}"
+        for m, t in targets.items()
+    )
+    word = mechanism_verdict([p.within for p in points], list(targets))
+    lines += [
+        "",
+        f"Verdict: {word} (each target at 90 % of the points or more): {counts}; every target "
+        f"at {sum(all(p.within.get(m) for m in targets) for p in points)}/{n} points.",
+    ]
+    return "\n".join(lines) + "\n"

@@ -298,3 +298,34 @@ def test_validate_model_scales_each_model_point_to_the_speed_probed_beside_its_t
     assert json.loads(idle.read_text())["config"]["machine"]["cpu_scale"] == 1.0
     text = (out / "validation.md").read_text()
     assert "- machine speed (a 5-request calibration probe" in text and "4 probes" in text
+
+
+def test_validate_model_mechanism_level_replays_the_real_run_only(
+    small_calibration, write_config, tmp_path, capsys
+):
+    """--level mechanism runs the real grid and replays its measured holds through the
+    model (sim.api.replay): no model run directories, a table per point at 100 columns
+    and the mechanism's verdict; --level both adds the prediction's table after it."""
+    path = write_config(
+        {
+            "machine": {"calibration": str(small_calibration)},
+            "model": {"block_size": 16},
+            "workload": {"requests": 12, "tokens": 64},
+            "connector": {"variant": "synthetic", "options": {"hold_ms": 1.0}},
+            "sweep": {"connector.workers": [1, 2]},
+        }
+    )
+    out = tmp_path / "val"
+    base = ["validate-model", str(path), "--out", str(out), "--boot", "50", "--repeats", "1"]
+    assert cli_main([*base, "--level", "mechanism"]) == 0
+    printed = capsys.readouterr().out
+    assert "## Mechanism: the real runs' measured holds replayed" in printed
+    assert "## Prediction" not in printed and not (out / "model").exists()
+    rows = [x for x in printed.splitlines() if x.startswith(("synthetic 1 ", "synthetic 2 "))]
+    assert len(rows) == 2
+    assert all(len(x) <= 100 for x in printed.splitlines() if not x.startswith("written: "))
+    assert "Verdict: " in printed and "latency mean ±5% " in printed
+    assert cli_main([*base, "--no-run", "--level", "both"]) == 2  # no model/ to report on
+    assert cli_main([*base, "--resume", "--level", "both"]) == 0
+    text = (out / "validation.md").read_text()
+    assert text.index("## Mechanism") < text.index("## Prediction") < text.index("Every metric")

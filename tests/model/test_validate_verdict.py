@@ -105,3 +105,14 @@ def test_each_swept_value_gets_its_own_verdict() -> None:
     assert list(by) == ["variant"]  # workers has one value: no line
     words = {value: v.word for value, v in by["variant"]}
     assert words == {"numpy": WITHIN, "scalar": NOT_WITHIN}
+
+
+def test_the_mechanism_level_needs_each_target_at_nine_of_ten_points() -> None:
+    from sim.model.validate_verdict import mechanism_verdict
+
+    metrics = ["latency_p50_ms", "gil_wait_mean_ms"]
+    nine = [{"latency_p50_ms": i > 0, "gil_wait_mean_ms": True} for i in range(10)]
+    assert mechanism_verdict(nine, metrics) == WITHIN
+    eight = [{"latency_p50_ms": i > 1, "gil_wait_mean_ms": True} for i in range(10)]
+    assert mechanism_verdict(eight, metrics) == NOT_WITHIN
+    assert mechanism_verdict([{"latency_p50_ms": True}], metrics) == NOT_WITHIN  # a metric absent

@@ -1,0 +1,62 @@
+"""A small real run replayed through the model (sim.api.replay): checks that hold beside a
+CPU hog.
+
+One load thread, synthetic holds, a free harness and an idle machine in the model: each
+request then waits in a FIFO single-server queue whose service is its real hold's CPU
+time, and nothing the real machine adds (its harness, wake-ups, a core taken by another
+process) can make a request earlier (Lindley's recursion is monotone in every service
+and arrival delay). So the replay's latency and queue figures are at most the real
+run's, however busy the machine, and its holds are the real ones; no absolute time is
+asserted.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from sim.api.replay import replay_run
+from sim.cli import main as cli_main
+from sim.errors import RunDirError
+from sim.model.calibration import load_calibration
+from sim.rundir.outputs import read_csv
+from tests.model.test_queueing import _free_harness_calibration
+
+
+def test_a_real_runs_replay_is_never_slower_than_it(write_config, tmp_path) -> None:
+    out = tmp_path / "run"
+    path = write_config(
+        {
+            "workload": {"requests": 40, "arrival": {"kind": "poisson", "rate_rps": 40}},
+            "connector": {"variant": "synthetic", "workers": 1, "options": {"hold_ms": 3.0}},
+            "gil": {"probe": False},
+            "sweep": {"workload.arrival.rate_rps": [40, 80]},
+        }
+    )
+    assert cli_main(["run", str(path), "--out", str(out), "-q"]) == 0
+    cal = load_calibration(_free_harness_calibration(tmp_path / "cal.json"))
+    points = replay_run(out, calibration=cal, background=0.0)
+    assert [p.axes["rate_rps"] for p in points] == [40, 80]
+    rows = read_csv(out / "requests.csv")
+    for p in points:
+        assert p.requests == 40
+        mine = [r for r in rows if r["rate_rps"] == str(p.axes["rate_rps"])]
+        assert p.real["latency_mean_ms"] == pytest.approx(
+            sum(float(r["latency_ms"]) for r in mine) / 40
+        )
+        for metric in ("latency_mean_ms", "latency_p50_ms", "latency_p99_ms", "queue_mean_ms"):
+            assert math.isfinite(p.model[metric])
+            assert p.model[metric] <= p.real[metric] + 1e-6, (p.label, metric)
+        # the replayed holds are the real ones: the model's latency is at least their mean
+        holds = [float(r["gil_hold_ms"]) for r in mine]
+        assert p.model["latency_mean_ms"] >= sum(holds) / len(holds)
+        assert p.model["gil_wait_mean_ms"] == pytest.approx(0.0, abs=1e-9)  # one thread
+
+
+def test_a_directory_without_a_real_point_is_refused_in_one_line(tmp_path) -> None:
+    with pytest.raises(RunDirError, match="no points/ directory"):
+        replay_run(tmp_path)
+    (tmp_path / "points").mkdir()
+    with pytest.raises(RunDirError, match="no finished real point run to replay"):
+        replay_run(tmp_path)

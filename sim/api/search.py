@@ -87,6 +87,7 @@ def search(
     from sim.events import SweepEvents
     from sim.point.metrics import SUMMARY_METRICS, extra_latency_columns
     from sim.slo_search.driver import plan_search, run_search
+    from sim.slo_search.measured import unmeasured
     from sim.slo_search.slo import parse_slo
     from sim.sweep.session import open_session, plan_run
 
@@ -96,6 +97,10 @@ def search(
         slos = [parse_slo(s, known) for s in slo]
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    for s in slos:  # else every point "misses" a figure that nothing measured
+        why = unmeasured(s.metric, [p.config for p in exp.points])
+        if why:
+            raise UsageError(f"--slo {s.spec!r}: {why}")
     config_dir = exp.source.resolve().parent if exp.source is not None else Path.cwd()
     plan = plan_search(
         cfg,

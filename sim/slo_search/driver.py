@@ -123,7 +123,11 @@ class Search:
                             "index": s.points[v],
                             "value": nice(v),
                             "meets": s.verdicts[v].ok,
-                            "values": s.verdicts[v].values,
+                            # JSON has no NaN: a value not measured is null
+                            "values": {
+                                m: None if math.isnan(x) else x
+                                for m, x in s.verdicts[v].values.items()
+                            },
                             "why": s.verdicts[v].why,
                         }
                         for v in sorted(s.verdicts, key=lambda v: s.points[v])  # as tried

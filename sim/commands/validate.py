@@ -17,6 +17,7 @@ from sim.config.workload import FixedTokens, TraceArrival, UniformTokens
 from sim.preflight import budget, parse_checked
 from sim.preflight.budget import human_seconds
 from sim.preflight.machine import check_covered, check_runnable
+from sim.preflight.model_time import estimate_model_time
 from sim.rundir.guard import normalize_dir
 from sim.workload.plan import WorkloadPreview, preview_workload
 
@@ -87,6 +88,9 @@ def _main(args: argparse.Namespace, plugins: ExitStack) -> int:
     for line in trace_lines(points, previews):
         print(line)
     print(budget_line(cfg, points, previews))
+    line = model_time_line(cfg, points, counts)
+    if line:
+        print(line)
     for line in store_bound_lines(points, previews):
         print(line)
     return 0
@@ -156,6 +160,18 @@ def trace_lines(points: Sequence[Point], previews: Sequence[WorkloadPreview]) ->
                 "the whole prompt (workload.arrival.load: prompt)"
             ] = None
     return list(out)
+
+
+def model_time_line(cfg: ExperimentConfig, points: list[Point], counts: list[int]) -> str:
+    """What model-mode points will take, from samples of them simulated here
+    (sim.preflight.model_time); empty where no point is in model mode."""
+    est = estimate_model_time(points, counts)
+    if est is None:
+        return ""
+    return (
+        f"model time: ≈ {human_seconds(max(est.point_s))} per point, ≈ "
+        f"{human_seconds(est.total_s(cfg.repeats))} in all ({est.basis()})"
+    )
 
 
 def budget_line(cfg: ExperimentConfig, points: list[Point], loads: list[WorkloadPreview]) -> str:

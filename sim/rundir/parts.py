@@ -19,6 +19,7 @@ import hashlib
 import io
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +86,9 @@ class Part:
         start = len(first) + 1
         ok = len(columns) >= 2 and all(columns) and len(set(columns)) == len(columns)
         size, last, carry = len(rest), b"", rest
-        for block in (b"", *blocks):  # the rest of what was read first, then the file
+        # the rest of what was read first, then the file: a block at a time (unpacking the
+        # generator, ``(b"", *blocks)``, read the whole file in: 236 MB for a 222 MB one)
+        for block in chain((b"",), blocks):
             carry += block
             size += len(block)
             cut = carry.rfind(b"\n") + 1

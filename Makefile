@@ -4,7 +4,7 @@ export PYTHON
 # More arguments for the command a target runs: `make quickstart ARGS='--set workload.requests=40'`.
 ARGS ?=
 
-.PHONY: install quickstart test lint
+.PHONY: install quickstart test lint freethreaded
 
 # Installs unless .kvsim-installed names this interpreter ($(PYTHON) resolved: a new venv is
 # a new one) and the current pyproject.toml and scripts/install.sh (scripts/install_stamp.py).
@@ -19,3 +19,11 @@ test: install
 
 lint: install
 	$(PYTHON) -m ruff check . && $(PYTHON) -m ruff format --check .
+
+# A free-threaded CPython with kvsim's dependencies, in a venv outside the repository
+# (~/.cache/kvsim/freethreaded), for configs/gil_on_off.yaml (`interpreter: {python:
+# freethreaded}`): FT_PYTHON=/path/python3.13t uses one you have, else python3.14t or
+# python3.13t on PATH, else CPython 3.13 is built from Debian's source package (6-10 min,
+# once). Prints the python's path last; a second run costs nothing.
+freethreaded:
+	FT_PYTHON="$(FT_PYTHON)" bash scripts/freethreaded.sh

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.analysis.compare import Comparison, compare
+from sim.analysis.gil_onoff import gil_onoff_lines
 from sim.analysis.point_notes import point_warnings
 from sim.analysis.report import no_verdict_line
 from sim.files.read import MAX_DATA_BYTES, open_bounded
@@ -246,6 +247,9 @@ def pr_markdown(
         # Where the harness fell behind its plan (or the audit disagrees), a figure is not
         # what it seems: the page says so under the table, as the run's end table does.
         lines += ["", "Warnings:", ""] + [f"- {w}" for w in warnings]
+    onoff = gil_onoff_lines(res, n_boot, seed)  # a run that swept interpreter.gil: on, off
+    if onoff:
+        lines += ["", "### The GIL's own cost", "", "```", *onoff, "```"]
     if bench:
         lines += _bench_section(bench, variants)
     noise = _noise_line(res)

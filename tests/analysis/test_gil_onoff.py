@@ -91,3 +91,10 @@ def test_kvsim_compare_prints_it_after_its_own_table(tmp_path, capsys) -> None:
     out = capsys.readouterr().out
     assert "the GIL's own cost · onoff" in out
     assert out.index("the GIL's own cost") > out.index("scalar")
+
+
+def test_kvsim_report_has_the_table_in_its_page(tmp_path, capsys) -> None:
+    from sim.analysis.pr_report import pr_markdown
+
+    page = pr_markdown(load_results(write_run(tmp_path / "run")), n_boot=100)
+    assert "### The GIL's own cost" in page and "off÷on p50" in page

@@ -1,0 +1,93 @@
+"""The same points on one free-threaded CPython with the GIL on and off (issue 39).
+
+Needs a free-threaded interpreter: ``$KVSIM_FT_PYTHON``, or the one `make freethreaded`
+set up in its cache (sim.process.interpreter.setup_python). Where none can be had the
+tests skip and say so; .ci/run builds one first (scripts/freethreaded.sh).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sim.cli import main
+from sim.process.interpreter import FT_PYTHON_ENV, probe, resolve_python, setup_python
+
+TINY = {
+    "name": "ft",
+    "seed": 3,
+    "repeats": 1,
+    "model": {"regions": 4, "block_len": [1024, 2048], "block_size": 16, "num_blocks": 256},
+    "workload": {"requests": 8, "arrival": {"kind": "poisson", "rate_rps": 200}, "tokens": 160},
+    "connector": {"variant": "scalar", "workers": 2},
+    "store": {"bandwidth_gb_per_s": 50, "latency_ms": 0.2, "concurrency": 2},
+    "interpreter": {"python": "freethreaded"},
+}
+
+
+@pytest.fixture(scope="module")
+def ft_python() -> str:
+    found = setup_python()
+    if found is None:
+        pytest.skip(
+            "no free-threaded CPython here: `make freethreaded` builds one (or set "
+            f"{FT_PYTHON_ENV}=/path/to/python3.13t)"
+        )
+    path = resolve_python("freethreaded")
+    assert probe(path).free_threaded, f"{path} ({FT_PYTHON_ENV}) is not a free-threaded build"
+    return path
+
+
+def write(tmp_path: Path, **extra: object) -> Path:
+    path = tmp_path / "ft.yaml"
+    path.write_text(yaml.safe_dump({**TINY, **extra}))
+    return path
+
+
+def test_the_set_up_interpreter_is_free_threaded_with_the_gil_off(ft_python: str) -> None:
+    found = probe(ft_python)
+    assert found.free_threaded and not found.gil_enabled and found.kvsim
+    assert not found.missing(("pydantic", "yaml", "simpy", "numpy"))
+
+
+def test_gil_on_and_off_on_one_binary_each_point_says_what_it_saw(
+    ft_python: str, tmp_path: Path, capsys
+) -> None:
+    cfg = write(tmp_path, sweep={"interpreter.gil": ["on", "off"]})
+    out = tmp_path / "run"
+    assert main(["run", str(cfg), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "the GIL's own cost · ft" in printed and "this machine:" in printed
+    seen = {}
+    for status in out.glob("points/*/rep-0/status.json"):
+        rec = json.loads(status.read_text())["interpreter"]
+        assert rec["build"] == "free-threaded" and rec["path"] == ft_python
+        seen[rec["gil_requested"]] = (rec["gil_enabled_at_start"], rec["gil_enabled"])
+    assert seen == {"on": (True, True), "off": (False, False)}
+    with open(out / "summary.csv", newline="") as fh:
+        summary = {r["gil"]: r for r in csv.DictReader(fh)}
+    assert summary["on"]["gil_enabled"] == "1" and summary["on"]["gil_note"] == ""
+    assert summary["off"]["gil_enabled"] == "0" and "GIL off" in summary["off"]["gil_note"]
+    assert summary["off"]["gil_hold_mean_ms"] == "" and summary["off"]["gil_wait_p99_ms"] == ""
+    assert float(summary["on"]["gil_hold_mean_ms"]) > 0
+    for side in ("on", "off"):
+        assert float(summary[side]["thread_cpu_mean_ms"]) > 0
+        assert summary[side]["core_wait_mean_ms"] != ""
+    with open(out / "requests.csv", newline="") as fh:
+        off = [r for r in csv.DictReader(fh) if r["gil"] == "off"]
+    assert off and all(r["gil_hold_ms"] == "" and float(r["thread_cpu_ms"]) > 0 for r in off)
+
+
+def test_a_variant_whose_package_it_lacks_is_refused_at_validation(
+    ft_python: str, tmp_path: Path, capsys
+) -> None:
+    if not probe(ft_python).missing(("numba",)):
+        pytest.skip(f"{ft_python} has numba (a 3.14t can): nothing to refuse")
+    cfg = write(tmp_path, connector={"variant": "numba", "workers": 1})
+    assert main(["validate", str(cfg)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "variant numba needs package numba" in err and len(err.splitlines()) == 1

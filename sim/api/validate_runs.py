@@ -135,7 +135,7 @@ def _run(
     """Run the grid of ``exp`` into ``out_dir``. With ``cal`` (real runs) the background load
     and the machine's speed against ``cal`` are measured before and after each point into
     ``loads`` and ``speeds``; without, each point of a model grid is given the mean of what
-    ``loads`` holds for it, ``machine.cpu_scale`` the mean of its ``speeds``, times its
+    ``loads`` holds for it, ``machine.cpu_scale`` the median of its ``speeds``, times its
     ``scales`` entry (by its axis values) when given. A point run again (a later repeat, or
     a resumed run) adds its measurements to those kept."""
     from sim.config import Point
@@ -196,7 +196,7 @@ def _conditioned(
     scales: dict[tuple[str, ...], float] | None,
 ) -> Any:
     """The point's model config with its real twin's mean background load, and its
-    ``machine.cpu_scale`` times the mean speed probed beside the twin and times its
+    ``machine.cpu_scale`` times the median speed probed beside the twin and times its
     ``scales`` entry (each only where there is one)."""
     from sim.model.validate import axis_key
 
@@ -206,7 +206,10 @@ def _conditioned(
         update["background_load"] = round(statistics.fmean(loads[point.index]), 3)
     scale = cfg.machine.cpu_scale
     if speeds and speeds.get(point.index):
-        scale *= statistics.fmean(speeds[point.index])
+        # the median: one probe of 0.25 s can meet a burst of other processes that the
+        # point's seconds average out (quickstart at load 11-16: one read 3.18, the rest
+        # of that point 0.9-1.1)
+        scale *= statistics.median(speeds[point.index])
     if scales is not None:
         scale *= scales.get(axis_key(v for a, v in point.axes.items() if a != "mode"), 1.0)
     if scale != cfg.machine.cpu_scale:

@@ -6,8 +6,9 @@ validate-model therefore measures, just before and just after every real repeat,
 calibration measured: :data:`PROBE_REPS` requests of the point's variant at the calibration
 row nearest the point's geometry, through the same meter (``sim.model.measure.measure_hold``).
 Their mean hold over the calibration's at that row is the machine's speed at that minute
-against the calibration's (1.07: 7 % slower); the model twin of each point is given the mean
-of its real repeats' readings as ``machine.cpu_scale``. Nothing of the real point's own
+against the calibration's (1.07: 7 % slower); the model twin of each point is given the
+median of its real repeats' readings as ``machine.cpu_scale`` (one probe can meet a burst
+of other processes that a point's seconds average out). Nothing of the real point's own
 measurements enters it (``model-matched/`` is that diagnostic).
 """
 
@@ -88,14 +89,14 @@ def speed_line(readings: Mapping[Any, Sequence[float]]) -> str:
             "measure; a synthetic hold is a set time); the model ran at the calibration's\n"
         )
     lo, hi, mid = min(values), max(values), statistics.median(values)
-    means = [statistics.fmean(xs) for xs in readings.values() if xs]
+    mids = [statistics.median(xs) for xs in readings.values() if xs]
     return (
         f"- machine speed (a {PROBE_REPS}-request calibration probe before and after each "
         f"real repeat, its hold over the calibration's; >0: slower): {_pct(lo - 1)} … "
         f"{_pct(hi - 1)} against the calibration over the validation (median {_pct(mid - 1)}, "
         f"{len(values)} probes; moved {_pct(lo / mid - 1)} … {_pct(hi / mid - 1)} about its "
-        f"median); each model point ran at its real repeats' mean, machine.cpu_scale "
-        f"{min(means):.2f}–{max(means):.2f}\n"
+        f"median); each model point ran at its real repeats' median, machine.cpu_scale "
+        f"{min(mids):.2f}–{max(mids):.2f}\n"
     )
 
 

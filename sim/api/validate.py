@@ -147,7 +147,8 @@ def _prediction(
     if _again_is_current(where, ran=ran, aa=aa):
         again = validate_runs(real, load_results(where.again), n_boot=1)
     title = "Prediction: the calibrated model (model/) against the real runs (real/)"
-    parts = [prediction_table(pairs, judge(pairs, again), title), "", "Conditions:"]
+    judged = judge(pairs, again)
+    parts = [prediction_table(pairs, judged, title), "", "Conditions:"]
     if where.conditions.is_file() and where.loads.is_file():
         per_point = [x for v in read_json(where.loads).values() for x in v]
         parts.append(
@@ -174,6 +175,10 @@ def _prediction(
         names = [n for n in shown_metrics(pairs) if n in TARGETS]
         parts.append(noise_line(summary_counts(pairs), names))
     full, csv_rows = render(pairs, "Every metric, per point: model/ against real/")
+    for row, j in zip(csv_rows, judged, strict=True):  # the verdict's columns beside each pair
+        for m in j.rules:
+            row[f"{m}_again_error"] = j.again[m]
+            row[f"{m}_rule"] = j.rules[m]
     return "\n".join(parts) + "\n", "\n#" + full, csv_rows
 
 

@@ -174,6 +174,11 @@ def test_validate_model_aa_scores_a_second_real_run(small_calibration, write_con
     text = (out / "validation.md").read_text()
     line = next(x for x in text.splitlines() if x.startswith("- the real side against itself"))
     assert "latency p50 " in line and "/2 within ±10%" in line and "by workers: 1 " in line
+    # the prediction's verdict per point: the second run's error beside the model's, the rule
+    for r in read_csv(out / "validation.csv"):
+        assert r["latency_p50_ms_rule"] in ("target", "repeat", "outside")
+        assert float(r["latency_p99_ms_again_error"]) == float(r["latency_p99_ms_again_error"])
+    assert "Verdict: " in text and "the real side repeats (meets both targets" in text
     # a later real run (here: its manifest rewritten after) makes real-again/ stale
     later = (out / "real-again" / "manifest.json").stat().st_mtime + 5
     os.utime(out / "real" / "manifest.json", (later, later))

@@ -54,28 +54,12 @@ __all__ = [
 ]
 
 
-#: The library's entry points (sim.api), imported on first use: ``import sim.<module>``
-#: imports this package first, and every point child and sweep worker imports some
-#: module of it; loading the whole API (config models, yaml, the run directory) there
-#: cost a child ~0.15 s of start-up it never used.
-_API = frozenset(
-    {
-        "Experiment",
-        "Report",
-        "Run",
-        "SearchResult",
-        "Validation",
-        "build",
-        "calibrate",
-        "check",
-        "compare",
-        "load",
-        "open_run",
-        "plot",
-        "search",
-        "validate_model",
-    }
-)
+#: The library's entry points (sim.api): the names above not defined here, imported on
+#: first use. ``import sim.<module>`` imports this package first, and every point child
+#: and sweep worker imports some module of it; loading the whole API (config models,
+#: yaml, the run directory) there cost a child ~0.15 s of start-up it never used.
+_LAZY_ANALYSIS = frozenset({"Verdict", "ratio_verdict"})
+_API = frozenset(__all__) - set(globals()) - _LAZY_ANALYSIS
 
 
 def __getattr__(name: str) -> object:
@@ -86,7 +70,7 @@ def __getattr__(name: str) -> object:
         import sim.api  # deferred: keeps `import sim.<module>` light (see _API)
 
         return getattr(sim.api, name)
-    if name in ("Verdict", "ratio_verdict"):
+    if name in _LAZY_ANALYSIS:
         from sim.analysis import verdict
 
         return getattr(verdict, name)

@@ -89,14 +89,18 @@ def validate_model(
     refused before anything runs (CalibrationError naming the config file).
     """
     from sim.api.validate_runs import check_coverage, run_all, run_real
+    from sim.errors import ConfigError
     from sim.events import SweepEvents
     from sim.model.validate_table import wrap
     from sim.rundir.outputs import atomic_write_text, write_csv
 
     if level not in LEVELS:
-        from sim.errors import ConfigError
-
         raise ConfigError(f"--level {level!r}: allowed: {', '.join(LEVELS)}")
+    if aa and level == "mechanism":
+        raise ConfigError(
+            "--aa: a second real run is read beside the prediction; use it with --level "
+            "prediction or both (the mechanism replays the real run's own holds)"
+        )
     events = events or SweepEvents()
     wanted = repeats if repeats is not None else max(exp.config.repeats, MIN_REPEATS)
     if wanted != exp.config.repeats:

@@ -324,6 +324,8 @@ def test_validate_model_mechanism_level_replays_the_real_run_only(
     )
     out = tmp_path / "val"
     base = ["validate-model", str(path), "--out", str(out), "--boot", "50", "--repeats", "1"]
+    assert cli_main([*base, "--level", "mechanism", "--aa"]) == 2  # --aa: the prediction's
+    assert "--aa: a second real run is read beside the prediction" in capsys.readouterr().err
     assert cli_main([*base, "--level", "mechanism"]) == 0
     printed = capsys.readouterr().out
     assert "## Mechanism: the real runs' measured holds replayed" in printed

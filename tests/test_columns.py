@@ -3,6 +3,7 @@ and docs/columns.md is generated from it."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 from sim import columns
@@ -66,3 +67,57 @@ def test_a_named_column_is_the_catalogue_entry_of_its_name() -> None:
     for attr, col in named.items():
         assert attr == col.name.upper(), attr
         assert any(col is c for c in entries), attr
+
+
+#: Columns of other tables whose name a catalogue column also has: steps.csv's
+#: ``start_s`` is the engine step's start, not a request's.
+_OTHER_TABLES = {("sim/instruments/engine.py", "start_s")}
+
+
+def _literals(path: Path) -> list[tuple[int, str]]:
+    """(line, text) of every string literal in ``path`` that is not a docstring, a piece
+    of an f-string or an entry of ``__all__``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+            skip.add(id(body[0].value))
+        if isinstance(node, ast.JoinedStr):
+            skip.update(id(v) for v in ast.walk(node))
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
+            skip.update(id(v) for v in ast.walk(node.value))
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip
+    ]
+
+
+def test_no_metric_name_is_spelled_outside_the_catalogue() -> None:
+    """Emitters and readers name a column by the catalogue's object, so that renaming one
+    is one edit and a typo fails at import. A one-word name (``status``, ``ok``,
+    ``tokens``) is also an ordinary word (a status value, a field of status.json), so the
+    check covers the names with an underscore: every metric with its unit."""
+    catalogue = {c.name for c in (*columns.REQUESTS, *columns.SUMMARY) if "_" in c.name}
+    assert {"latency_p50_ms", "gil_hold_mean_ms", "gil_hold_ms"} <= catalogue
+    found = []
+    for path in sorted((ROOT / "sim").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel == "sim/columns.py":
+            continue
+        for line, text in _literals(path):
+            if text in catalogue and (rel, text) not in _OTHER_TABLES:
+                found.append(f"{rel}:{line}: {text!r}")
+    assert not found, "spell these as sim.columns.<NAME>.name:\n" + "\n".join(found)
+
+
+def test_the_literal_check_sees_a_spelled_name(tmp_path: Path) -> None:
+    src = tmp_path / "m.py"
+    src.write_text(
+        '"""doc latency_p50_ms"""\nrow = {"latency_p50_ms": 1}\nx = f"{row}_ms"\n',
+        encoding="utf-8",
+    )
+    assert _literals(src) == [(2, "latency_p50_ms")]

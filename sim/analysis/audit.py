@@ -12,6 +12,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from sim import columns
 from sim.rundir.numbers import as_float
 
 __all__ = ["AUDIT_FLAG_RATIO", "audit_flagged", "audit_note", "audit_problems"]
@@ -25,7 +26,7 @@ _num = as_float
 
 def audit_flagged(row: Mapping[str, Any]) -> bool:
     """The meter exceeds the audit by more than 20 % (no audit figure: no claim)."""
-    ratio = _num(row.get("audit_vs_meter"))
+    ratio = _num(row.get(columns.AUDIT_VS_METER.name))
     return not (math.isnan(ratio) or ratio <= 0 or 1 / ratio <= AUDIT_FLAG_RATIO)
 
 
@@ -33,7 +34,7 @@ def audit_note(label: str, row: Mapping[str, Any]) -> str | None:
     """One sentence when the meter exceeds the audit by more than 20 % (else None)."""
     if not audit_flagged(row):
         return None
-    ratio = _num(row.get("audit_vs_meter"))
+    ratio = _num(row.get(columns.AUDIT_VS_METER.name))
     variant = row.get("variant", "the variant")
     return (
         f"{label}: the meter counts {1 / ratio:.1f}× the GIL time py-spy saw the load "
@@ -47,7 +48,7 @@ def audit_problems(rows: Iterable[Mapping[str, Any]]) -> list[str]:
     """Each distinct reason the audit did not run where it was asked for, once."""
     seen: dict[str, None] = {}
     for r in rows:
-        for part in str(r.get("audit_status") or "").split("; "):
+        for part in str(r.get(columns.AUDIT_STATUS.name) or "").split("; "):
             if part and part not in ("ok", "not run"):
                 seen[part] = None
     return list(seen)

@@ -22,6 +22,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sim import columns
 from sim.rundir.numbers import as_float
 
 __all__ = [
@@ -44,14 +45,17 @@ _num = as_float
 
 def fell_behind(row: Mapping[str, Any]) -> bool:
     """The load was not applied: achieved below 98 % of the offered rate."""
-    offered, achieved = _num(row.get("offered_rps")), _num(row.get("achieved_rps"))
+    offered, achieved = (
+        _num(row.get(columns.OFFERED_RPS.name)),
+        _num(row.get(columns.ACHIEVED_RPS.name)),
+    )
     return offered > 0 and not math.isnan(achieved) and achieved < ACHIEVED_MIN * offered
 
 
 def lagged(row: Mapping[str, Any]) -> bool:
     """Injection lag p99 above 1 ms plus the noise floor p99 (whatever the rate)."""
-    lag = _num(row.get("inject_lag_p99_ms"))
-    floor = _num(row.get("noise_floor_p99_ms"))
+    lag = _num(row.get(columns.INJECT_LAG_P99_MS.name))
+    floor = _num(row.get(columns.NOISE_FLOOR_P99_MS.name))
     limit = LAG_P99_LIMIT_MS + (0.0 if math.isnan(floor) else floor)
     return not math.isnan(lag) and lag > limit
 
@@ -60,8 +64,14 @@ def behind_note(label: str, row: Mapping[str, Any]) -> str | None:
     """One sentence for a point that did not apply its load (None when it did)."""
     if not fell_behind(row):
         return None
-    lag50, lag99 = _num(row.get("inject_lag_p50_ms")), _num(row.get("inject_lag_p99_ms"))
-    offered, achieved = _num(row.get("offered_rps")), _num(row.get("achieved_rps"))
+    lag50, lag99 = (
+        _num(row.get(columns.INJECT_LAG_P50_MS.name)),
+        _num(row.get(columns.INJECT_LAG_P99_MS.name)),
+    )
+    offered, achieved = (
+        _num(row.get(columns.OFFERED_RPS.name)),
+        _num(row.get(columns.ACHIEVED_RPS.name)),
+    )
     return (
         f"{label}: the load was not applied — {achieved:.1f} of the {offered:.1f} req/s "
         f"offered ({100 * achieved / offered:.1f} %): the harness fell behind the planned "
@@ -76,7 +86,7 @@ def lag_line(rows: Sequence[Mapping[str, Any]]) -> str | None:
     late = [r for r in rows if lagged(r) and not fell_behind(r)]
     if not late:
         return None
-    worst = max(_num(r.get("inject_lag_p99_ms")) for r in late)
+    worst = max(_num(r.get(columns.INJECT_LAG_P99_MS.name)) for r in late)
     return (
         f"note: on {len(late):,} of {len(rows):,} points the simulation thread handed "
         f"requests over late while the load was applied in full (lag p99 up to {worst:.1f} "

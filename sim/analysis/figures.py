@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from sim import columns
 from sim.analysis.bootstrap import seeded_rng, stat_interval
 from sim.analysis.layout import Layout, axis_title, label, rows_by_point
 from sim.rundir.reader import RunResults, as_float, column
@@ -99,7 +100,7 @@ def latency_cdf(plt: Any, res: RunResults, layout: Layout) -> Any:
         lats = []
         for line in lines:
             at.update(zip(line_axes, line, strict=True))
-            lat = column(points.get(layout.point(**at), []), "latency_ms")
+            lat = column(points.get(layout.point(**at), []), columns.LATENCY_MS.name)
             lat = np.sort(lat[np.isfinite(lat)])
             if lat.size == 0:
                 continue
@@ -146,7 +147,9 @@ def p99_vs_x(plt: Any, res: RunResults, layout: Layout, n_boot: int, seed: int) 
             rows = points.get(layout.point(**at, **{layout.x: xv}))
             if not rows:
                 continue
-            ci = stat_interval(_groups(rows, "latency_ms"), "p99", n_boot, [seed, si, len(px)])
+            ci = stat_interval(
+                _groups(rows, columns.LATENCY_MS.name), "p99", n_boot, [seed, si, len(px)]
+            )
             px.append(as_float(xv) * (1 + dodge) if log else as_float(xv) + dodge)
             py.append(ci.value)
             lo.append(max(ci.value - ci.low, 0.0) if np.isfinite(ci.low) else 0.0)
@@ -193,7 +196,7 @@ def gil_hold(plt: Any, res: RunResults, layout: Layout) -> Any:
         for ii, w in enumerate(inner):
             if inner_axis:
                 at[inner_axis] = w
-            hold = column(points.get(layout.point(**at), []), "gil_hold_ms")
+            hold = column(points.get(layout.point(**at), []), columns.GIL_HOLD_MS.name)
             hold = hold[np.isfinite(hold)]
             if hold.size == 0:
                 continue

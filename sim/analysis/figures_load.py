@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from sim import columns
 from sim.analysis.layout import Layout, label, rows_by_point
 from sim.rundir.reader import RunResults, as_float, column
 
@@ -93,11 +94,11 @@ def latency_vs_rate(plt: Any, res: RunResults, rate: str) -> Any:
     line_axes = [a for a in varying if a != split]
     panels = list(dict.fromkeys(r.get(split, "") for r in res.summary)) if split else [""]
     panels = panels[:_MAX_PANELS]
-    has_offered = any(np.isfinite(as_float(r.get("offered_rps"))) for r in res.summary)
+    has_offered = any(np.isfinite(as_float(r.get(columns.OFFERED_RPS.name))) for r in res.summary)
     achieved_col = (
-        "achieved_rps"
-        if any(np.isfinite(as_float(r.get("achieved_rps"))) for r in res.summary)
-        else "throughput_rps"
+        columns.ACHIEVED_RPS.name
+        if any(np.isfinite(as_float(r.get(columns.ACHIEVED_RPS.name))) for r in res.summary)
+        else columns.THROUGHPUT_RPS.name
     )
     cols = len(panels)
     fig, grid = plt.subplots(
@@ -163,14 +164,14 @@ def _rate_point(
     r: dict[str, str], rate: str, has_offered: bool, achieved_col: str
 ) -> tuple[float, float, float, float, float]:
     """(offered, p50, p99, achieved, noise floor p99) of one summary row."""
-    x = as_float(r.get("offered_rps")) if has_offered else np.nan
+    x = as_float(r.get(columns.OFFERED_RPS.name)) if has_offered else np.nan
     x = x if np.isfinite(x) else as_float(r.get(rate))
     return (
         x,
-        as_float(r.get("latency_p50_ms")),
-        as_float(r.get("latency_p99_ms")),
+        as_float(r.get(columns.LATENCY_P50_MS.name)),
+        as_float(r.get(columns.LATENCY_P99_MS.name)),
         as_float(r.get(achieved_col)),
-        as_float(r.get("noise_floor_p99_ms")),
+        as_float(r.get(columns.NOISE_FLOOR_P99_MS.name)),
     )
 
 
@@ -187,7 +188,7 @@ def latency_ccdf(plt: Any, res: RunResults, layout: Layout) -> Any:
         at = dict(zip(layout.panel_axes, panel, strict=True))
         for li, line in enumerate(lines):
             at.update(zip(line_axes, line, strict=True))
-            lat = column(points.get(layout.point(**at), []), "latency_ms")
+            lat = column(points.get(layout.point(**at), []), columns.LATENCY_MS.name)
             lat = np.sort(lat[np.isfinite(lat) & (lat > 0)])
             if lat.size == 0:
                 continue

@@ -16,6 +16,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sim import columns
 from sim.analysis.audit import AUDIT_FLAG_RATIO, audit_flagged, audit_note
 from sim.analysis.behind import ACHIEVED_MIN, behind_note, fell_behind
 from sim.rundir.numbers import as_float
@@ -37,15 +38,21 @@ def point_label(row: Mapping[str, Any], axes: Sequence[str]) -> str:
 
 def _lag_key(row: Mapping[str, Any]) -> tuple[float, float]:
     """Sorts the worst-behind first: the smallest share applied, then the largest lag p99."""
-    lag = _num(row.get("inject_lag_p99_ms"))
-    offered, achieved = _num(row.get("offered_rps")), _num(row.get("achieved_rps"))
+    lag = _num(row.get(columns.INJECT_LAG_P99_MS.name))
+    offered, achieved = (
+        _num(row.get(columns.OFFERED_RPS.name)),
+        _num(row.get(columns.ACHIEVED_RPS.name)),
+    )
     share = achieved / offered if offered > 0 and not math.isnan(achieved) else math.inf
     return (share, -lag if not math.isnan(lag) else math.inf)
 
 
 def _behind_figures(row: Mapping[str, Any]) -> str:
     parts = [f"lag p99 {_num(row.get('inject_lag_p99_ms')):.1f} ms"]
-    offered, achieved = _num(row.get("offered_rps")), _num(row.get("achieved_rps"))
+    offered, achieved = (
+        _num(row.get(columns.OFFERED_RPS.name)),
+        _num(row.get(columns.ACHIEVED_RPS.name)),
+    )
     if offered > 0 and not math.isnan(achieved):
         parts.append(f"{achieved:.1f} of {offered:.1f} req/s")
     return ", ".join(parts)
@@ -64,7 +71,7 @@ def _behind_summary(late: Sequence[Mapping[str, Any]], total: int, axes: Sequenc
 
 
 def _audit_summary(flagged: Sequence[Mapping[str, Any]], total: int, axes: Sequence[str]) -> str:
-    worst = sorted(flagged, key=lambda r: _num(r.get("audit_vs_meter")))[:WORST_NAMED]
+    worst = sorted(flagged, key=lambda r: _num(r.get(columns.AUDIT_VS_METER.name)))[:WORST_NAMED]
     named = "; ".join(
         f"{point_label(r, axes)} ({_num(r.get('audit_vs_meter')):.2f})" for r in worst
     )
@@ -108,10 +115,10 @@ def point_warnings(
 def audit_line(rows: Sequence[Mapping[str, Any]], many: int = MANY_NOTES) -> str | None:
     """What the py-spy audit found where it ran: each point's audit_vs_meter by variant,
     or over ``many`` audited points their range; None when no point was audited."""
-    audited = [r for r in rows if str(r.get("audit_status", "")) == "ok"]
+    audited = [r for r in rows if str(r.get(columns.AUDIT_STATUS.name, "")) == "ok"]
     if not audited:
         return None
-    ratios = [_num(r.get("audit_vs_meter")) for r in audited]
+    ratios = [_num(r.get(columns.AUDIT_VS_METER.name)) for r in audited]
     if len(audited) > many:
         known = [x for x in ratios if not math.isnan(x)] or [math.nan]
         figures = (
@@ -122,7 +129,7 @@ def audit_line(rows: Sequence[Mapping[str, Any]], many: int = MANY_NOTES) -> str
         figures = ", ".join(
             f"{r.get('variant')} {x:.2f}" for r, x in zip(audited, ratios, strict=True)
         )
-    cpu = max(_num(r.get("audit_pyspy_cpu_frac")) for r in audited)
+    cpu = max(_num(r.get(columns.AUDIT_PYSPY_CPU_FRAC.name)) for r in audited)
     return (
         f"GIL audit (py-spy): audit_vs_meter {figures}; py-spy used up to "
         f"{100 * cpu:.0f} % of a core"

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sim import columns
 from sim.analysis.compare import Comparison, compare
 from sim.analysis.gil_onoff import gil_onoff_lines
 from sim.analysis.point_notes import point_warnings
@@ -34,11 +35,11 @@ __all__ = ["REPORT_METRICS", "bench_rows", "pr_markdown", "reproduce_command"]
 #: The metrics of the page, in column order, with their column titles; those a run
 #: lacks (no engine, no probe) are left out.
 REPORT_METRICS: tuple[tuple[str, str], ...] = (
-    ("gil_hold_mean_ms", "GIL hold / request"),
-    ("latency_p50_ms", "p50 load latency"),
-    ("latency_p99_ms", "p99 load latency"),
-    ("stall_p99_ms", "stall p99 (probe thread)"),
-    ("engine_stall_p99_ms", "engine stall p99"),
+    (columns.GIL_HOLD_MEAN_MS.name, "GIL hold / request"),
+    (columns.LATENCY_P50_MS.name, "p50 load latency"),
+    (columns.LATENCY_P99_MS.name, "p99 load latency"),
+    (columns.STALL_P99_MS.name, "stall p99 (probe thread)"),
+    (columns.ENGINE_STALL_P99_MS.name, "engine stall p99"),
 )
 
 
@@ -156,7 +157,13 @@ def bench_rows(path: Path) -> list[dict[str, str]]:
             rows = list(csv.DictReader(fh))
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise ValueError(f"{path}: cannot read the bench CSV ({exc})") from None
-    need = {"variant", "gil_hold_ms", "sustained_hold_ms", "hold_vs_scalar", "sustained_vs_scalar"}
+    need = {
+        "variant",
+        columns.GIL_HOLD_MS.name,
+        "sustained_hold_ms",
+        "hold_vs_scalar",
+        "sustained_vs_scalar",
+    }
     if not rows or not need <= set(rows[0]):
         raise ValueError(f"{path}: not a `kvsim bench connectors` CSV (needs {sorted(need)})")
     return rows
@@ -187,7 +194,7 @@ def _bench_section(rows: Sequence[dict[str, str]], variants: Sequence[str]) -> l
 
 
 def _noise_line(res: RunResults) -> str:
-    floors = [as_float(r.get("noise_floor_p99_ms")) for r in res.summary]
+    floors = [as_float(r.get(columns.NOISE_FLOOR_P99_MS.name)) for r in res.summary]
     floors = [f for f in floors if not math.isnan(f)]
     if not floors:
         return ""

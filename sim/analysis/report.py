@@ -7,6 +7,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from sim import columns
 from sim.analysis.behind import fell_behind, lagged
 from sim.analysis.condense import condense, elided_cells, shown_count, table_axes
 from sim.analysis.verdict import MIN_REPEATS, marks
@@ -93,14 +94,14 @@ def comparison_table(
     from rich import box
     from rich.table import Table
 
-    hold_ratio = baseline_ratios(rows, axes, baseline, "gil_hold_mean_ms")
-    p99_ratio = baseline_ratios(rows, axes, baseline, "latency_p99_ms")
+    hold_ratio = baseline_ratios(rows, axes, baseline, columns.GIL_HOLD_MEAN_MS.name)
+    p99_ratio = baseline_ratios(rows, axes, baseline, columns.LATENCY_P99_MS.name)
     reps = {str(r.get("repeats", "")) for r in rows}
-    spread = any(f"{m}_std" in r for r in rows for m in ("latency_p99_ms",))
+    spread = any(f"{m}_std" in r for r in rows for m in (columns.LATENCY_P99_MS.name,))
     show_rep = len(reps) > 1  # a column only when points differ (some repeats failed)
     ratios = len({str(r.get("variant")) for r in rows}) >= 2  # else nothing to divide by
-    stall = _present(rows, "stall_p99_ms")
-    engine = _present(rows, "engine_step_p99_ms")
+    stall = _present(rows, columns.STALL_P99_MS.name)
+    engine = _present(rows, columns.ENGINE_STEP_P99_MS.name)
     lag = any(lagged(r) for r in rows)  # a figure only when some point was handed over late
     shown_axes, fixed_axes = table_axes(rows, axes)  # mode=real: in the title, not a column
     title = " · ".join([title, fixed_axes]) if fixed_axes else title
@@ -119,21 +120,21 @@ def comparison_table(
             done += " [yellow]behind[/yellow]"
         cells += [
             done,
-            _with_spread(r, "latency_p50_ms", 1),
-            _with_spread(r, "latency_p99_ms", 1),
-            _with_spread(r, "gil_hold_mean_ms", 2),
-            _fmt(r.get("gil_wait_mean_ms"), 2),
+            _with_spread(r, columns.LATENCY_P50_MS.name, 1),
+            _with_spread(r, columns.LATENCY_P99_MS.name, 1),
+            _with_spread(r, columns.GIL_HOLD_MEAN_MS.name, 2),
+            _fmt(r.get(columns.GIL_WAIT_MEAN_MS.name), 2),
         ]
         if ratios:
             cells += [_times(hr), _times(pr)]
         if lag:
-            cells.append(_fmt(r.get("inject_lag_p99_ms"), 1))
+            cells.append(_fmt(r.get(columns.INJECT_LAG_P99_MS.name), 1))
         if stall:
-            cells.append(_with_spread(r, "stall_p99_ms", 1))
+            cells.append(_with_spread(r, columns.STALL_P99_MS.name, 1))
         if engine:
             cells += [
-                _with_spread(r, "engine_step_p99_ms", 1),
-                _times(_num(r.get("engine_p99_inflation"))),
+                _with_spread(r, columns.ENGINE_STEP_P99_MS.name, 1),
+                _times(_num(r.get(columns.ENGINE_P99_INFLATION.name))),
             ]
         body.append(cells)
     plan = condense(rows, axes, max_rows)

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from sim import columns
 from sim.analysis.layout import Layout, label, rows_by_point
 from sim.rundir.reader import RunResults, column
 
@@ -19,16 +20,16 @@ __all__ = ["STAGE_COLOURS", "has_stage_columns", "hold_stages"]
 
 #: requests.csv column -> (legend label, colour).
 STAGE_COLOURS = {
-    "hold_keys_ms": ("keys (chunk list, store keys)", "#8c8c8c"),
-    "hold_addresses_ms": ("addresses (the variant)", "#1f77b4"),
-    "hold_free_ms": ("free (results dropped)", "#2ca02c"),
-    "hold_gc_ms": ("garbage collection", "#d62728"),
+    columns.HOLD_KEYS_MS.name: ("keys (chunk list, store keys)", "#8c8c8c"),
+    columns.HOLD_ADDRESSES_MS.name: ("addresses (the variant)", "#1f77b4"),
+    columns.HOLD_FREE_MS.name: ("free (results dropped)", "#2ca02c"),
+    columns.HOLD_GC_MS.name: ("garbage collection", "#d62728"),
 }
 
 
 def has_stage_columns(res: RunResults) -> bool:
     rows = res.table("requests")
-    return bool(rows) and "hold_keys_ms" in rows[0]
+    return bool(rows) and columns.HOLD_KEYS_MS.name in rows[0]
 
 
 def hold_stages(plt: Any, res: RunResults, layout: Layout) -> Any:
@@ -45,7 +46,7 @@ def hold_stages(plt: Any, res: RunResults, layout: Layout) -> Any:
     for col, (name, colour) in STAGE_COLOURS.items():
         ax.bar(xs, means[col], 0.7, bottom=bottoms, label=name, color=colour)
         bottoms = bottoms + means[col]
-    for x, total, gc_ms in zip(xs, bottoms, means["hold_gc_ms"], strict=True):
+    for x, total, gc_ms in zip(xs, bottoms, means[columns.HOLD_GC_MS.name], strict=True):
         if total > 0:
             ax.annotate(
                 f"{total:.1f} ms\ngc {gc_ms / total:.0%}",

@@ -14,20 +14,22 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from sim import columns
 from sim.rundir.numbers import as_float
 
 __all__ = ["STAGE_HEADS", "has_stages", "stage_cells", "stage_table"]
 
 #: Summary columns of the table, in order, with their headers.
+_mean = {c: columns.stage_summary(c, "mean").name for c in columns.HOLD_STAGES}
 STAGE_HEADS = (
-    ("hold_keys_mean_ms", "keys"),
-    ("hold_addresses_mean_ms", "addresses"),
-    ("hold_free_mean_ms", "free"),
-    ("hold_gc_mean_ms", "gc"),
-    ("gil_hold_mean_ms", "= hold"),
-    ("hold_gc_p99_ms", "gc p99"),
-    ("gc_per_request", "GCs/req"),
-    ("gc_max_ms", "longest GC"),
+    (_mean[columns.HOLD_KEYS_MS], "keys"),
+    (_mean[columns.HOLD_ADDRESSES_MS], "addresses"),
+    (_mean[columns.HOLD_FREE_MS], "free"),
+    (_mean[columns.HOLD_GC_MS], "gc"),
+    (columns.GIL_HOLD_MEAN_MS.name, "= hold"),
+    (columns.stage_summary(columns.HOLD_GC_MS, "p99").name, "gc p99"),
+    (columns.GC_PER_REQUEST.name, "GCs/req"),
+    (columns.GC_MAX_MS.name, "longest GC"),
 )
 
 
@@ -36,7 +38,7 @@ _num = as_float  # the one string -> float reader (sim.rundir.numbers)
 
 def has_stages(rows: Sequence[dict[str, Any]]) -> bool:
     """Whether any row carries the stage columns (runs before they existed do not)."""
-    return any(not math.isnan(_num(r.get("hold_keys_mean_ms"))) for r in rows)
+    return any(not math.isnan(_num(r.get(_mean[columns.HOLD_KEYS_MS]))) for r in rows)
 
 
 def stage_cells(row: dict[str, Any]) -> list[str]:
@@ -44,7 +46,7 @@ def stage_cells(row: dict[str, Any]) -> list[str]:
     cells = []
     for col, _head in STAGE_HEADS:
         v = _num(row.get(col))
-        digits = 1 if col == "gc_per_request" else 2
+        digits = 1 if col == columns.GC_PER_REQUEST.name else 2
         cells.append("—" if math.isnan(v) else f"{v:.{digits}f}")
     return cells
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from sim import columns
 from sim.rundir.guard import RunDirError
 from sim.rundir.reader import as_float, column, load_results
 
@@ -54,7 +55,7 @@ class StoreFit:
         """The modelled store's settings this fit gives, as a config's ``store`` section."""
         return {
             "kind": "model",
-            "latency_ms": round(self.latency_ms, 4),
+            columns.LATENCY_MS.name: round(self.latency_ms, 4),
             bandwidth_field(): round(self.bandwidth_gb_per_s, 4),
         }
 
@@ -65,7 +66,7 @@ class StoreFit:
 def fit_store(run_dir: str | Path, workers: int | None = None) -> StoreFit:
     """Fit from the real-store points of a run (RunDirError, one line, when it cannot)."""
     run = load_results(run_dir)
-    real = [r for r in run.summary if r.get("store_kind") == "mooncake"]
+    real = [r for r in run.summary if r.get(columns.STORE_KIND.name) == "mooncake"]
     if not real:
         raise RunDirError(f"{run.dir}: no finished point ran with store.kind: mooncake")
     all_workers = sorted({int(as_float(r.get("workers"))) for r in real})
@@ -80,10 +81,12 @@ def fit_store(run_dir: str | Path, workers: int | None = None) -> StoreFit:
     rows = [
         r
         for r in run.table("requests")
-        if run.key(r) in keys and r.get("status") == "ok" and as_float(r.get("transfer_bytes")) > 0
+        if run.key(r) in keys
+        and r.get("status") == "ok"
+        and as_float(r.get(columns.TRANSFER_BYTES.name)) > 0
     ]
-    nbytes = column(rows, "transfer_bytes")
-    ms = column(rows, "transfer_ms")
+    nbytes = column(rows, columns.TRANSFER_BYTES.name)
+    ms = column(rows, columns.TRANSFER_MS.name)
     good = np.isfinite(nbytes) & np.isfinite(ms) & (ms > 0)
     nbytes, ms = nbytes[good], ms[good]
     if len(np.unique(nbytes)) < 2:

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sim import columns
 from sim.benches.connector_floor import FLOOR, FLOOR_PROMOTE
 
 __all__ = ["CSV_COLUMNS", "RowMeasure", "result_rows", "table"]
@@ -24,8 +25,8 @@ BASELINE = "scalar"
 
 # fmt: off
 CSV_COLUMNS = [
-    "variant", "inputs", "floor", "gil_hold_ms", "wall_ms", "free_cpu_ms", "gc_in_call_ms",
-    "gc_debt_ms", "sustained_hold_ms", "sustained_gc_ms", "sustained_gc_count",
+    "variant", "inputs", "floor", columns.GIL_HOLD_MS.name, "wall_ms", "free_cpu_ms",
+    "gc_in_call_ms", "gc_debt_ms", "sustained_hold_ms", "sustained_gc_ms", "sustained_gc_count",
     "hold_vs_scalar", "hold_vs_floor", "wall_vs_scalar", "hold_plus_debt_vs_scalar",
     "sustained_vs_scalar", "sustained_vs_floor",
     "regions", "block_len", "block_size", "hash_block_size", "groups", "chunks", "tokens",
@@ -67,7 +68,7 @@ def result_rows(
                 "variant": label,
                 "inputs": r.inputs,
                 "floor": r.floor,
-                "gil_hold_ms": m["hold"],
+                columns.GIL_HOLD_MS.name: m["hold"],
                 "wall_ms": m["wall"],
                 "free_cpu_ms": m["free"],
                 "gc_in_call_ms": m["gc_in"],
@@ -96,7 +97,7 @@ def _cell(r: float) -> str:
 
 
 _COLUMNS = {
-    "hold\nms": "gil_hold_ms",
+    "hold\nms": columns.GIL_HOLD_MS.name,
     "GC debt\nms": "gc_debt_ms",
     "hold\n÷scalar": "hold_vs_scalar",
     "hold\n÷floor": "hold_vs_floor",

@@ -68,7 +68,7 @@ def harness_point(rate_rps: float, requests: int, workers: int = 1) -> Any:
                 "tokens": 160,
             },
             "connector": {"variant": "noop", "workers": workers},
-            "store": {"latency_ms": 0.05, "concurrency": 64},
+            "store": {columns.LATENCY_MS.name: 0.05, "concurrency": 64},
             "gil": {"probe": False},
         }
     )
@@ -82,22 +82,22 @@ def measure_rate(rate_rps: float, seconds: float, min_requests: int = 200) -> di
     n = max(min_requests, int(rate_rps * seconds))
     s = run_point(harness_point(rate_rps, n)).summary
     # the arrivals and the harness's cost, and its noise floor (sim.columns)
-    keys = (*columns.names(columns.ARRIVAL), "noise_floor_p99_ms")
+    keys = (*columns.names(columns.ARRIVAL), columns.NOISE_FLOOR_P99_MS.name)
     return {"rate_rps": rate_rps, "requests": n, **{k: float(s[k]) for k in keys}}
 
 
 def lag_limit_ms(floor_ms: float, row: dict[str, float] | None = None) -> float:
     """The lag p99 a rate must stay under: 1 ms above the noise floor, the higher of
     ``floor_ms`` (measured before the search) and the trial's own."""
-    own = row["noise_floor_p99_ms"] if row is not None else math.nan
+    own = row[columns.NOISE_FLOOR_P99_MS.name] if row is not None else math.nan
     floors = [f for f in (floor_ms, own) if not math.isnan(f)]
     return SUSTAINED_LAG_MS + max(floors, default=0.0)
 
 
 def _sustained(row: dict[str, float], floor_ms: float) -> bool:
     return (
-        row["inject_lag_p99_ms"] < lag_limit_ms(floor_ms, row)
-        and row["achieved_rps"] >= 0.98 * row["offered_rps"]
+        row[columns.INJECT_LAG_P99_MS.name] < lag_limit_ms(floor_ms, row)
+        and row[columns.ACHIEVED_RPS.name] >= 0.98 * row[columns.OFFERED_RPS.name]
     )
 
 
@@ -133,7 +133,10 @@ def what_it_is_made_of(row: dict[str, float], hot_us: float) -> str:
     """The figure at a rate split into the Python a request costs (run hot) and the rest,
     per wake-up of the simulation thread: what grows when the machine is busier (its
     caches are colder after each sleep) or when a request's Python grows."""
-    got, wakes = row["harness_us_per_request"], row["harness_wakes_per_request"]
+    got, wakes = (
+        row[columns.HARNESS_US_PER_REQUEST.name],
+        row[columns.HARNESS_WAKES_PER_REQUEST.name],
+    )
     rest = got - hot_us
     per_wake = f", {rest / wakes:.1f} µs per wake-up" if wakes > 0 else ""
     return (
@@ -187,7 +190,7 @@ def main(args: argparse.Namespace) -> int:
         row = measure_rate(rate, args.seconds)
         if rate == TARGET_RATE_RPS:
             at_target = row
-        floor = max(floor, row["noise_floor_p99_ms"])
+        floor = max(floor, row[columns.NOISE_FLOOR_P99_MS.name])
         table.add_row(
             f"{row['offered_rps']:.0f}",
             f"{row['achieved_rps']:.1f}",
@@ -212,14 +215,14 @@ def main(args: argparse.Namespace) -> int:
         "costs; what a row above has beyond it is the cost of its wake-ups"
     )
     if at_target is not None:
-        got = at_target["harness_us_per_request"]
+        got = at_target[columns.HARNESS_US_PER_REQUEST.name]
         verdict = "met" if got <= TARGET_US else "NOT met"
         console.print(
             f"target: ≤ {TARGET_US:g} µs of simulation-thread GIL time per request at "
             f"{TARGET_RATE_RPS:,.0f} req/s — {verdict}: {got:.1f} µs, "
             f"{got / TARGET_US:.2f}× the target"
         )
-        console.print(what_it_is_made_of(at_target, hot["harness_us_per_request"]))
+        console.print(what_it_is_made_of(at_target, hot[columns.HARNESS_US_PER_REQUEST.name]))
     if not args.no_search:
         best, trials = sustained_rate(min(args.seconds, 1.0), floor_ms=floor)
         tried = ", ".join(

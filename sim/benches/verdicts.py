@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from sim import columns
 from sim.console import output_console
 
 __all__ = ["HELP", "Tally", "add_arguments", "main", "run_trials", "trial_config"]
@@ -49,7 +50,10 @@ HOLD_A, HOLD_B = 2.0, 2.2
 #: limits.request_timeout_s of the two names of one config (a watchdog: changes nothing).
 NAME_A, NAME_B = 600.0, 601.0
 #: (metric label, requests.csv column, statistic)
-METRICS = (("GIL hold", "gil_hold_ms", "mean"), ("p99 latency", "latency_ms", "p99"))
+METRICS = (
+    ("GIL hold", columns.GIL_HOLD_MS.name, "mean"),
+    ("p99 latency", columns.LATENCY_MS.name, "p99"),
+)
 METHODS = (
     "new",
     "old, same runs",
@@ -74,7 +78,7 @@ def trial_config(
             "tokens": 256,
         },
         "connector": {"variant": "synthetic", "workers": 1, "options": {"hold_ms": HOLD_A}},
-        "store": {"latency_ms": 0.2, "concurrency": 8},
+        "store": {columns.LATENCY_MS.name: 0.2, "concurrency": 8},
         "gil": {"probe": False},
         "sweep": {
             "order": order,

@@ -18,6 +18,7 @@ import tempfile
 from typing import Any
 
 import sim
+from sim import columns
 from sim.rundir.numbers import as_float
 
 __all__ = ["AUDIT_POINT", "audit_variant"]
@@ -45,10 +46,10 @@ def audit_variant(name: str, options: dict[str, Any], plugins: list[dict[str, st
         run = exp.run(out)
         rows = run.points
     row = rows[0] if rows else {}
-    status = str(row.get("audit_status") or "no result")
-    wall = as_float(row.get("audit_vs_meter"))
-    oncore = as_float(row.get("audit_vs_meter_oncore"))
-    hold = as_float(row.get("gil_hold_mean_ms"))
+    status = str(row.get(columns.AUDIT_STATUS.name) or "no result")
+    wall = as_float(row.get(columns.AUDIT_VS_METER.name))
+    oncore = as_float(row.get(columns.AUDIT_VS_METER_ONCORE.name))
+    hold = as_float(row.get(columns.GIL_HOLD_MEAN_MS.name))
     if status != "ok" or wall != wall:
         print(f"audit: did not run ({status})")
         return 1

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from typing import Any
 
+from sim import columns
 from sim.commands.plugin_args import add_plugin_argument
 from sim.commands.run import add_mode_argument, add_set_argument
 from sim.commands.run_args import set_items
@@ -41,10 +42,10 @@ def requests_phrase(counts: Sequence[int], stats: Sequence[Mapping[str, float]])
     """
     lo, hi = min(counts), max(counts)
     text = f"{lo} requests each" if lo == hi else f"{lo}–{hi} requests per point"
-    read = [s.get("trace_requests", math.nan) for s in stats]
+    read = [s.get(columns.TRACE_REQUESTS.name, math.nan) for s in stats]
     if all(math.isnan(r) for r in read):
         return text
-    skipped = [s.get("skipped_requests", math.nan) for s in stats]
+    skipped = [s.get(columns.SKIPPED_REQUESTS.name, math.nan) for s in stats]
     if len({*read}) == 1 and len({*skipped}) == 1:
         detail = f"{read[0]:.0f} read, {skipped[0]:.0f} with nothing to load"
     else:
@@ -77,7 +78,7 @@ def _main(args: argparse.Namespace, plugins: ExitStack) -> int:
         line = f"  {p.index:3d}  {p.label}"
         if varies:
             line += f"  ({n} requests"
-            if not math.isnan(s.get("trace_requests", math.nan)):
+            if not math.isnan(s.get(columns.TRACE_REQUESTS.name, math.nan)):
                 line += f"; {s['trace_requests']:.0f} read, {s['skipped_requests']:.0f} skipped"
             line += ")"
         print(line)
@@ -151,7 +152,7 @@ def trace_lines(points: Sequence[Point], previews: Sequence[WorkloadPreview]) ->
             f"{w.stats['hit_ratio']:.3f} of prompt tokens; tokens loaded (load: {arr.load}) "
             f"mean {w.mean_tokens:,.0f}, p50 {w.tokens_p50:,.0f}, p99 {w.tokens_p99:,.0f}"
         ] = None
-        measured = w.stats["trace_requests"]
+        measured = w.stats[columns.TRACE_REQUESTS.name]
         if measured and w.requests < COLD_SHARE * measured:
             out[
                 f"hint: {measured - w.requests:.0f} of {measured:.0f} measured requests find "

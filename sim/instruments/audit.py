@@ -218,7 +218,7 @@ class PySpyAudit:
     def summary(self) -> dict[str, Any]:
         nan = float("nan")
         out: dict[str, Any] = dict.fromkeys(AUDIT_METRICS, nan)
-        out["audit_status"] = self.status
+        out[columns.AUDIT_STATUS.name] = self.status
         window_s = (self._t1_ns - self._t0_ns) / 1e9
         if self.status != "ok" or window_s <= 0:
             return out
@@ -227,16 +227,16 @@ class PySpyAudit:
             out[f"audit_busy_{role}"] = self._roles[role] / ticks
         metered_s = self._ledger.total_ns / 1e9 if self._ledger is not None else 0.0
         audited_s = self._roles["requests"] / self._rate
-        out["audit_vs_meter"] = audited_s / metered_s if metered_s > 0 else nan
+        out[columns.AUDIT_VS_METER.name] = audited_s / metered_s if metered_s > 0 else nan
         # py-spy sees who holds the GIL on the wall clock; the meter counts CPU time, which
         # stops while the OS keeps a holder off its core. The load threads' off-core time
         # bounds that difference: audited minus all of it is a lower bound on the ratio.
         offcore_s = self._offcore_ns / 1e9
-        out["audit_offcore_frac"] = offcore_s / window_s
+        out[columns.AUDIT_OFFCORE_FRAC.name] = offcore_s / window_s
         if metered_s > 0:
-            out["audit_vs_meter_oncore"] = max(0.0, audited_s - offcore_s) / metered_s
-        out["audit_samples"] = sum(self._roles.values())
-        out["audit_pyspy_cpu_frac"] = self._cpu_s / window_s
+            out[columns.AUDIT_VS_METER_ONCORE.name] = max(0.0, audited_s - offcore_s) / metered_s
+        out[columns.AUDIT_SAMPLES.name] = sum(self._roles.values())
+        out[columns.AUDIT_PYSPY_CPU_FRAC.name] = self._cpu_s / window_s
         return out
 
     def tables(self) -> dict[str, list[dict[str, Any]]]:

@@ -205,10 +205,12 @@ def gc_summary(rows: list[dict[str, Any]]) -> dict[str, float]:
     what it certainly stalled every other thread (less than the stall when the OS
     preempted the collecting thread: under a background load)."""
     out: dict[str, float] = {
-        "gc_collections": sum(r["collections"] for r in rows),
-        "gc_gen2_collections": sum(r["collections"] for r in rows if r["generation"] == 2),
-        "gc_wall_ms": sum(r["wall_ms"] for r in rows),
-        "gc_max_ms": max((r["max_cpu_ms"] for r in rows), default=0.0),
+        columns.GC_COLLECTIONS.name: sum(r["collections"] for r in rows),
+        columns.GC_GEN2_COLLECTIONS.name: sum(
+            r["collections"] for r in rows if r["generation"] == 2
+        ),
+        columns.GC_WALL_MS.name: sum(r["wall_ms"] for r in rows),
+        columns.GC_MAX_MS.name: max((r["max_cpu_ms"] for r in rows), default=0.0),
     }
     for role in ("load", "engine", "simulation"):
         out[f"gc_{role}_ms"] = sum(r["cpu_ms"] for r in rows if r["role"] == role)

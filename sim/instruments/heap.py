@@ -54,7 +54,7 @@ HEAP_SUMMARY = columns.names(columns.HEAP)
 class _RequestState:
     """A stand-in for an engine's per-request object (one tracked container)."""
 
-    __slots__ = ("links", "meta", "request_id", "tokens")
+    __slots__ = ("links", "meta", columns.REQUEST_ID.name, "tokens")
 
     def __init__(self, request_id: int, meta: dict[str, Any], tokens: list[Any], links: Any):
         self.request_id = request_id

@@ -33,6 +33,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from sim import columns
 from sim.instruments.gilmeter import ENGINE, HoldLedger, close_ledger, open_ledger
 from sim.stats import percentiles
 
@@ -247,16 +248,16 @@ class ProbeAddOn:
                 core_wait = self._core_wait_ns / window_ns
         accounted = requests + harness + (0.0 if math.isnan(engine) else engine)
         return {
-            "stall_p50_ms": s50,
-            "stall_p99_ms": s99,
-            "stall_max_ms": max(stall) if stall else nan,
-            "gil_busy_probe": probe,
-            "gil_busy_probe_core": probe_core,
-            "gil_busy_requests": requests,
-            "gil_busy_harness": harness,
-            "gil_busy_engine": engine,
-            "gil_busy_agreement": probe / accounted if accounted > 0 else nan,
-            "core_wait_frac": core_wait,
+            columns.STALL_P50_MS.name: s50,
+            columns.STALL_P99_MS.name: s99,
+            columns.STALL_MAX_MS.name: max(stall) if stall else nan,
+            columns.GIL_BUSY_PROBE.name: probe,
+            columns.GIL_BUSY_PROBE_CORE.name: probe_core,
+            columns.GIL_BUSY_REQUESTS.name: requests,
+            columns.GIL_BUSY_HARNESS.name: harness,
+            columns.GIL_BUSY_ENGINE.name: engine,
+            columns.GIL_BUSY_AGREEMENT.name: probe / accounted if accounted > 0 else nan,
+            columns.CORE_WAIT_FRAC.name: core_wait,
         }
 
     def tables(self) -> dict[str, list[dict[str, Any]]]:

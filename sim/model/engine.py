@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sim import columns
 from sim.config import EngineConfig
 from sim.instruments.engine import STEP_COLUMNS, summarize_steps
 from sim.model.costs import ModelCosts
@@ -106,7 +107,7 @@ class ModelEngine:
             {
                 "step": len(self._rows),
                 "phase": self._phase,
-                "start_s": t["posted"] - self._origin,
+                columns.START_S.name: t["posted"] - self._origin,
                 "batch_size": cfg.batch_size,
                 "tokens": self._meta,
                 "padded_tokens": cfg.max_tokens(),

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from sim import columns
 from sim.model.calibration import CALIBRATION_KIND, PARAMETRIC, LinearFit
 from sim.model.measure_engine import measure_engine
 from sim.model.measure_harness import measure_harness
@@ -261,7 +262,7 @@ def calibrate(
             "info": machine_info(),
         },
         "switch_interval_ms": sys.getswitchinterval() * 1e3,
-        "elapsed_s": time.perf_counter() - t0,
+        columns.ELAPSED_S.name: time.perf_counter() - t0,
         "harness": harness,
         "variants": entries,
         "engine": eng,

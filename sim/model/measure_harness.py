@@ -18,6 +18,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from sim import columns
+
 __all__ = [
     "LATENCIES",
     "WAKE_GAP_S",
@@ -113,17 +115,17 @@ def _sim_cpu_per_request_ms(requests: int = 200) -> dict[str, float]:
                 "tokens": 8 * BLOCK_SIZE,
             },
             "connector": {"variant": "noop", "workers": 1},
-            "store": {"latency_ms": 0.2, "bandwidth_gb_per_s": 100.0},
+            "store": {columns.LATENCY_MS.name: 0.2, "bandwidth_gb_per_s": 100.0},
         }
     )
     res = run_point(Point(0, {}, cfg))
     s = res.summary
-    sim_cpu = s["gil_busy_harness"] * s["elapsed_s"] / max(1, s["requests"])
+    sim_cpu = s[columns.GIL_BUSY_HARNESS.name] * s[columns.ELAPSED_S.name] / max(1, s["requests"])
     return {
         "sim_cpu_per_request_ms": sim_cpu * 1e3,
-        "noop_latency_p50_ms": s["latency_p50_ms"],
-        "noise_floor_p50_ms": s["noise_floor_p50_ms"],
-        "noise_floor_p99_ms": s["noise_floor_p99_ms"],
+        "noop_latency_p50_ms": s[columns.LATENCY_P50_MS.name],
+        columns.NOISE_FLOOR_P50_MS.name: s[columns.NOISE_FLOOR_P50_MS.name],
+        columns.NOISE_FLOOR_P99_MS.name: s[columns.NOISE_FLOOR_P99_MS.name],
     }
 
 

@@ -34,6 +34,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from sim import columns
 from sim.config import GilConfig
 from sim.model.costs import ModelCosts
 from sim.model.gil import SimGil
@@ -296,16 +297,16 @@ class ModelProbe:
         sim_busy = self._harness.cpu_s / window if window > 0 else nan
         accounted = requests + sim_busy
         return {
-            "stall_p50_ms": s50,
-            "stall_p99_ms": s99,
-            "stall_max_ms": stall.max if stall.count else nan,
-            "gil_busy_probe": probe,
-            "gil_busy_probe_core": nan,
-            "gil_busy_requests": requests,
-            "gil_busy_harness": sim_busy,
-            "gil_busy_engine": nan,
-            "gil_busy_agreement": probe / accounted if accounted > 0 else nan,
-            "core_wait_frac": nan,
+            columns.STALL_P50_MS.name: s50,
+            columns.STALL_P99_MS.name: s99,
+            columns.STALL_MAX_MS.name: stall.max if stall.count else nan,
+            columns.GIL_BUSY_PROBE.name: probe,
+            columns.GIL_BUSY_PROBE_CORE.name: nan,
+            columns.GIL_BUSY_REQUESTS.name: requests,
+            columns.GIL_BUSY_HARNESS.name: sim_busy,
+            columns.GIL_BUSY_ENGINE.name: nan,
+            columns.GIL_BUSY_AGREEMENT.name: probe / accounted if accounted > 0 else nan,
+            columns.CORE_WAIT_FRAC.name: nan,
         }
 
     def tables(self) -> dict[str, list[dict[str, Any]]]:

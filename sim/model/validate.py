@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from sim import columns
 from sim.analysis.bootstrap import Interval, stat_interval, statistic
 from sim.rundir.reader import RunResults, as_float, column
 
@@ -39,13 +40,13 @@ __all__ = [
 #: (ok requests; the engine's steps under load), bootstrapped on the real side;
 #: "summary" is one value per point (the probe's stall p99 is already a statistic).
 METRICS: tuple[tuple[str, str, str, str], ...] = (
-    ("latency_p50_ms", "requests", "latency_ms", "p50"),
-    ("latency_p99_ms", "requests", "latency_ms", "p99"),
-    ("gil_wait_mean_ms", "requests", "gil_wait_ms", "mean"),
-    ("gil_wait_p99_ms", "requests", "gil_wait_ms", "p99"),
-    ("stall_p99_ms", "summary", "stall_p99_ms", "mean"),
-    ("engine_step_p50_ms", "steps", "step_ms", "p50"),
-    ("engine_step_p99_ms", "steps", "step_ms", "p99"),
+    (columns.LATENCY_P50_MS.name, "requests", columns.LATENCY_MS.name, "p50"),
+    (columns.LATENCY_P99_MS.name, "requests", columns.LATENCY_MS.name, "p99"),
+    (columns.GIL_WAIT_MEAN_MS.name, "requests", columns.GIL_WAIT_MS.name, "mean"),
+    (columns.GIL_WAIT_P99_MS.name, "requests", columns.GIL_WAIT_MS.name, "p99"),
+    (columns.STALL_P99_MS.name, "summary", columns.STALL_P99_MS.name, "mean"),
+    (columns.ENGINE_STEP_P50_MS.name, "steps", "step_ms", "p50"),
+    (columns.ENGINE_STEP_P99_MS.name, "steps", "step_ms", "p99"),
 )
 
 
@@ -70,11 +71,11 @@ class Target:
 #: absolute floor: with the GIL mostly free a mean of 0.01 ms against 0.05 is +400 %
 #: and means nothing.
 TARGETS: dict[str, Target] = {
-    "latency_p50_ms": Target(0.10),
-    "latency_p99_ms": Target(0.15),
-    "gil_wait_mean_ms": Target(0.25, 0.1),
-    "stall_p99_ms": Target(0.25),
-    "engine_step_p99_ms": Target(0.25),
+    columns.LATENCY_P50_MS.name: Target(0.10),
+    columns.LATENCY_P99_MS.name: Target(0.15),
+    columns.GIL_WAIT_MEAN_MS.name: Target(0.25, 0.1),
+    columns.STALL_P99_MS.name: Target(0.25),
+    columns.ENGINE_STEP_P99_MS.name: Target(0.25),
 }
 
 
@@ -225,7 +226,7 @@ def speed_scales(real: RunResults, model: RunResults) -> dict[tuple[str, ...], f
 
     def holds(res: RunResults) -> dict[tuple[str, ...], float]:
         return {
-            axis_key(r.get(a) for a in axes): as_float(r.get("gil_hold_mean_ms"))
+            axis_key(r.get(a) for a in axes): as_float(r.get(columns.GIL_HOLD_MEAN_MS.name))
             for r in res.summary
         }
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from sim import columns
 from sim.model.validate import METRICS, TAIL_SAMPLES, TARGETS, ValidationRow, summary_counts
 
 __all__ = [
@@ -111,7 +112,7 @@ def metric_lines(rows: list[ValidationRow], shown: list[str] | None = None) -> l
     return lines
 
 
-_LATENCY = ("latency_p50_ms", "latency_p99_ms")
+_LATENCY = (columns.LATENCY_P50_MS.name, columns.LATENCY_P99_MS.name)
 
 
 def _axis_lines(rows: list[ValidationRow]) -> list[str]:

@@ -57,9 +57,9 @@ def summary_columns(summary: dict[str, object]) -> list[str]:
         key=lambda k: float(k[len("latency_p") : -len("_ms")]),
     )
     cols = list(SUMMARY_METRICS)
-    at = cols.index("latency_p99_ms")
+    at = cols.index(columns.LATENCY_P99_MS.name)
     cols[at:at] = [c for c in latency if float(c[len("latency_p") : -len("_ms")]) < 99]
-    at = cols.index("latency_p99_ms") + 1
+    at = cols.index(columns.LATENCY_P99_MS.name) + 1
     cols[at:at] = [c for c in latency if float(c[len("latency_p") : -len("_ms")]) > 99]
     return cols + [k for k in summary if k not in cols]
 
@@ -85,22 +85,29 @@ def _rate(times_s: Sequence[float]) -> float:
 #: Per-request columns the summary reads (requests.csv names; ``gc`` is gc_gen0+1+2), and
 #: of them the ones read for finished (ok) requests only.
 SUMMARY_INPUTS = (
-    "latency_ms",
-    "transfer_ms",
-    "gil_hold_ms",
-    "gil_wait_ms",
-    "queue_ms",
-    "inject_lag_ms",
-    "stage_wall_ms",
+    columns.LATENCY_MS.name,
+    columns.TRANSFER_MS.name,
+    columns.GIL_HOLD_MS.name,
+    columns.GIL_WAIT_MS.name,
+    columns.QUEUE_MS.name,
+    columns.INJECT_LAG_MS.name,
+    columns.STAGE_WALL_MS.name,
     *HOLD_STAGE_COLUMNS,
     "gc",
 )
-OK_ONLY_INPUTS = frozenset({"latency_ms", "transfer_ms"})
+OK_ONLY_INPUTS = frozenset({columns.LATENCY_MS.name, columns.TRANSFER_MS.name})
 
 
 #: The numeric record fields :func:`request_columns` reads, in one row per record.
 _FLOAT_INPUTS = tuple(n for n in SUMMARY_INPUTS if n != "gc")
-_TABLE = (*_FLOAT_INPUTS, "gc_gen0", "gc_gen1", "gc_gen2", "arrival_s", "injected_s")
+_TABLE = (
+    *_FLOAT_INPUTS,
+    columns.GC_GEN0.name,
+    columns.GC_GEN1.name,
+    columns.GC_GEN2.name,
+    columns.ARRIVAL_S.name,
+    columns.INJECTED_S.name,
+)
 _ROW = attrgetter(*_TABLE)
 
 
@@ -123,8 +130,11 @@ def request_columns(records: Sequence[RequestRecord]) -> dict[str, np.ndarray]:
         cols[name] = table[i][ok] if name in OK_ONLY_INPUTS else table[i]
     k = len(_FLOAT_INPUTS)
     cols["gc"] = table[k] + table[k + 1] + table[k + 2]  # small integers: exact
-    cols["arrival_s"], cols["injected_s"] = table[k + 3], table[k + 4]
-    return {name: cols[name] for name in (*SUMMARY_INPUTS, "arrival_s", "injected_s")}
+    cols[columns.ARRIVAL_S.name], cols[columns.INJECTED_S.name] = table[k + 3], table[k + 4]
+    return {
+        name: cols[name]
+        for name in (*SUMMARY_INPUTS, columns.ARRIVAL_S.name, columns.INJECTED_S.name)
+    }
 
 
 def summarize_requests(
@@ -158,40 +168,40 @@ def summarize_columns(
     extra_percentiles: Sequence[float] = (),
 ) -> dict[str, float]:
     """:func:`summarize_requests` from the columns of :func:`request_columns`."""
-    lat = finite(cols["latency_ms"])
-    ok = len(cols["latency_ms"])
-    hold = cols["gil_hold_ms"]
-    wait = cols["gil_wait_ms"]
+    lat = finite(cols[columns.LATENCY_MS.name])
+    ok = len(cols[columns.LATENCY_MS.name])
+    hold = cols[columns.GIL_HOLD_MS.name]
+    wait = cols[columns.GIL_WAIT_MS.name]
     p50, p90, p99 = percentiles(lat, [50, 90, 99])
     h50, h99 = percentiles(hold, [50, 99])
-    q50, q99 = percentiles(cols["queue_ms"], [50, 99])
-    (t50,) = percentiles(cols["transfer_ms"], [50])
-    lag50, lag99 = percentiles(cols["inject_lag_ms"], [50, 99])
+    q50, q99 = percentiles(cols[columns.QUEUE_MS.name], [50, 99])
+    (t50,) = percentiles(cols[columns.TRANSFER_MS.name], [50])
+    lag50, lag99 = percentiles(cols[columns.INJECT_LAG_MS.name], [50, 99])
     return {
         "requests": requests,
         "ok": ok,
         "failed": failed,
         "errors": errors,
-        "elapsed_s": elapsed_s,
-        "throughput_rps": ok / elapsed_s if elapsed_s > 0 else float("nan"),
-        "latency_mean_ms": _mean(lat),
-        "latency_p50_ms": p50,
-        "latency_p90_ms": p90,
-        "latency_p99_ms": p99,
-        "latency_max_ms": float(lat.max()) if lat.size else float("nan"),
-        "offered_rps": _rate(cols["arrival_s"]),
-        "achieved_rps": _rate(cols["injected_s"]),
-        "inject_lag_p50_ms": lag50,
-        "inject_lag_p99_ms": lag99,
-        "gil_hold_mean_ms": _mean(hold),
-        "gil_hold_p50_ms": h50,
-        "gil_hold_p99_ms": h99,
-        "gil_wait_mean_ms": _mean(wait),
-        "gil_wait_p99_ms": percentiles(wait, [99])[0],
-        "stage_wall_mean_ms": _mean(cols["stage_wall_ms"]),
-        "queue_p50_ms": q50,
-        "queue_p99_ms": q99,
-        "transfer_p50_ms": t50,
+        columns.ELAPSED_S.name: elapsed_s,
+        columns.THROUGHPUT_RPS.name: ok / elapsed_s if elapsed_s > 0 else float("nan"),
+        columns.LATENCY_MEAN_MS.name: _mean(lat),
+        columns.LATENCY_P50_MS.name: p50,
+        columns.LATENCY_P90_MS.name: p90,
+        columns.LATENCY_P99_MS.name: p99,
+        columns.LATENCY_MAX_MS.name: float(lat.max()) if lat.size else float("nan"),
+        columns.OFFERED_RPS.name: _rate(cols[columns.ARRIVAL_S.name]),
+        columns.ACHIEVED_RPS.name: _rate(cols[columns.INJECTED_S.name]),
+        columns.INJECT_LAG_P50_MS.name: lag50,
+        columns.INJECT_LAG_P99_MS.name: lag99,
+        columns.GIL_HOLD_MEAN_MS.name: _mean(hold),
+        columns.GIL_HOLD_P50_MS.name: h50,
+        columns.GIL_HOLD_P99_MS.name: h99,
+        columns.GIL_WAIT_MEAN_MS.name: _mean(wait),
+        columns.GIL_WAIT_P99_MS.name: percentiles(wait, [99])[0],
+        columns.STAGE_WALL_MEAN_MS.name: _mean(cols[columns.STAGE_WALL_MS.name]),
+        columns.QUEUE_P50_MS.name: q50,
+        columns.QUEUE_P99_MS.name: q99,
+        columns.TRANSFER_P50_MS.name: t50,
         **_extra_latency(lat, extra_percentiles),
         **_stage_summary(cols, requests),
     }
@@ -210,5 +220,5 @@ def _stage_summary(cols: dict[str, np.ndarray], requests: int) -> dict[str, floa
         stem = col.removesuffix("_ms")
         out[f"{stem}_mean_ms"] = _mean(cols[col])
         out[f"{stem}_p99_ms"] = percentiles(cols[col], [99])[0]
-    out["gc_per_request"] = _mean(cols["gc"]) if requests else float("nan")
+    out[columns.GC_PER_REQUEST.name] = _mean(cols["gc"]) if requests else float("nan")
     return out

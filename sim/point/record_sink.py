@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+from sim import columns
 from sim.config.experiment import ExperimentConfig
 from sim.point.records import RequestRecord
 from sim.point.summary_stream import SummaryStream, WindowTable
@@ -84,7 +85,7 @@ class RecordSink:
             return
         self._batch = []
         cols = self.stream.add(batch)
-        hold = cols["gil_hold_ms"]
+        hold = cols[columns.GIL_HOLD_MS.name]
         self.hold_ms += math.fsum(hold[hold == hold].tolist())  # the ones not NaN
         if self.windows is not None:
             self.windows.add(batch, cols)

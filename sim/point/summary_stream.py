@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from sim import columns
 from sim.point.metrics import (
     SUMMARY_INPUTS,
     extra_latency_columns,
@@ -70,7 +71,7 @@ class SummaryStream:
         self._extra = tuple(extra_percentiles)
         self._parts: list[dict[str, np.ndarray]] = []
         self._hists: dict[str, LogHistogram] | None = None
-        self._spans = {"arrival_s": _Span(), "injected_s": _Span()}
+        self._spans = {columns.ARRIVAL_S.name: _Span(), columns.INJECTED_S.name: _Span()}
         self.requests = 0
         self.ok = 0
         self.failed = 0
@@ -84,13 +85,13 @@ class SummaryStream:
             return {}
         cols = request_columns(records)
         self.requests += len(records)
-        self.ok += len(cols["latency_ms"])  # the ok records' column
-        if len(cols["latency_ms"]) < len(records):  # some did not end ok
+        self.ok += len(cols[columns.LATENCY_MS.name])  # the ok records' column
+        if len(cols[columns.LATENCY_MS.name]) < len(records):  # some did not end ok
             for r in records:
                 if r.status == "failed":
                     self.failed += 1
                     self._errors[r.error.split(":", 1)[0]] += 1
-        hold = cols["gil_hold_ms"]
+        hold = cols[columns.GIL_HOLD_MS.name]
         self.hold_ms += float(hold[~np.isnan(hold)].sum())
         for name, span in self._spans.items():
             span.add(cols[name])
@@ -136,7 +137,7 @@ class SummaryStream:
         def mean(name: str) -> float:
             return h[name].total / h[name].count if h[name].count else math.nan
 
-        lat = h["latency_ms"]
+        lat = h[columns.LATENCY_MS.name]
         ok = self.ok
         p50, p90, p99 = lat.percentiles([50, 90, 99])
         out: dict[str, float] = {
@@ -144,26 +145,30 @@ class SummaryStream:
             "ok": ok,
             "failed": self.failed,
             "errors": self._errors_text(),  # type: ignore[dict-item]
-            "elapsed_s": elapsed_s,
-            "throughput_rps": ok / elapsed_s if elapsed_s > 0 else math.nan,
-            "latency_mean_ms": mean("latency_ms"),
-            "latency_p50_ms": p50,
-            "latency_p90_ms": p90,
-            "latency_p99_ms": p99,
-            "latency_max_ms": lat.max if lat.count else math.nan,
-            "offered_rps": self._spans["arrival_s"].rate(),
-            "achieved_rps": self._spans["injected_s"].rate(),
+            columns.ELAPSED_S.name: elapsed_s,
+            columns.THROUGHPUT_RPS.name: ok / elapsed_s if elapsed_s > 0 else math.nan,
+            columns.LATENCY_MEAN_MS.name: mean(columns.LATENCY_MS.name),
+            columns.LATENCY_P50_MS.name: p50,
+            columns.LATENCY_P90_MS.name: p90,
+            columns.LATENCY_P99_MS.name: p99,
+            columns.LATENCY_MAX_MS.name: lat.max if lat.count else math.nan,
+            columns.OFFERED_RPS.name: self._spans[columns.ARRIVAL_S.name].rate(),
+            columns.ACHIEVED_RPS.name: self._spans[columns.INJECTED_S.name].rate(),
         }
-        out["inject_lag_p50_ms"], out["inject_lag_p99_ms"] = h["inject_lag_ms"].percentiles(
-            [50, 99]
-        )
-        out["gil_hold_mean_ms"] = mean("gil_hold_ms")
-        out["gil_hold_p50_ms"], out["gil_hold_p99_ms"] = h["gil_hold_ms"].percentiles([50, 99])
-        out["gil_wait_mean_ms"] = mean("gil_wait_ms")
-        out["gil_wait_p99_ms"] = h["gil_wait_ms"].percentiles([99])[0]
-        out["stage_wall_mean_ms"] = mean("stage_wall_ms")
-        out["queue_p50_ms"], out["queue_p99_ms"] = h["queue_ms"].percentiles([50, 99])
-        out["transfer_p50_ms"] = h["transfer_ms"].percentiles([50])[0]
+        out[columns.INJECT_LAG_P50_MS.name], out[columns.INJECT_LAG_P99_MS.name] = h[
+            columns.INJECT_LAG_MS.name
+        ].percentiles([50, 99])
+        out[columns.GIL_HOLD_MEAN_MS.name] = mean(columns.GIL_HOLD_MS.name)
+        out[columns.GIL_HOLD_P50_MS.name], out[columns.GIL_HOLD_P99_MS.name] = h[
+            columns.GIL_HOLD_MS.name
+        ].percentiles([50, 99])
+        out[columns.GIL_WAIT_MEAN_MS.name] = mean(columns.GIL_WAIT_MS.name)
+        out[columns.GIL_WAIT_P99_MS.name] = h[columns.GIL_WAIT_MS.name].percentiles([99])[0]
+        out[columns.STAGE_WALL_MEAN_MS.name] = mean(columns.STAGE_WALL_MS.name)
+        out[columns.QUEUE_P50_MS.name], out[columns.QUEUE_P99_MS.name] = h[
+            columns.QUEUE_MS.name
+        ].percentiles([50, 99])
+        out[columns.TRANSFER_P50_MS.name] = h[columns.TRANSFER_MS.name].percentiles([50])[0]
         cols = extra_latency_columns(self._extra)
         wanted = [float(c[len("latency_p") : -len("_ms")]) for c in cols]
         out.update(zip(cols, lat.percentiles(wanted), strict=True))
@@ -172,7 +177,7 @@ class SummaryStream:
                 stem = name.removesuffix("_ms")
                 out[f"{stem}_mean_ms"] = mean(name)
                 out[f"{stem}_p99_ms"] = h[name].percentiles([99])[0]
-        out["gc_per_request"] = mean("gc")
+        out[columns.GC_PER_REQUEST.name] = mean("gc")
         return out
 
 
@@ -191,8 +196,8 @@ class WindowTable:
     def add(self, records: Sequence[RequestRecord], cols: Mapping[str, np.ndarray]) -> None:
         """Count ``records`` in by their columns (sim.point.metrics.request_columns of
         the same records, which the sink has made already for the summary)."""
-        at = cols["arrival_s"]
-        lat = cols["latency_ms"]  # the ok records' latencies
+        at = cols[columns.ARRIVAL_S.name]
+        lat = cols[columns.LATENCY_MS.name]  # the ok records' latencies
         if len(lat) < len(records):  # some did not end ok: NaN in their places
             lat = np.array(
                 [r.latency_ms if r.status == "ok" else math.nan for r in records], dtype=float
@@ -214,10 +219,10 @@ class WindowTable:
                     "window_s": self._width,
                     "requests": self._requests[w],
                     "ok": h.count,
-                    "offered_rps": self._requests[w] / self._width,
-                    "latency_p50_ms": p50,
-                    "latency_p99_ms": p99,
-                    "latency_max_ms": h.max if h.count else math.nan,
+                    columns.OFFERED_RPS.name: self._requests[w] / self._width,
+                    columns.LATENCY_P50_MS.name: p50,
+                    columns.LATENCY_P99_MS.name: p99,
+                    columns.LATENCY_MAX_MS.name: h.max if h.count else math.nan,
                 }
             )
         return out

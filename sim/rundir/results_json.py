@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sim import columns
 from sim.rundir.layout import RESULTS_FILE
 from sim.rundir.outputs import write_json
 
@@ -27,7 +28,7 @@ __all__ = ["RESULTS_FILE", "RESULTS_FORMAT", "results_document", "write_results_
 RESULTS_FORMAT = "kvsim-results/1"
 
 #: Summary columns that count things: integers in the JSON.
-_COUNTS = frozenset({"requests", "ok", "failed", "repeats", "engine_steps"})
+_COUNTS = frozenset({"requests", "ok", "failed", "repeats", columns.ENGINE_STEPS.name})
 #: Summary columns that are not metrics of the point.
 _NOT_METRICS = frozenset({"repeats", "status", "error", "errors", "repeat"})
 
@@ -105,7 +106,7 @@ def results_document(
             "planned_points": len(planned),
             "runs": manifest.get("runs"),
             "started_unix": manifest.get("started_unix"),
-            "elapsed_s": manifest.get("elapsed_s"),
+            columns.ELAPSED_S.name: manifest.get(columns.ELAPSED_S.name),
             "commit": machine.get("git_commit"),
             "versions": versions,
             "machine": machine,

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Generator, Sequence
 from typing import Any
 
+from sim import columns
 from sim.runtime.env import HybridEnvironment
 from sim.runtime.workers import WorkerPool
 from sim.stats import percentiles
@@ -62,4 +63,4 @@ def noise_floor_summary(*sides: Sequence[float]) -> dict[str, float]:
     """The summary columns of the pooled samples of every side."""
     pooled = [x for side in sides for x in side]
     p50, p99 = percentiles(pooled, [50, 99])
-    return {"noise_floor_p50_ms": p50, "noise_floor_p99_ms": p99}
+    return {columns.NOISE_FLOOR_P50_MS.name: p50, columns.NOISE_FLOOR_P99_MS.name: p99}

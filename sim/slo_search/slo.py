@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sim import columns
 from sim.analysis.behind import ACHIEVED_MIN
 from sim.rundir.numbers import as_float
 
@@ -117,7 +118,10 @@ def judge(row: Mapping[str, Any], slos: Sequence[SLO]) -> Verdict:
     failed = _num(row.get("failed"))
     if failed and failed > 0:
         return Verdict(False, values, f"{failed:.0f} request(s) failed")
-    offered, achieved = _num(row.get("offered_rps")), _num(row.get("achieved_rps"))
+    offered, achieved = (
+        _num(row.get(columns.OFFERED_RPS.name)),
+        _num(row.get(columns.ACHIEVED_RPS.name)),
+    )
     if offered > 0 and achieved < ACHIEVED_MIN * offered:
         # A rate the harness could not apply is not a rate the variant sustained.
         return Verdict(

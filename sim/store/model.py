@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from sim import columns
 from sim.config.sections import StoreConfig
 from sim.errors import StoreError
 from sim.store.clock import Clock
@@ -42,9 +43,9 @@ class TransferOutcome:
         "attempts",
         "error",
         "stalls",
-        "transfer_bytes",
-        "transfer_ms",
-        "verified_blocks",
+        columns.TRANSFER_BYTES.name,
+        columns.TRANSFER_MS.name,
+        columns.VERIFIED_BLOCKS.name,
         "waited_s",
     )
 

@@ -16,6 +16,7 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
+from sim import columns
 from sim.point.records import (
     DERIVED_COLUMNS,
     RECORD_FIELDS,
@@ -53,7 +54,7 @@ def request_cells(records: Sequence[Any]) -> list[list[Any]]:
     for name in REQUEST_COLUMNS:  # the catalogue's order (sim.columns.REQUESTS)
         derive = DERIVED_COLUMNS.get(name)
         values = [derive(r) for r in records] if derive else list(held[name])
-        if name == "trace_line":
+        if name == columns.TRACE_LINE.name:
             values = ["" if v is None else v for v in values]
         if name in _TIME:
             values = _time_column(values)

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sim import columns
 from sim.config.experiment import ExperimentConfig, Point
 from sim.rundir.guard import owned_files
 from sim.rundir.manifest import MANIFEST_TOOL, machine_info, write_manifest
@@ -52,7 +53,7 @@ class RunManifest:
                 {"index": p.index, "slug": p.slug, "axes": p.axes, "label": p.label} for p in points
             ],
             "started_unix": prev.get("started_unix", self._started),
-            "elapsed_s": 0.0,
+            columns.ELAPSED_S.name: 0.0,
             "sessions": list(prev.get("sessions", [])),
             "runs": {},
             "files": list(prev.get("files", [])),
@@ -84,8 +85,8 @@ class RunManifest:
         self._data["runs"] = runs
         self._data["files"] = sorted({*owned_files(self._dir), *tables})
         self._data["tables"] = tables
-        self._data["elapsed_s"] = sum(
-            s.get("elapsed_s", 0.0) for s in self._data["sessions"][:-1]
+        self._data[columns.ELAPSED_S.name] = sum(
+            s.get(columns.ELAPSED_S.name, 0.0) for s in self._data["sessions"][:-1]
         ) + (now - self._started)
         self._data["sessions"][-1].update(status=status, elapsed_s=now - self._started)
 

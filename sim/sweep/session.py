@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from sim import columns
 from sim.config import ExperimentConfig, Point
 from sim.events import SweepEvents
 from sim.preflight.machine import check_covered, check_runnable
@@ -188,7 +189,7 @@ def open_session(
 
 def noise_floor_ms(rows: Sequence[dict[str, Any]]) -> float:
     """The harness's noise floor (worst p99 over points, ms); NaN when no point measured it."""
-    vals = [as_float(r.get("noise_floor_p99_ms")) for r in rows]
+    vals = [as_float(r.get(columns.NOISE_FLOOR_P99_MS.name)) for r in rows]
     vals = [v for v in vals if not math.isnan(v)]
     return max(vals) if vals else math.nan
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .base import AddressVariant
+from .plugin_trace import CONTRACT_DOC, MODULE_PREFIX, ending, plugin_line
 from .registry import ADDRESS_VARIANTS, INDEX_VARIANTS, Registry
 from .token_index import IndexVariant
 
@@ -35,18 +36,11 @@ __all__ = [
     "IMPORT_TIMEOUT_S",
     "PluginCode",
     "PluginError",
-    "ending",
     "is_plugin",
     "load_plugin",
-    "plugin_line",
     "plugins_loaded",
 ]
 
-#: The module name every plug-in file runs under starts with this.
-MODULE_PREFIX = "kvsim_plugin_"
-
-#: Where the contract is explained, for error messages.
-CONTRACT_DOC = "docs/your-connector.md"
 
 #: Seconds a plug-in file may take to run as a module (its imports included: numba and
 #: torch take seconds on a loaded machine) before kvsim stops waiting and names it.
@@ -84,29 +78,6 @@ class PluginCode:
 def is_plugin(cls: type) -> bool:
     """Whether ``cls`` comes from a plug-in file (not a built-in or an installed package)."""
     return cls.__module__.startswith(MODULE_PREFIX)
-
-
-def plugin_line(exc: BaseException) -> str:
-    """``mine.py line 12, in prepare_values``: the innermost frame of a plug-in file that
-    ``exc`` passed through ("" when none did). Read from the frames themselves (their
-    module's name), so it works after the plug-in's scope has ended."""
-    found = ""
-    tb = exc.__traceback__
-    while tb is not None:
-        frame = tb.tb_frame
-        if str(frame.f_globals.get("__name__", "")).startswith(MODULE_PREFIX):
-            found = f"{frame.f_code.co_filename} line {tb.tb_lineno}, in {frame.f_code.co_name}"
-        tb = tb.tb_next
-    return found
-
-
-def ending(exc: BaseException) -> str:
-    """What an exception that is not an ``Exception`` did, in words: ``called
-    sys.exit(0)``, ``raised KeyboardInterrupt``."""
-    if isinstance(exc, SystemExit):
-        return f"called sys.exit({exc.code!r})"
-    text = str(exc).splitlines()[0] if str(exc) else ""
-    return f"raised {type(exc).__name__}" + (f": {text}" if text else "")
 
 
 def _not_users(filename: str) -> bool:
@@ -180,10 +151,10 @@ def _exec_bounded(code: PluginCode, module: types.ModuleType) -> None:
         return
     if isinstance(exc, Exception):
         raise exc
-    where = plugin_line(exc)
+    where = plugin_line(exc, code.path)
     raise PluginError(
         f"{code.path}: the file {ending(exc)} at import"
-        + (f" ({where.split(' ', 1)[1]})" if where else "")
+        + (f" ({where})" if where else "")
         + f": {_NO_EXIT}"
     ) from None
 

@@ -152,6 +152,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         how = f" by {_signal_name(int(exc.code))}" if isinstance(exc, Terminated) else ""
         print(f"kvsim: interrupted{how}" + (f"; {hint}" if hint else ""), file=sys.stderr)
         return int(exc.code) if isinstance(exc, Terminated) else 130
+    except SystemExit as exc:  # a plug-in's sys.exit on this thread (kvsim's own passes)
+        from connectors.plugin_trace import exit_message  # no numpy: only on this path
+
+        said = exit_message(exc)
+        if said is None:
+            raise
+        print(f"kvsim: error: {said}", file=sys.stderr)
+        return 1
     except BrokenPipeError:
         return _broken_pipe()
     except OSError as exc:  # the disk filled up, a file vanished: say which, no traceback

@@ -23,6 +23,7 @@ __all__ = [
     "ConfigError",
     "HFConfigError",
     "KvsimError",
+    "PluginFault",
     "RunDirError",
     "RunError",
     "SpecError",
@@ -82,6 +83,12 @@ class RunError(KvsimError):
 
 class WatchdogError(RunError, RuntimeError):
     """A request or worker hung past the configured limit; the run cannot finish."""
+
+
+class PluginFault(RunError, RuntimeError):
+    """A variant did what a point cannot go on from: ended its thread (``sys.exit``,
+    ``KeyboardInterrupt``), returned what breaks the contract, hung an engine step. The
+    point fails with this one line, naming the variant and its file."""
 
 
 class StallError(RunError, RuntimeError):

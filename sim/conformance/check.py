@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from connectors import registry
-from connectors.plugin_file import ending
+from connectors.plugin_trace import ending
 from sim.conformance.corpus import Case, corpus
 
 __all__ = ["CheckResult", "check_variant", "describe_raise", "first_difference"]

@@ -15,6 +15,7 @@ load threads being measured (``harness_us_per_request``).
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from typing import Any, Protocol
@@ -22,8 +23,10 @@ from typing import Any, Protocol
 import numpy as np
 
 from connectors.base import AddressVariant, LoadJob
+from connectors.contract import ContractError
+from connectors.plugin_trace import CONTRACT_DOC, ending, plugin_line
 from sim.config.geometry import GeometryConfig
-from sim.errors import WatchdogError
+from sim.errors import PluginFault, WatchdogError
 from sim.instruments.stages import GC, OTHER, StageTimes
 from sim.point.records import RequestRecord, end_record, error_line
 from sim.process.interpreter import gil_enabled
@@ -33,7 +36,14 @@ from sim.store.base import LoadStore, cpu_stages
 from sim.store.model import TransferOutcome
 from sim.workload.plan import PlannedRequest, request_bytes
 
-__all__ = ["JOB_BUDGET_BYTES", "CpuExecutor", "LoadPipeline", "WatchdogError", "cpu_stages"]
+__all__ = [
+    "JOB_BUDGET_BYTES",
+    "CpuExecutor",
+    "LoadPipeline",
+    "WatchdogError",
+    "cpu_stages",
+    "variant_fault",
+]
 
 #: Memory the jobs built before the load may take (block hashes and block ids); requests
 #: past it get theirs built at arrival, on the simulation thread.
@@ -56,6 +66,24 @@ def _record_stages(rec: RequestRecord, st: StageTimes, gil_on: bool) -> None:
         rec.hold_gc_ms = st.of(GC) / 1e6
     rec.gc_gen0, rec.gc_gen1, rec.gc_gen2 = st.gc_counts
     rec.gc_addresses = st.gc_in.get("addresses", 0)
+
+
+def variant_fault(variant: AddressVariant, request_id: int, error: BaseException) -> PluginFault:
+    """The point's end, in one line, when a request's CPU stages broke what a run needs:
+    a result outside the list contract (ContractError), or variant code that tried to end
+    the process (SystemExit, KeyboardInterrupt: on a load thread, only the job's own code
+    raises them). Either is a bug in the variant, not a failed request to count."""
+    cls = type(variant)
+    module = sys.modules.get(cls.__module__)
+    where = getattr(module, "__file__", None) or cls.__module__
+    if isinstance(error, ContractError):
+        return PluginFault(f"{where}: {error}; the point is stopped ({CONTRACT_DOC})")
+    line = plugin_line(error, str(where))
+    at = f" ({line})" if line else ""
+    return PluginFault(
+        f"{where}: variant {cls.name!r}, request {request_id}: {ending(error)}{at} in a load "
+        "thread; a variant must not end or interrupt kvsim, the point is stopped"
+    )
 
 
 class LoadPipeline:
@@ -217,6 +245,8 @@ class _Request:
         del p._staging[self.req.request_id]
         self.timing, self.thread, self.error = outcome.timing, outcome.thread, outcome.error
         if outcome.error is not None:
+            if isinstance(outcome.error, ContractError) or not isinstance(outcome.error, Exception):
+                raise variant_fault(p._variants[0], self.req.request_id, outcome.error)
             self._finish(None)
             return
         job = self.job

@@ -26,7 +26,7 @@ from connectors.token_database import TokenDatabase
 from sim.config.experiment import ExperimentConfig
 from sim.config.sections import StoreConfig
 from sim.errors import RunError
-from sim.store.base import nan_store_summary
+from sim.store.base import check_result, nan_store_summary
 from sim.store.kv_buffers import KVBuffers, key_tags
 from sim.store.memory import MemoryPlan, check_real_store, memory_plan
 from sim.store.model import StoreError, TransferOutcome
@@ -256,6 +256,7 @@ class MooncakeStore:
         mark_stage("keys")
         for group, variant in enumerate(variants):
             k, values = variant.run(job, group, handler)
+            check_result(variant, values, len(k), job, group)
             keys += k
             addrs += _as_lists(values[0])
             sizes += _as_lists(values[1])

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sim import columns
 from sim.analysis.bootstrap import Interval, stat_interval
 from sim.analysis.verdict import ratio_verdict
 from sim.rundir.reader import RunResults, as_float
@@ -68,14 +69,58 @@ _LOAD = (("phase", "load"),)
 KNOWN_METRICS: dict[str, Metric] = {
     m.name: m
     for m in (
-        Metric("latency_p50_ms", "p50 latency (ms)", "p50", "requests", "latency_ms"),
-        Metric("latency_p90_ms", "p90 latency (ms)", "p90", "requests", "latency_ms"),
-        Metric("latency_p99_ms", "p99 latency (ms)", "p99", "requests", "latency_ms"),
-        Metric("latency_mean_ms", "mean latency (ms)", "mean", "requests", "latency_ms"),
-        Metric("gil_hold_mean_ms", "GIL hold/req (ms)", "mean", "requests", "gil_hold_ms"),
-        Metric("gil_hold_p99_ms", "p99 GIL hold/req (ms)", "p99", "requests", "gil_hold_ms"),
-        Metric("gil_wait_mean_ms", "GIL wait/req (ms)", "mean", "requests", "gil_wait_ms"),
-        Metric("queue_p99_ms", "p99 queue (ms)", "p99", "requests", "queue_ms"),
+        Metric(
+            columns.LATENCY_P50_MS.name,
+            "p50 latency (ms)",
+            "p50",
+            "requests",
+            columns.LATENCY_MS.name,
+        ),
+        Metric(
+            columns.LATENCY_P90_MS.name,
+            "p90 latency (ms)",
+            "p90",
+            "requests",
+            columns.LATENCY_MS.name,
+        ),
+        Metric(
+            columns.LATENCY_P99_MS.name,
+            "p99 latency (ms)",
+            "p99",
+            "requests",
+            columns.LATENCY_MS.name,
+        ),
+        Metric(
+            columns.LATENCY_MEAN_MS.name,
+            "mean latency (ms)",
+            "mean",
+            "requests",
+            columns.LATENCY_MS.name,
+        ),
+        Metric(
+            columns.GIL_HOLD_MEAN_MS.name,
+            "GIL hold/req (ms)",
+            "mean",
+            "requests",
+            columns.GIL_HOLD_MS.name,
+        ),
+        Metric(
+            columns.GIL_HOLD_P99_MS.name,
+            "p99 GIL hold/req (ms)",
+            "p99",
+            "requests",
+            columns.GIL_HOLD_MS.name,
+        ),
+        Metric(
+            columns.GIL_WAIT_MEAN_MS.name,
+            "GIL wait/req (ms)",
+            "mean",
+            "requests",
+            columns.GIL_WAIT_MS.name,
+        ),
+        Metric(
+            columns.QUEUE_P99_MS.name, "p99 queue (ms)", "p99", "requests", columns.QUEUE_MS.name
+        ),
         # the hold by stage (sim.instruments.stages): mean and p99 of each requests.csv column
         *(
             Metric(
@@ -84,24 +129,50 @@ KNOWN_METRICS: dict[str, Metric] = {
             for s in ("keys", "addresses", "free", "gc")
             for stat in ("mean", "p99")
         ),
-        Metric("throughput_rps", "throughput (req/s)", "mean", None, "throughput_rps"),
-        Metric("elapsed_s", "point wall time (s)", "mean", None, "elapsed_s"),
-        Metric("stall_p99_ms", "probe stall p99 (ms)", "mean", None, "stall_p99_ms"),
-        Metric("engine_step_p50_ms", "step p50 (ms)", "p50", "steps", "step_ms", _LOAD),
-        Metric("engine_step_p99_ms", "step p99 (ms)", "p99", "steps", "step_ms", _LOAD),
-        Metric("engine_stall_p99_ms", "step stall p99 (ms)", "p99", "steps", "stall_ms", _LOAD),
-        Metric("engine_build_p50_us", "index build p50 (µs)", "p50", "steps", "build_us", _LOAD),
+        Metric(
+            columns.THROUGHPUT_RPS.name,
+            "throughput (req/s)",
+            "mean",
+            None,
+            columns.THROUGHPUT_RPS.name,
+        ),
+        Metric(columns.ELAPSED_S.name, "point wall time (s)", "mean", None, columns.ELAPSED_S.name),
+        Metric(
+            columns.STALL_P99_MS.name,
+            "probe stall p99 (ms)",
+            "mean",
+            None,
+            columns.STALL_P99_MS.name,
+        ),
+        Metric(columns.ENGINE_STEP_P50_MS.name, "step p50 (ms)", "p50", "steps", "step_ms", _LOAD),
+        Metric(columns.ENGINE_STEP_P99_MS.name, "step p99 (ms)", "p99", "steps", "step_ms", _LOAD),
+        Metric(
+            columns.ENGINE_STALL_P99_MS.name,
+            "step stall p99 (ms)",
+            "p99",
+            "steps",
+            "stall_ms",
+            _LOAD,
+        ),
+        Metric(
+            columns.ENGINE_BUILD_P50_US.name,
+            "index build p50 (µs)",
+            "p50",
+            "steps",
+            "build_us",
+            _LOAD,
+        ),
     )
 }
 
 DEFAULT_METRICS = (
-    "latency_p50_ms",
-    "latency_p99_ms",
-    "gil_hold_mean_ms",
-    "throughput_rps",
-    "stall_p99_ms",
-    "engine_step_p99_ms",
-    "engine_stall_p99_ms",
+    columns.LATENCY_P50_MS.name,
+    columns.LATENCY_P99_MS.name,
+    columns.GIL_HOLD_MEAN_MS.name,
+    columns.THROUGHPUT_RPS.name,
+    columns.STALL_P99_MS.name,
+    columns.ENGINE_STEP_P99_MS.name,
+    columns.ENGINE_STALL_P99_MS.name,
 )
 
 

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from sim import columns
 from sim.config import Point
 from sim.model.calibration import Calibration
 from sim.model.cores import WAKE_BURST_S, Cores
@@ -357,7 +358,7 @@ def _simulate(
     # real mode's noise floor (sim.runtime.noise): from a planned timer's time to the
     # end of a no-op job (the simulation thread's hand-over, the worker's wake-up)
     floor = (costs.timer_late.median + costs.wake.median + costs.arrival_s) * 1e3
-    noise = {"noise_floor_p50_ms": floor, "noise_floor_p99_ms": floor}
+    noise = {columns.NOISE_FLOOR_P50_MS.name: floor, columns.NOISE_FLOOR_P99_MS.name: floor}
     result = point_result(point, repeat, sink, elapsed, (noise, workload.stats), addons)
     result.summary["model_switches"] = sim.gil.switches
     result.summary["model_forced_drops"] = sim.gil.forced_drops

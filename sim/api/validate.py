@@ -115,7 +115,7 @@ def validate_model(
     elif run:
         run_real(exp, where, force, resume, events)
     head = f"# kvsim validate-model · {exp.name}\n\n"
-    mechanism = _mechanism(exp, where) if level in ("mechanism", "both") else ""
+    mechanism = _mechanism(exp, where, level) if level in ("mechanism", "both") else ""
     text, full, csv_rows = _prediction(exp, where, boot, run, aa) if predict else ("", "", [])
     if csv_rows:
         write_csv(where.table, list(csv_rows[0]), csv_rows)
@@ -186,7 +186,7 @@ def _prediction(
     return "\n".join(parts) + "\n", "\n#" + full, csv_rows
 
 
-def _mechanism(exp: Experiment, where: ValidationLayout) -> str:
+def _mechanism(exp: Experiment, where: ValidationLayout, level: str) -> str:
     """The mechanism level: the real runs' own service times (each request's GIL hold, the
     engine's build) replayed through the model's queue, GIL, cores and store
     (sim.model.replay), each point under the background load measured around its real
@@ -196,6 +196,7 @@ def _mechanism(exp: Experiment, where: ValidationLayout) -> str:
     from sim.api.replay import replay_run
     from sim.model.calibration import load_calibration
     from sim.model.replay import MECHANISM_TARGETS
+    from sim.model.validate_speed import speed_line
     from sim.model.validate_table import mechanism_table
 
     cal = load_calibration(where.conditions) if where.conditions.is_file() else None
@@ -204,7 +205,10 @@ def _mechanism(exp: Experiment, where: ValidationLayout) -> str:
     background = {slugs[k]: statistics.fmean(v) for k, v in loads.items() if k in slugs and v}
     points = replay_run(where.real, calibration=cal, background=background)
     title = "Mechanism: the real runs' measured holds replayed through the model (real/)"
-    return mechanism_table(points, MECHANISM_TARGETS, title) + "\n"
+    text = mechanism_table(points, MECHANISM_TARGETS, title)
+    if level == "mechanism" and where.speeds.is_file():  # else the prediction's says it
+        text += speed_line(read_json(where.speeds), scaled=False)
+    return text + "\n"
 
 
 def _again_is_current(where: ValidationLayout, ran: bool, aa: bool) -> bool:

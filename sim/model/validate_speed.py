@@ -79,9 +79,10 @@ def speed_ratio(cfg: Any, cal: Calibration, reps: int = PROBE_REPS) -> float | N
     return hold / float(row["hold"])
 
 
-def speed_line(readings: Mapping[Any, Sequence[float]]) -> str:
+def speed_line(readings: Mapping[Any, Sequence[float]], scaled: bool = True) -> str:
     """'machine speed against the calibration: −4 % … +7 % over the validation (…)' from
-    every probe reading (per point), or a line saying none was taken."""
+    every probe reading (per point), or a line saying none was taken; ``scaled``: the
+    model points ran at these speeds (else: a replay, which takes the measured holds)."""
     values = [x for xs in readings.values() for x in xs if x > 0]
     if not values:
         return (
@@ -90,13 +91,18 @@ def speed_line(readings: Mapping[Any, Sequence[float]]) -> str:
         )
     lo, hi, mid = min(values), max(values), statistics.median(values)
     mids = [statistics.median(xs) for xs in readings.values() if xs]
+    used = (
+        f"each model point ran at its real repeats' median, machine.cpu_scale "
+        f"{min(mids):.2f}–{max(mids):.2f}"
+        if scaled
+        else "the replay takes each request's own measured hold: not scaled"
+    )
     return (
         f"- machine speed (a {PROBE_REPS}-request calibration probe before and after each "
         f"real repeat, its hold over the calibration's; >0: slower): {_pct(lo - 1)} … "
         f"{_pct(hi - 1)} against the calibration over the validation (median {_pct(mid - 1)}, "
         f"{len(values)} probes; moved {_pct(lo / mid - 1)} … {_pct(hi / mid - 1)} about its "
-        f"median); each model point ran at its real repeats' median, machine.cpu_scale "
-        f"{min(mids):.2f}–{max(mids):.2f}\n"
+        f"median); {used}\n"
     )
 
 

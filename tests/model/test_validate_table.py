@@ -51,3 +51,13 @@ def test_a_long_point_is_abbreviated_and_prose_wrapped() -> None:
     got = wrap(long).splitlines()
     assert all(len(x) <= WIDTH for x in got) and got[1].startswith("  word")
     assert wrap("| a | b |" * 30) == "| a | b |" * 30  # a markdown row is left whole
+
+
+def test_the_speed_line_says_how_far_the_machine_moved_and_what_was_scaled() -> None:
+    from sim.model.validate_speed import speed_line
+
+    line = speed_line({0: [0.96, 1.08], 1: [1.0, 3.0, 1.02]})
+    assert "−4% … +200% against the calibration" in line and "5 probes" in line
+    assert "machine.cpu_scale 1.02–1.02" in line  # each point's median
+    assert "not scaled" in speed_line({0: [1.0]}, scaled=False)
+    assert "not probed" in speed_line({})

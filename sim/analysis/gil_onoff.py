@@ -16,6 +16,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from sim import columns
 from sim.analysis.compare import Comparison, compare
 from sim.errors import KvsimError
 from sim.rundir.reader import RunResults, load_results
@@ -24,7 +25,7 @@ __all__ = ["GIL_AXES", "gil_axis", "gil_onoff_lines", "gil_onoff_report"]
 
 #: The axis label ``interpreter.gil`` gets (sim.config.experiment.axis_label).
 GIL_AXES = ("gil", "interpreter_gil")
-_METRICS = ("latency_p50_ms", "latency_p99_ms")
+_METRICS = (columns.LATENCY_P50_MS.name, columns.LATENCY_P99_MS.name)
 
 
 def gil_axis(res: RunResults) -> str | None:

@@ -52,12 +52,12 @@ class ThreadTimes:
         (c99,) = percentiles(self._cpu_ms, [99])
         (w99,) = percentiles(self._wait_ms, [99])
         out: dict[str, Any] = {
-            "gil_enabled": int(self._gil_on),
-            "gil_note": "" if self._gil_on else GIL_OFF_NOTE,
-            "thread_cpu_mean_ms": _mean(self._cpu_ms),
-            "thread_cpu_p99_ms": c99,
-            "core_wait_mean_ms": _mean(self._wait_ms),
-            "core_wait_p99_ms": w99,
+            columns.GIL_ENABLED.name: int(self._gil_on),
+            columns.GIL_NOTE.name: "" if self._gil_on else GIL_OFF_NOTE,
+            columns.THREAD_CPU_MEAN_MS.name: _mean(self._cpu_ms),
+            columns.THREAD_CPU_P99_MS.name: c99,
+            columns.CORE_WAIT_MEAN_MS.name: _mean(self._wait_ms),
+            columns.CORE_WAIT_P99_MS.name: w99,
         }
         if not self._gil_on:
             out.update(dict.fromkeys(GIL_ONLY_SUMMARY, float("nan")))

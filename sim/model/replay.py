@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from sim import columns
 from sim.config import Point
 from sim.model.calibration import Calibration
 from sim.model.costs import Measured
@@ -66,20 +67,20 @@ class Target:
 #: p50 latency within ±5 %, p99 within ±10 %, GIL wait mean within ±15 % or 0.1 ms (a
 #: mean of 0.01 ms against 0.05 is +400 % and means nothing).
 MECHANISM_TARGETS: dict[str, Target] = {
-    "latency_mean_ms": Target(0.05),
-    "latency_p50_ms": Target(0.05),
-    "latency_p99_ms": Target(0.10),
-    "gil_wait_mean_ms": Target(0.15, 0.1),
+    columns.LATENCY_MEAN_MS.name: Target(0.05),
+    columns.LATENCY_P50_MS.name: Target(0.05),
+    columns.LATENCY_P99_MS.name: Target(0.10),
+    columns.GIL_WAIT_MEAN_MS.name: Target(0.15, 0.1),
 }
 
 #: What is compared per point (those without a target are reported only).
 METRICS = (
-    "latency_mean_ms",
-    "latency_p50_ms",
-    "latency_p99_ms",
+    columns.LATENCY_MEAN_MS.name,
+    columns.LATENCY_P50_MS.name,
+    columns.LATENCY_P99_MS.name,
     "queue_mean_ms",
-    "gil_wait_mean_ms",
-    "gil_wait_p99_ms",
+    columns.GIL_WAIT_MEAN_MS.name,
+    columns.GIL_WAIT_P99_MS.name,
 )
 
 
@@ -128,9 +129,9 @@ def figures(rows: Iterable[Mapping[str, Any]]) -> dict[str, float]:
     lat, queue, wait = [], [], []
     for row in rows:
         if row.get("status") == "ok":
-            lat.append(_number(row.get("latency_ms")))
-        queue.append(_number(row.get("queue_ms")))
-        wait.append(_number(row.get("gil_wait_ms")))
+            lat.append(_number(row.get(columns.LATENCY_MS.name)))
+        queue.append(_number(row.get(columns.QUEUE_MS.name)))
+        wait.append(_number(row.get(columns.GIL_WAIT_MS.name)))
 
     def finite(xs: list[float]) -> np.ndarray:
         a = np.asarray(xs, dtype=float)
@@ -139,12 +140,12 @@ def figures(rows: Iterable[Mapping[str, Any]]) -> dict[str, float]:
     la, qa, wa = finite(lat), finite(queue), finite(wait)
     nan = math.nan
     return {
-        "latency_mean_ms": float(la.mean()) if la.size else nan,
-        "latency_p50_ms": float(np.percentile(la, 50)) if la.size else nan,
-        "latency_p99_ms": float(np.percentile(la, 99)) if la.size else nan,
+        columns.LATENCY_MEAN_MS.name: float(la.mean()) if la.size else nan,
+        columns.LATENCY_P50_MS.name: float(np.percentile(la, 50)) if la.size else nan,
+        columns.LATENCY_P99_MS.name: float(np.percentile(la, 99)) if la.size else nan,
         "queue_mean_ms": float(qa.mean()) if qa.size else nan,
-        "gil_wait_mean_ms": float(wa.mean()) if wa.size else nan,
-        "gil_wait_p99_ms": float(np.percentile(wa, 99)) if wa.size else nan,
+        columns.GIL_WAIT_MEAN_MS.name: float(wa.mean()) if wa.size else nan,
+        columns.GIL_WAIT_P99_MS.name: float(np.percentile(wa, 99)) if wa.size else nan,
     }
 
 
@@ -154,8 +155,8 @@ def measured(rep: RealRep) -> Measured:
     else wanted the GIL)."""
     holds = {}
     for row in rep.requests:
-        hold = _number(row.get("gil_hold_ms"))
-        rid = _number(row.get("request_id"))
+        hold = _number(row.get(columns.GIL_HOLD_MS.name))
+        rid = _number(row.get(columns.REQUEST_ID.name))
         if math.isfinite(hold) and math.isfinite(rid):
             holds[int(rid)] = hold / 1e3
     builds = [_number(r.get("build_us")) for r in rep.steps if r.get("phase", "alone") == "alone"]
@@ -167,9 +168,9 @@ def _record_rows(records: Iterable[Any]) -> Iterable[dict[str, Any]]:
     for r in records:
         yield {
             "status": r.status,
-            "latency_ms": r.latency_ms,
-            "queue_ms": r.queue_ms,
-            "gil_wait_ms": r.gil_wait_ms,
+            columns.LATENCY_MS.name: r.latency_ms,
+            columns.QUEUE_MS.name: r.queue_ms,
+            columns.GIL_WAIT_MS.name: r.gil_wait_ms,
         }
 
 
@@ -226,10 +227,10 @@ def replay_report(points: Sequence[ReplayPoint]) -> str:
     """A plain-text table of the replay, one line per point, and the count that meets
     the mechanism targets (per metric and over all)."""
     short = {
-        "latency_mean_ms": "mean",
-        "latency_p50_ms": "p50",
-        "latency_p99_ms": "p99",
-        "gil_wait_mean_ms": "GIL wait",
+        columns.LATENCY_MEAN_MS.name: "mean",
+        columns.LATENCY_P50_MS.name: "p50",
+        columns.LATENCY_P99_MS.name: "p99",
+        columns.GIL_WAIT_MEAN_MS.name: "GIL wait",
     }
     lines = [
         "mechanism (replay of the real run's measured holds; real → model, error):",

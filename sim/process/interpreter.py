@@ -23,6 +23,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from sim import columns
+
 __all__ = [
     "FT_CACHE_ENV",
     "FT_PYTHON_ENV",
@@ -163,7 +165,7 @@ def probe(path: str) -> Probe:
         path=path,
         version=str(data["version"]),
         free_threaded=bool(data["free_threaded"]),
-        gil_enabled=bool(data["gil_enabled"]),
+        gil_enabled=bool(data[columns.GIL_ENABLED.name]),
         packages={str(k): bool(v) for k, v in data["packages"].items()},
         kvsim=bool(data["kvsim"]),
     )
@@ -205,7 +207,7 @@ def observed(requested: str, at_start: bool, at_end: bool) -> dict[str, Any]:
         "gil_requested": requested,
         "python_gil_env": os.environ.get("PYTHON_GIL", ""),
         "gil_enabled_at_start": at_start,
-        "gil_enabled": at_end,
+        columns.GIL_ENABLED.name: at_end,
     }
 
 

@@ -7,8 +7,10 @@ retry, a lost host, the worker pool it chose). They travel together as one
 progress bar, the Ray host display, ``kvsim search``, ``kvsim validate-model``,
 a Python script) through ``sim.sweep.session`` and the sweep to the executor, so
 a new event is one field here, not a parameter on every signature in between
-(docs/design.md §5). It sits on the ground floor, beside ``sim.errors``, so
-``import sim`` can offer it without loading the sweep.
+(docs/design.md §5). It sits below the sweep (it names a point run's directory,
+sim.rundir.layout.RepRun, for types only), so ``import sim`` can offer it without
+loading the sweep; how a point run ended (:class:`RepOutcome`) is defined here, with
+the event that carries it.
 """
 
 from __future__ import annotations
@@ -17,11 +19,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # types only: this module stays on the ground floor, under sim.sweep
+if TYPE_CHECKING:  # types only: the run directory's layout loads with the sweep
     from sim.rundir.layout import RepRun
-    from sim.sweep.runner import RepOutcome
 
-__all__ = ["SweepEvents"]
+__all__ = ["RepOutcome", "SweepEvents"]
+
+
+@dataclass(frozen=True)
+class RepOutcome:
+    """How one point run ended: ``ok`` or ``failed`` (with its one-line error), and its
+    wall time."""
+
+    status: str
+    error: str
+    elapsed_s: float
 
 
 def _ignore(*_args: object) -> None:

@@ -8,10 +8,11 @@ finished runs become the run's top-level tables.
 
 from __future__ import annotations
 
+from sim.events import RepOutcome
 from sim.rundir.combine import Combiner, aggregate_repeats
 from sim.rundir.layout import POINTS_DIR, RepRun, read_status, rep_runs
 from sim.sweep.identity import config_hash, config_identity, first_difference
-from sim.sweep.runner import CHILD_COMMAND, RepOutcome, run_rep
+from sim.sweep.runner import CHILD_COMMAND, run_rep
 
 __all__ = [
     "CHILD_COMMAND",

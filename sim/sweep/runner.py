@@ -16,10 +16,10 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from sim.events import RepOutcome
 from sim.files.read import read_tail
 from sim.process.interpreter import InterpreterError, child_env, resolve_python
 from sim.process.lifeline import PARENT_PID_ENV
@@ -32,7 +32,6 @@ from sim.sweep.spec import write_spec
 
 __all__ = [
     "CHILD_COMMAND",
-    "RepOutcome",
     "run_rep",
     "start_child",
     "stop_child",
@@ -45,13 +44,6 @@ CHILD_COMMAND: tuple[str, ...] = (sys.executable, "-m", "sim.sweep.child")
 TERMINATE_GRACE_S = 5.0
 
 ProgressFn = Callable[[int, int], None]
-
-
-@dataclass(frozen=True)
-class RepOutcome:
-    status: str
-    error: str
-    elapsed_s: float
 
 
 def _last_error_line(log: Path) -> str:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from sim.events import SweepEvents
+from sim.events import RepOutcome, SweepEvents
 from sim.rundir.layout import RepRun
 from sim.sweep.executors.base import (
     LOCAL_HOST,
@@ -22,7 +22,6 @@ from sim.sweep.executors.base import (
     ProgressFn,
     RunOne,
 )
-from sim.sweep.runner import RepOutcome
 
 __all__ = [
     "EXECUTORS",

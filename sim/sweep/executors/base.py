@@ -18,9 +18,8 @@ from collections.abc import Callable, Sequence
 from typing import ClassVar, Protocol
 
 from sim.errors import KvsimError
-from sim.events import SweepEvents
+from sim.events import RepOutcome, SweepEvents
 from sim.rundir.layout import RepRun
-from sim.sweep.runner import RepOutcome
 
 __all__ = [
     "LOCAL_HOST",

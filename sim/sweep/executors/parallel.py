@@ -35,13 +35,13 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
-from sim.events import SweepEvents
+from sim.events import RepOutcome, SweepEvents
 from sim.process.lifeline import die_with_parent
 from sim.rundir.layout import RepRun, read_status, write_status
 from sim.sweep.deadline import Deadline, over_budget_error, wait_bound_s
 from sim.sweep.executors.base import LOCAL_HOST, RunOne
 from sim.sweep.identity import DataDigests
-from sim.sweep.runner import TERMINATE_GRACE_S, RepOutcome, run_rep
+from sim.sweep.runner import TERMINATE_GRACE_S, run_rep
 
 __all__ = [
     "LARGE_RUN_REQUESTS",

@@ -33,13 +33,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sim.events import SweepEvents
+from sim.events import RepOutcome, SweepEvents
 from sim.files.read import read_bounded, read_tail
 from sim.rundir.layout import RepRun, read_status, write_status
 from sim.sweep.executors.base import ExecutorError
 from sim.sweep.executors.transfer import TransferError, read_inputs, write_outputs
 from sim.sweep.hostinfo import code_hash
-from sim.sweep.runner import RepOutcome
 from sim.sweep.spec import MAX_SPEC_BYTES
 
 __all__ = ["HOST_RESOURCE", "RETRIABLE_ERRORS", "RayExecutor"]

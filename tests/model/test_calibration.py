@@ -8,7 +8,7 @@ import pytest
 
 from sim.cli import main as cli_main
 from sim.model.calibration import load_calibration
-from sim.model.measure import fit_linear
+from sim.calibration.measure import fit_linear
 from sim.rundir.outputs import read_csv
 
 
@@ -57,7 +57,7 @@ def test_calibrate_writes_a_file_model_runs_use(small_calibration, write_config,
 
 def test_calibrate_prints_the_load_average_and_signed_terms(tmp_path, monkeypatch, capsys):
     """What the command prints of a calibration (made up here: the measuring is tested above)."""
-    import sim.model.measure as measure
+    import sim.calibration.measure as measure
 
     fit = {"intercept": 0.12, "per_chunk_region": 4e-6, "per_chunk": -2.5e-4, "per_group": -1e-9}
     doc = {
@@ -190,7 +190,7 @@ def test_each_calibrated_request_starts_after_an_idle_gap_as_in_a_run(monkeypatc
     """Back to back, a request runs from warm caches and holds the GIL less than in a
     run, where its load thread slept before it: calibration sleeps before each one."""
     from sim.instruments import gilmeter
-    from sim.model import measure as m
+    from sim.calibration import measure as m
 
     seen: list[str] = []
     real_sleep, real_measure = m.time.sleep, gilmeter.measure
@@ -283,7 +283,7 @@ def test_calibrate_measures_a_plugin_variant_and_the_advice_names_the_file(
 def test_validate_model_scales_each_model_point_to_the_speed_probed_beside_its_twin(
     small_calibration, write_config, tmp_path
 ):
-    """A calibration probe before and after each real repeat (sim.model.validate_speed):
+    """A calibration probe before and after each real repeat (sim.calibration.speed):
     its hold over the calibration's is the machine's speed at that minute, and the model
     twin runs at their median (machine.cpu_scale); the report says how far it moved."""
     import statistics
@@ -330,6 +330,7 @@ def test_validate_model_mechanism_level_replays_the_real_run_only(
     printed = capsys.readouterr().out
     assert "## Mechanism: the real runs' measured holds replayed" in printed
     assert "## Prediction" not in printed and not (out / "model").exists()
+    assert f"written: {out / 'validation.md'}\n" in printed  # no table: no prediction
     rows = [x for x in printed.splitlines() if x.startswith(("synthetic 1 ", "synthetic 2 "))]
     assert len(rows) == 2
     assert all(len(x) <= 100 for x in printed.splitlines() if not x.startswith("written: "))

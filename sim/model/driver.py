@@ -24,6 +24,7 @@ sections (sim.instruments.gilmeter).
 from __future__ import annotations
 
 import gc
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from functools import partial
@@ -347,9 +348,21 @@ def _simulate(
     sim.on_done = on_done
     t0 = loop.now
     sim.drive(workload)
-    if total and not loop.run():
+    # Real mode's bound on a started point (the sweep stops it past limits.max_point_s plus
+    # one request timeout), in simulated time: a point the machine cannot serve in that
+    # time (background_load 100000: every hold 50,000 times slower) would otherwise
+    # simulate every switch interval of hours.
+    limit = cfg.limits.max_point_s + cfg.limits.request_timeout_s
+    if total and not loop.run(until=t0 + limit):
+        if loop.peek() == math.inf:
+            raise RuntimeError(
+                f"model stalled after {sink.finished} of {total} requests: nothing left to happen"
+            )
         raise RuntimeError(
-            f"model stalled after {sink.finished} of {total} requests: nothing left to happen"
+            f"the model's point ran past limits.max_point_s + limits.request_timeout_s "
+            f"({limit:g} s of simulated time) with {sink.finished} of {total} requests done: "
+            "a real run would be stopped there too; lighten the load (machine."
+            "background_load, workload rate, holds) or raise limits.max_point_s"
         )
     elapsed = loop.now - t0
     for addon in addons:

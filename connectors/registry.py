@@ -25,6 +25,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import pkgutil
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -46,6 +47,26 @@ __all__ = [
 ENTRY_POINT_GROUP = "kvsim.connectors"
 
 T = TypeVar("T", bound=type)
+
+
+#: What a variant may be called (what a config's ``connector.variant`` names).
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+def _check_options(cls: type, kind: str) -> None:
+    """A variant's ``Options`` is None or a pydantic model (what ``validate_options``
+    calls ``model_validate`` on); ValueError naming the class otherwise."""
+    options = getattr(cls, "Options", None)
+    if options is None:
+        return
+    from pydantic import BaseModel  # a variant with options has pydantic loaded already
+
+    if not (isinstance(options, type) and issubclass(options, BaseModel)):
+        shown = options.__name__ if isinstance(options, type) else repr(options)
+        raise ValueError(
+            f"{cls.__qualname__}.Options is {shown}; a {kind}'s Options is None or a "
+            "pydantic model class (class Options(BaseModel): ...; docs/your-connector.md)"
+        )
 
 
 class Registry:
@@ -72,8 +93,19 @@ class Registry:
         ValueError naming the module that has it.
         """
         name = getattr(cls, "name", "")
-        if not name:
-            raise ValueError(f"{cls.__qualname__} has no name")
+        if not isinstance(name, str):
+            raise ValueError(
+                f"{cls.__qualname__}.name is {name!r} ({type(name).__name__}); a {self.kind} "
+                'name is a string, e.g. name = "mine"'
+            )
+        if not _NAME.fullmatch(name):
+            raise ValueError(
+                f"{cls.__qualname__}.name is {name!r}; a {self.kind} name is letters, digits, "
+                "'_', '-' or '.', starting with a letter or digit, e.g. name = \"mine\""
+                if name
+                else f"{cls.__qualname__} has no name"  # connectors.plugin_file adds what to do
+            )
+        _check_options(cls, self.kind)
         other = self._entries.get(name)
         same = (getattr(other, "__module__", None), getattr(other, "__qualname__", None)) == (
             cls.__module__,

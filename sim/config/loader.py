@@ -9,6 +9,7 @@ and messages, naming ``<python>`` instead of a file.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,7 +101,7 @@ def _describe(err: dict[str, Any]) -> tuple[tuple[Any, ...], str]:
         known = list(getattr(model, "model_fields", {})) if model else []
         close = difflib.get_close_matches(str(key), known, n=1)
         hint = f"did you mean '{close[0]}'?" if close else f"allowed: {', '.join(known)}"
-        return loc, f"unknown key; {hint}"
+        return loc, f"unknown key {excerpt(str(key))}; {hint}"
     if kind == "missing":
         return loc, "required field is missing"
     if kind == "union_tag_invalid":
@@ -116,7 +117,8 @@ def _describe(err: dict[str, Any]) -> tuple[tuple[Any, ...], str]:
     words = _in_words(kind, loc, err)
     if words is not None:
         return loc, words
-    if kind not in ("model_type", "dict_type") and not isinstance(given, (dict, list)):
+    said = f"got {excerpt(given)}" in msg or f"got {given!r}" in msg  # a validator's did
+    if kind not in ("model_type", "dict_type") and not isinstance(given, (dict, list)) and not said:
         msg += f" (got {excerpt(given)})"
     return loc, msg
 
@@ -155,6 +157,17 @@ def _fmt_loc(loc: tuple[Any, ...]) -> str:
     return out or "(top level)"
 
 
+def _first(errors: Sequence[Any]) -> Any:
+    """The error to report: an unknown key before a missing one of the same section
+    (``{low: 16, hihg: 64}`` is the typo ``hihg``, not a missing ``high``)."""
+    first = errors[0]
+    if first["type"] == "missing":
+        for err in errors:
+            if err["type"] == "extra_forbidden" and err["loc"][:-1] == first["loc"][:-1]:
+                return err
+    return first
+
+
 def _build(
     path: Path,
     node: yaml.Node | None,
@@ -165,28 +178,35 @@ def _build(
     try:
         cfg = ExperimentConfig.model_validate(raw, context={CONFIG_DIR: path.parent})
     except ValidationError as exc:
-        loc, msg = _describe(exc.errors()[0])
+        loc, msg = _describe(_first(exc.errors()))
         sweep = raw.get("sweep")
         if loc == ("sweep_order",) and isinstance(sweep, dict) and ORDER_KEY in sweep:
             loc = ("sweep", ORDER_KEY)  # the user wrote it there (ExperimentConfig moves it)
         dotted = ".".join(str(x) for x in loc)
         line = (sweep_value_line(node, dotted, raw) if where else None) or _line_of(node, loc)
-        at = _blame(path, line, dotted, overridden)
+        at = _blame(path, line, dotted, overridden, msg)
         suffix = f" [at {where}]" if where else ""
         raise ConfigError(f"{at}: {_fmt_loc(loc)}: {msg}{suffix}") from None
     _check_variant(path, node, cfg, where, overridden)
     return cfg
 
 
-def _blame(path: Any, line: int | None, dotted: str, overridden: tuple[str, ...]) -> str:
+def _blame(
+    path: Any, line: int | None, dotted: str, overridden: tuple[str, ...], msg: str = ""
+) -> str:
     """Where a bad value came from: the ``--set`` that gave it, else the file's line.
 
     An override of the field, of a section above it or of its sweep axis wins over the
-    line of the file, which holds the value the override replaced.
+    line of the file, which holds the value the override replaced; so does an override
+    inside a section whose check (``msg``) names the overridden field (``--set
+    workload.requests=5`` on a trace config: the file may have no ``requests`` line).
     """
     for key in overridden:
         for field in {key, key.removeprefix("sweep.")}:
             if dotted == field or dotted.startswith(field + "."):
+                return f"{path} (--set {key})"
+            inner = field.removeprefix(dotted + ".") if dotted else field
+            if inner != field and msg and re.search(rf"\b{re.escape(inner)}\b", msg):
                 return f"{path} (--set {key})"
     return f"{path}:{line}" if line else str(path)
 
@@ -257,7 +277,26 @@ def read_config(
     """
     path = Path(path)
     raw, node = read_yaml(path)
+    _refuse_order_on_top(path, node, raw, overrides)
     return _parse(path, node, raw, overrides, plugins)
+
+
+def _refuse_order_on_top(
+    path: Path, node: yaml.Node | None, raw: Any, overrides: Sequence[str]
+) -> None:
+    """``sweep_order`` is the model's name for ``sweep: {order: ...}``, where a config
+    writes it; at the top of a file (or a ``--set``) it is an unknown key. (A mapping
+    built in Python from a loaded config's dump carries it there, and is accepted.)"""
+    sets = [o for o in overrides if o.split("=", 1)[0].strip() == "sweep_order"]
+    if not (isinstance(raw, dict) and "sweep_order" in raw) and not sets:
+        return
+    line = _line_of(node, ("sweep_order",)) if not sets else None
+    at = f"{path} (--set sweep_order)" if sets else (f"{path}:{line}" if line else str(path))
+    raise ConfigError(
+        f"{at}: sweep_order: unknown key at the top level; the order of a sweep is written "
+        f"under it: sweep: {{{ORDER_KEY}: grid}} (or --set sweep.{ORDER_KEY}=grid); allowed: "
+        "interleaved, grid"
+    )
 
 
 def parse_config(
@@ -317,12 +356,19 @@ def _read_plugins(
     """``raw`` with each ``plugins:`` entry read (sim.config.plugins): paths in the
     config against its directory, ``--plugin`` paths against the working directory."""
     listed = raw.get("plugins", [])
-    if not listed and not extra:
-        return raw
-    if not isinstance(listed, (list, tuple)):
+    if not isinstance(listed, (list, tuple)):  # `plugins:` with nothing under it is None
         line = _line_of(node, ("plugins",))
         at = f"{path}:{line}" if line else str(path)
-        raise ConfigError(f"{at}: plugins: a list of .py files, e.g. [my_variant.py]")
+        got = (
+            "nothing (an empty `plugins:`: remove it, or list a file)"
+            if listed is None
+            else (f"{excerpt(listed)}")
+        )
+        raise ConfigError(
+            f"{at}: plugins: expected a list of .py files, e.g. [my_variant.py], got {got}"
+        )
+    if not listed and not extra:
+        return raw
     read = []
     for i, entry in enumerate(listed):
         try:

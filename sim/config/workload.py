@@ -43,7 +43,7 @@ class PoissonArrival(FrozenModel):
     """Open loop: exponential inter-arrival times."""
 
     kind: Literal["poisson"] = "poisson"
-    rate_rps: PosFloat = Field(10.0, le=1e6, description="Mean arrivals per second.")
+    rate_rps: PosFloat = Field(default=10.0, le=1e6, description="Mean arrivals per second.")
 
 
 class ClosedLoopArrival(FrozenModel):
@@ -86,14 +86,14 @@ class WarmConfig(FrozenModel):
     what the trace itself put in it, whatever its length (docs/usage.md, Trace replay)."""
 
     requests: NonNegInt | None = Field(
-        None,
+        default=None,
         le=10**7,
         description="The first this many trace lines only fill the store (no load, no row, "
         "no time); the measured window starts at the next line, at run time zero. "
         "Null (with no share): none.",
     )
     share: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] | None = Field(
-        None,
+        default=None,
         description="Instead of requests: this share of the trace file's lines (0 to below "
         "1, rounded down to whole lines) fills the store; the window (limit) follows.",
     )
@@ -144,12 +144,12 @@ class PrefixCacheConfig(FrozenModel):
     """
 
     capacity_blocks: PosInt | None = Field(
-        None,
+        default=None,
         le=1 << 40,
         description="Trace blocks (block_tokens each) the store holds at most; null: unbounded.",
     )
     capacity_gib: PosFloat | None = Field(
-        None,
+        default=None,
         le=1 << 20,
         description="Store capacity in GiB (2^30 bytes), counted in whole trace blocks of the "
         "model's bytes per token (all regions and groups of one rank); null: unbounded.",
@@ -162,7 +162,7 @@ class PrefixCacheConfig(FrozenModel):
         "first minutes find little).",
     )
     policy: Literal["lru", "fifo"] = Field(
-        "lru",
+        default="lru",
         description="Eviction: lru (least recently looked up or stored; a request's tail "
         "blocks go before its shared head) or fifo (oldest stored first).",
     )
@@ -230,7 +230,7 @@ ArrivalConfig = Annotated[
 
 class FixedTokens(FrozenModel):
     dist: Literal["fixed"] = "fixed"
-    value: PosInt = Field(131072, le=1 << 26, description="Tokens to load per request.")
+    value: PosInt = Field(default=131072, le=1 << 26, description="Tokens to load per request.")
 
 
 class UniformTokens(FrozenModel):

@@ -59,6 +59,11 @@ _FLOAT = "tag:yaml.org,2002:float"
 _SEXAGESIMAL = re.compile(r"[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?")
 _LEADING_ZERO = re.compile(r"[-+]?0[0-9_]+")
 _BINARY = re.compile(r"[-+]?0b[0-1_]+")
+#: An underscore YAML 1.1 drops (``1_0`` -> 10); digits grouped by thousands are kept.
+_UNDERSCORE = re.compile(r"[-+]?[0-9][0-9_]*_[0-9_]*(\.[0-9_]*)?([eE][-+]?[0-9]+)?")
+_THOUSANDS = re.compile(r"[-+]?[0-9]{1,3}(_[0-9]{3})+(\.[0-9]*)?([eE][-+]?[0-9]+)?")
+#: YAML 1.2's octal (``0o7``), which YAML 1.1 reads as text.
+_OCTAL_12 = re.compile(r"[-+]?0o[0-7_]+")
 
 
 class _Loader(yaml.SafeLoader):
@@ -89,6 +94,26 @@ def _check_number(at: str, text: str) -> None:
         raise ConfigError(
             f"{at}{text} is a binary number in YAML 1.1 only; write it in decimal, or "
             f"quote '{text}' for text"
+        )
+    if _UNDERSCORE.fullmatch(text) and not _THOUSANDS.fullmatch(text):
+        raise ConfigError(
+            f"{at}{text}: YAML 1.1 drops the underscore (reads {text.replace('_', '')}); "
+            f"write {text.replace('_', '')}, group digits by thousands (10_000), or quote "
+            f"'{text}' for text"
+        )
+
+
+def _check_text(at: str, text: str) -> None:
+    """A plain scalar that YAML 1.2 reads as a number and YAML 1.1 (PyYAML) as text."""
+    if _OCTAL_12.fullmatch(text):
+        digits = text.replace("_", "").replace("0o", "", 1)
+        try:
+            decimal = str(int(digits, 8))
+        except ValueError:
+            decimal = "the number in decimal"
+        raise ConfigError(
+            f"{at}{text} is an octal number in YAML 1.2 but text in YAML 1.1, which kvsim "
+            f"reads; write it in decimal ({decimal}), or quote '{text}' for text"
         )
 
 
@@ -148,6 +173,8 @@ def _check_node(path: _Text, node: yaml.Node, field: str) -> None:
         )
     if isinstance(node, yaml.ScalarNode) and node.tag in (_INT, _FLOAT) and node.style is None:
         _check_number(at, str(node.value))
+    if isinstance(node, yaml.ScalarNode) and node.style is None and node.tag.endswith(":str"):
+        _check_text(at, str(node.value))
     if node.tag == _INT and isinstance(node, yaml.ScalarNode):
         digits = len(str(node.value).lstrip("+-").replace("_", ""))
         if digits > MAX_INT_DIGITS:

@@ -2,7 +2,7 @@
 
 The same calibration as ``kvsim calibrate`` (which parses its arguments, calls
 :func:`calibrate` and prints the fits): the holds of each variant over a grid of
-geometries, the harness's own costs, and the engine step (``sim.model.measure``),
+geometries, the harness's own costs, and the engine step (``sim.calibration.measure``),
 written to one file that model runs name as ``machine.calibration`` and record in
 their manifest.
 """
@@ -35,15 +35,15 @@ def calibrate(
     """Measure and write the calibration file ``out``; return its document.
 
     ``variants`` default to every registered address variant; ``chunks``,
-    ``regions`` and ``groups`` to ``sim.model.measure``'s grid; ``reps`` requests
+    ``regions`` and ``groups`` to ``sim.calibration.measure``'s grid; ``reps`` requests
     are measured per geometry (median); ``engine=False`` skips the engine step.
     ``out`` is replaced only with ``force``. ``say`` hears what is being measured
     (a calibration takes minutes). Bad names are one-line ConfigErrors.
     """
     from connectors import registry
+    from sim.calibration.measure import DEFAULT_CHUNKS, DEFAULT_GROUPS, DEFAULT_REGIONS, check_grid
+    from sim.calibration.measure import calibrate as measure_all
     from sim.config import ConfigError
-    from sim.model.measure import DEFAULT_CHUNKS, DEFAULT_GROUPS, DEFAULT_REGIONS, check_grid
-    from sim.model.measure import calibrate as measure_all
     from sim.rundir.claim import claim_outputs
     from sim.rundir.outputs import write_json
 

@@ -59,7 +59,7 @@ class Validation:
     def files(self) -> list[Path]:
         """The report files written."""
         where = ValidationLayout(self.out_dir)
-        return [where.report, where.table] if self.rows else [where.report]  # mechanism only
+        return [where.report, where.table]
 
 
 def validate_model(
@@ -72,7 +72,7 @@ def validate_model(
     boot: int = 2000,
     repeats: int | None = None,
     aa: bool = False,
-    level: str = "both",
+    level: str = "prediction",
     events: SweepEvents | None = None,
 ) -> Validation:
     """Run ``exp`` in real and model mode (``run=False``: report on finished runs) and
@@ -130,6 +130,7 @@ def _prediction(
     """The prediction level: its table and verdict, the conditions and second runs' lines
     (what is printed), the full table of every metric (validation.md only) and the CSV
     rows."""
+    from sim.calibration.speed import speed_line
     from sim.model.validate import TARGETS, summary_counts, validate_runs
     from sim.model.validate_report import (
         again_line,
@@ -140,7 +141,6 @@ def _prediction(
         render,
         shown_metrics,
     )
-    from sim.calibration.speed import speed_line
     from sim.model.validate_table import prediction_table
     from sim.model.validate_verdict import judge
     from sim.rundir.reader import load_results
@@ -194,9 +194,9 @@ def _mechanism(exp: Experiment, where: ValidationLayout, level: str) -> str:
     import statistics
 
     from sim.api.replay import replay_run
+    from sim.calibration.speed import speed_line
     from sim.model.calibration import load_calibration
     from sim.model.replay import MECHANISM_TARGETS
-    from sim.calibration.speed import speed_line
     from sim.model.validate_table import mechanism_table
 
     cal = load_calibration(where.conditions) if where.conditions.is_file() else None

@@ -2,7 +2,7 @@
 
 ``sim.validate_model`` (sim/api/validate.py) decides which runs a level needs and reports
 on them; this runs them: the real grid with the machine measured around every repeat (the
-background load, and the speed probe of sim.model.validate_speed), then its model twins
+background load, and the speed probe of sim.calibration.speed), then its model twins
 under those conditions, on an idle machine and at the real points' speed, and with ``aa``
 the real grid again. Before any of it, :func:`check_coverage` refuses a grid the calibration
 does not cover, naming the user's config file.
@@ -72,8 +72,8 @@ def run_all(
     model under those conditions at the speed probed beside each real point, model on an
     idle machine as calibrated, model at the real points' own speed; with ``aa`` the real
     grid again, last, so that minutes lie between its two runs."""
+    from sim.calibration.measure_harness import measure_conditions
     from sim.model.coverage import point_calibration
-    from sim.model.measure_harness import measure_conditions
     from sim.model.validate import speed_scales
     from sim.rundir.outputs import write_json
     from sim.rundir.reader import load_results
@@ -138,9 +138,9 @@ def _run(
     ``loads`` holds for it, ``machine.cpu_scale`` the median of its ``speeds``, times its
     ``scales`` entry (by its axis values) when given. A point run again (a later repeat, or
     a resumed run) adds its measurements to those kept."""
+    from sim.calibration.measure_harness import measure_background_load
     from sim.config import Point
     from sim.events import SweepEvents
-    from sim.model.measure_harness import measure_background_load
     from sim.sweep.session import open_session, plan_run
 
     measure = cal is not None
@@ -173,10 +173,10 @@ def _run(
 
 
 def _probe(cfg: Any, cal: Any, events: Any, failed: set[str]) -> float | None:
-    """The machine's speed for ``cfg``'s point (sim.model.validate_speed), its plug-ins
+    """The machine's speed for ``cfg``'s point (sim.calibration.speed), its plug-ins
     registered while it runs; None, said once per variant, when the probe cannot run."""
+    from sim.calibration.speed import speed_ratio
     from sim.config.plugins import plugin_scope
-    from sim.model.validate_speed import speed_ratio
 
     variant = cfg.connector.variant
     try:

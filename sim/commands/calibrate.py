@@ -2,7 +2,7 @@
 
 Targets are sub-commands so that each model can add its own; the default (no
 target, or ``gil``) measures what model mode's simulated GIL and threads need
-(sim.model.measure) and writes the calibration file every model run records
+(sim.calibration.measure) and writes the calibration file every model run records
 in its manifest. ``store RUN_DIR`` fits the modelled store's latency and
 bandwidth to the gets of a run's real-store points (sim.analysis.store_fit).
 """
@@ -19,8 +19,8 @@ import yaml
 
 import sim
 from sim.analysis.store_fit import fit_store
+from sim.calibration.measure import DEFAULT_CHUNKS, DEFAULT_GROUPS, DEFAULT_REGIONS
 from sim.commands.plugin_args import add_plugin_argument, command_plugins
-from sim.model.measure import DEFAULT_CHUNKS, DEFAULT_GROUPS, DEFAULT_REGIONS
 
 HELP = "measure on this machine the costs model mode simulates (writes a calibration file)"
 

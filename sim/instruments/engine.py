@@ -91,7 +91,7 @@ class _Command:
 
 def build_step(factory: Any, variant: Any, query_lens: list[int]) -> Any:
     """The GIL-held part of a step: its metadata, then every component's index. Model
-    mode's calibration times this very call (sim.model.measure_engine.measure_engine), so the
+    mode's calibration times this very call (sim.calibration.measure_engine.measure_engine), so the
     build the model holds the GIL for is the build the real engine thread runs."""
     meta = factory.make(query_lens)
     variant.step(meta)

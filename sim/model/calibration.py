@@ -1,6 +1,6 @@
 """The calibration file: what model mode knows about this machine's costs.
 
-``kvsim calibrate`` measures (sim.model.measure) and writes it; every model run
+``kvsim calibrate`` measures (sim.calibration.measure) and writes it; every model run
 loads it, records its path and digest in the manifest, and refuses a point its
 measurements do not cover instead of extrapolating silently.
 

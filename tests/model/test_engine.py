@@ -240,8 +240,8 @@ def test_the_build_hold_follows_the_steps_tokens_and_a_step_outside_is_refused(
 
 
 def test_calibration_times_the_real_engines_build_after_a_forward(monkeypatch) -> None:
+    from sim.calibration import measure_engine as measure
     from sim.instruments import engine as real_engine
-    from sim.model import measure_engine as measure
 
     calls: list[int] = []
     real_build = real_engine.build_step

@@ -54,7 +54,7 @@ def test_a_long_point_is_abbreviated_and_prose_wrapped() -> None:
 
 
 def test_the_speed_line_says_how_far_the_machine_moved_and_what_was_scaled() -> None:
-    from sim.model.validate_speed import speed_line
+    from sim.calibration.speed import speed_line
 
     line = speed_line({0: [0.96, 1.08], 1: [1.0, 3.0, 1.02]})
     assert "−4% … +200% against the calibration" in line and "5 probes" in line

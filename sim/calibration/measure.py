@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 
 from sim import columns
+from sim.calibration.measure_engine import measure_engine
+from sim.calibration.measure_harness import measure_harness
 from sim.model.calibration import CALIBRATION_KIND, PARAMETRIC, LinearFit
-from sim.model.measure_engine import measure_engine
-from sim.model.measure_harness import measure_harness
 
 __all__ = [
     "DEFAULT_CHUNKS",

@@ -5,7 +5,7 @@ ledger) and the machine's conditions: thread wake-ups, timed waits, sleeps, the
 probe's lateness and the background load. ``kvsim validate-model`` measures the
 conditions again around each real point (a shared machine is part of them), which
 is why they are a module of their own, apart from the load's requests
-(sim.model.measure).
+(sim.calibration.measure).
 """
 
 from __future__ import annotations

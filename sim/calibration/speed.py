@@ -4,7 +4,7 @@ A calibrated model runs at the speed of the minute it was calibrated in, and thi
 speed drifts ±10 % within minutes (issue 40: a saturated p50 moves by up to 2× with it).
 validate-model therefore measures, just before and just after every real repeat, what the
 calibration measured: :data:`PROBE_REPS` requests of the point's variant at the calibration
-row nearest the point's geometry, through the same meter (``sim.model.measure.measure_hold``).
+row nearest the point's geometry, through the same meter (``sim.calibration.measure.measure_hold``).
 Their mean hold over the calibration's at that row is the machine's speed at that minute
 against the calibration's (1.07: 7 % slower); the model twin of each point is given the
 median of its real repeats' readings as ``machine.cpu_scale`` (one probe can meet a burst
@@ -61,7 +61,7 @@ def probe_row(cfg: Any, cal: Calibration) -> dict[str, Any] | None:
 def speed_ratio(cfg: Any, cal: Calibration, reps: int = PROBE_REPS) -> float | None:
     """The machine's speed now against the calibration's, for ``cfg``'s point: the probe's
     mean hold over the calibration row's (None: no row to probe, see :func:`probe_row`)."""
-    from sim.model.measure import measure_hold  # the variants load only when a probe runs
+    from sim.calibration.measure import measure_hold  # the variants load only when a probe runs
 
     row = probe_row(cfg, cal)
     if row is None or not row["hold"] > 0:

@@ -6,11 +6,11 @@ import statistics
 
 import pytest
 
+from sim.calibration.measure import SPREAD_REPS
 from sim.cli import main as cli_main
 from sim.config import parse_config
 from sim.model.calibration import load_calibration
 from sim.model.driver import run_model_point
-from sim.model.measure import SPREAD_REPS
 from tests.model.test_driver import write_calibration
 
 LINEAR = {"intercept": 0.05, "per_chunk_region": 5e-4, "per_chunk": 1e-3, "per_group": 0.01}

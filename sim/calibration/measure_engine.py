@@ -1,6 +1,6 @@
 """The engine step's part of ``kvsim calibrate``: its build hold per index variant.
 
-Kept apart from the load's measurements (sim.model.measure) because it needs the
+Kept apart from the load's measurements (sim.calibration.measure) because it needs the
 engine's own code (torch, the index variants) and times one call, the build the
 real engine thread runs (sim.instruments.engine.build_step), where the rest times
 requests through the connector's CPU stages.

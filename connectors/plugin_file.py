@@ -38,6 +38,7 @@ __all__ = [
     "PluginError",
     "is_plugin",
     "load_plugin",
+    "plugin_threads",
     "plugins_loaded",
 ]
 
@@ -159,12 +160,33 @@ def _exec_bounded(code: PluginCode, module: types.ModuleType) -> None:
     ) from None
 
 
+#: Idents of the threads alive when the first plug-in ran here (None: none has run).
+_threads_before: frozenset[int | None] | None = None
+
+
+def plugin_threads() -> list[threading.Thread]:
+    """Threads that would keep this process from exiting (alive, not daemon, not the main
+    thread) and were started after a plug-in first ran in it: kvsim's own threads that
+    outlive a command are daemons, so these are the plug-in's (or a library's it called)."""
+    if _threads_before is None:
+        return []
+    main = threading.main_thread()
+    return [
+        t
+        for t in threading.enumerate()
+        if t.is_alive() and not t.daemon and t is not main and t.ident not in _threads_before
+    ]
+
+
 def load_plugin(code: PluginCode) -> list[type]:
     """Run ``code`` as a module and return the variant classes it registered.
 
     Call inside :func:`plugins_loaded` (or a registry scope): the registrations and
     the module entry are otherwise left behind.
     """
+    global _threads_before
+    if _threads_before is None:
+        _threads_before = frozenset(t.ident for t in threading.enumerate())
     path = code.path
     before_a, before_i = ADDRESS_VARIANTS.entries(), INDEX_VARIANTS.entries()
     module = types.ModuleType(code.module_name)

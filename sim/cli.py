@@ -123,6 +123,18 @@ def _no_memory() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command ``argv`` names (None: this process's own arguments, as the
+    ``kvsim`` program: then threads a plug-in left running do not keep it from exiting,
+    sim.process.stray_threads)."""
+    code = _main(argv)
+    if argv is None:
+        from sim.process.stray_threads import leave  # light: os, sys, time
+
+        return leave(code)
+    return code
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     chosen = next((a for a in argv if not a.startswith("-")), None)
     chosen = chosen if chosen in COMMANDS else None

@@ -18,6 +18,7 @@ the inflation ratio compares like with like on the same machine at the same time
 from __future__ import annotations
 
 import queue
+import sys
 import threading
 import time
 from collections.abc import Generator, Sequence
@@ -25,7 +26,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from connectors.base import gil_free
+from connectors.plugin_trace import ending, plugin_line
 from sim import columns
+from sim.errors import PluginFault
 from sim.instruments.gilmeter import ENGINE, measure
 from sim.stats import percentiles
 
@@ -79,6 +82,10 @@ STEP_COLUMNS = [
 ]
 
 _STOP = object()
+
+#: Seconds one engine step may take (beyond its forward) before the point ends, naming
+#: the index variant and the step; the engine thread gets as long to end its last one.
+STEP_LIMIT_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -142,6 +149,11 @@ class EngineLoop:
         self._stopping = threading.Event()
         self._variant: Any = None
         self._factory: Any = None
+        #: The step the engine thread is in (None between steps): named if it hangs.
+        self._current: _Command | None = None
+        self._since_ns = 0
+        #: The watchdog ended the point: detach need not wait for the stuck step again.
+        self._faulted = False
 
     @property
     def rows(self) -> list[dict[str, Any]]:
@@ -175,16 +187,40 @@ class EngineLoop:
         self._env = env
         self._thread = threading.Thread(target=self._loop, name="kvsim-engine", daemon=True)
         self._thread.start()
+        env.process(self._watchdog())
         baseline = env.process(self._steps("alone", cfg.baseline_steps))
         env.run(until=baseline)
         env.process(self._steps("load", None))
 
     def detach(self) -> None:
+        """Stop the engine thread; PluginFault when it is stuck in a step (the index
+        variant hangs): its steps would otherwise end the point as if it had stopped."""
         self._stopping.set()
         self._commands.put(_STOP)
         if self._thread is not None:
-            self._thread.join(timeout=10.0 + self._cfg.forward_ms / 1e3)
-            self._thread = None
+            limit = self._step_limit_s()
+            self._thread.join(timeout=0.1 if self._faulted else limit)  # said once is enough
+            stuck, self._thread = self._thread.is_alive(), None
+            cmd = self._current
+            if stuck and cmd is not None and not self._faulted:
+                raise self._fault(cmd, f"did not return in {limit:g} s (a hang?)")
+
+    def _step_limit_s(self) -> float:
+        return STEP_LIMIT_S + self._cfg.forward_ms / 1e3
+
+    def _watchdog(self) -> Generator[Any, Any, None]:
+        """SimPy process: end the point when one engine step outlasts :data:`STEP_LIMIT_S`
+        (the index variant hangs), instead of running on without its steps. It wakes a
+        few times per limit: a cost of nothing per step."""
+        env = self._env
+        assert env is not None
+        limit = self._step_limit_s()
+        while not self._stopping.is_set():
+            yield env.timeout(limit / 4)
+            cmd, since = self._current, self._since_ns
+            if cmd is not None and time.perf_counter_ns() - since > limit * 1e9:
+                self._faulted = True
+                raise self._fault(cmd, f"did not return in {limit:g} s (a hang?)")
 
     def summary(self) -> dict[str, float]:
         return summarize_steps(self._rows)
@@ -216,12 +252,31 @@ class EngineLoop:
             cmd = self._commands.get()
             if cmd is _STOP:
                 return
+            self._since_ns = time.perf_counter_ns()
+            self._current = cmd
             try:
                 row = self._run_step(cmd)
             except Exception as exc:
                 env.complete(cmd.event, False, RuntimeError(f"engine step {cmd.step}: {exc}"))
                 continue
+            except BaseException as exc:  # sys.exit in the variant: on this thread, its own
+                env.complete(cmd.event, False, self._fault(cmd, ending(exc), exc))
+                continue
+            finally:
+                self._current = None
             env.complete(cmd.event, True, row)
+
+    def _fault(self, cmd: _Command, what: str, exc: BaseException | None = None) -> PluginFault:
+        """The point's end, naming the index variant, its file and the step."""
+        cls = type(self._variant)
+        module = sys.modules.get(cls.__module__)
+        where = getattr(module, "__file__", None) or cls.__module__
+        line = plugin_line(exc, str(where)) if exc is not None else ""
+        at = f" ({line})" if line else ""
+        return PluginFault(
+            f"{where}: index variant {cls.name!r}, engine step {cmd.step} ({cmd.phase}): "
+            f"{what}{at}; the point is stopped"
+        )
 
     def _run_step(self, cmd: _Command) -> dict[str, Any]:
         """One step, through the GIL meter so that its hold counts (as ``engine``) in the

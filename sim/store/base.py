@@ -18,11 +18,12 @@ import numpy as np
 import simpy
 
 from connectors.base import AddressVariant, LoadJob, mark_stage
+from connectors.contract import ContractError, result_problem
 from sim import columns
 from sim.config.sections import StoreConfig
 from sim.store.model import TransferOutcome
 
-__all__ = ["STORE_METRICS", "LoadStore", "cpu_stages", "nan_store_summary"]
+__all__ = ["STORE_METRICS", "LoadStore", "check_result", "cpu_stages", "nan_store_summary"]
 
 #: Summary columns every store fills (NaN where a figure does not apply to it).
 STORE_METRICS = columns.names(columns.STORE)
@@ -37,18 +38,39 @@ def nan_store_summary(kind: str) -> dict[str, Any]:
 def cpu_stages(variants: Sequence[AddressVariant], handler: str, job: LoadJob) -> int:
     """What a load thread does for one request: every group's chunk list and addresses
     (stages ``keys`` and ``addresses``, marked by the variant), then the hand-off: the
-    results, handed to the transfer, are dropped here on the load thread (``free``)."""
+    results, handed to the transfer, are dropped here on the load thread (``free``).
+
+    Each group's result is checked against the list contract first (connectors.contract,
+    about 1 µs of the ``addresses`` stage): ContractError for one the bindings would
+    reject, which fails the point (sim.runtime.pipeline)."""
     chunks = 0
     results = []
     mark_stage("keys")
     for group, variant in enumerate(variants):
         keys, values = variant.run(job, group, handler)
+        check_result(variant, values, len(keys), job, group)
         chunks += len(keys)
         results.append((keys, values))
         del keys, values
     mark_stage("free")
     del results
     return chunks
+
+
+def check_result(
+    variant: AddressVariant, values: Any, chunks: int, job: LoadJob, group: int
+) -> None:
+    """ContractError when ``values`` (one group's result) breaks the list contract; a
+    variant that computes no addresses, or a buffer what-if (``array``), is not held to it."""
+    cls = type(variant)
+    if not cls.computes_addresses or cls.buffer_inputs:
+        return
+    problem = result_problem(values, chunks, variant.db.regions)
+    if problem is not None:
+        raise ContractError(
+            f"variant {cls.name!r}, request {job.request_id} ({chunks} chunks, group {group}): "
+            f"{problem}"
+        )
 
 
 class LoadStore(Protocol):

@@ -31,12 +31,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
+from connectors.plugin_trace import exit_message
 from sim import columns
 from sim.config import Point
 from sim.errors import RunError
 from sim.point.result import PointResult
+from sim.process.capped_output import cap_output
 from sim.process.interpreter import gil_enabled, gil_mismatch, observed
 from sim.process.lifeline import die_with_parent, parent_pid
+from sim.process.stray_threads import leave
 from sim.rundir.layout import write_ok, write_status
 from sim.sweep.hostinfo import host_info
 from sim.sweep.spec import (
@@ -213,6 +216,21 @@ def _end_with_parent(parent: int, stops: list[int]) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the point; a plug-in's flood of output is capped (sim.process.capped_output)
+    and the note of what was cut ends the log. As the process's own entry (``argv`` None),
+    threads a plug-in left running do not keep it from exiting (sim.process.stray_threads)."""
+    cap, raw_err = cap_output()
+    try:
+        code = _main(argv, raw_err)
+    finally:
+        note = cap.note()
+        if note:
+            raw_err.write(note)
+            raw_err.flush()
+    return leave(code) if argv is None else code
+
+
+def _main(argv: list[str] | None, raw_err: TextIO) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if len(argv) != 1:
         print(
@@ -242,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
             write_status(rep_dir, "interrupted", error="stopped by Ctrl-C or SIGTERM")
             return 130
         if not isinstance(exc, _Stopped):
-            traceback.print_exc()
+            traceback.print_exc(file=raw_err)  # kvsim's own last words: never cut
         if isinstance(exc, (BrokenPipeError, _Stopped)) or os.getppid() != parent:
             # The parent is gone (kill -9, a closed terminal): the point did not fail, it
             # was cut off, and a resume must run it again.
@@ -254,6 +272,13 @@ def main(argv: list[str] | None = None) -> int:
             )
             return 1
         write_status(rep_dir, "failed", error=one_line(exc), pid=os.getpid())
+        return 1
+    except SystemExit as exc:  # a plug-in's sys.exit on this thread (warm_up, say)
+        said = exit_message(exc)
+        if said is None:
+            raise
+        write_status(rep_dir, "failed", error=f"PluginFault: {said}"[:300], pid=os.getpid())
+        print(said, file=raw_err)
         return 1
     return 0
 

@@ -91,3 +91,28 @@ def test_an_ordinary_exception_at_import_still_shows_the_users_frames(tmp_path: 
     lines = str(err.value).splitlines()
     assert lines[0] == f"{code.path}: the file raised KeyError: 'x'"
     assert any("raise KeyError('x')" in ln for ln in lines[1:])
+
+
+def test_a_thread_a_plugin_leaves_running_does_not_keep_kvsim_from_exiting(
+    tmp_path: Path,
+) -> None:
+    import subprocess
+    import sys
+
+    code = _code(
+        tmp_path,
+        "import threading\n"
+        "threading.Thread(target=time.sleep, args=(600,), name='sleeper', daemon=False).start()\n",
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "sim", "variants", "--plugin", code.path],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0
+    assert "mine_bounded" in proc.stdout
+    assert proc.stderr.strip() == (
+        "kvsim: note: 1 thread(s) started by a plug-in still running ('sleeper'); "
+        "exiting without waiting for them (a plug-in's threads must end, or be daemons)"
+    )

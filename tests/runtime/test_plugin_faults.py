@@ -124,3 +124,13 @@ def test_a_plugin_printing_in_a_loop_is_cut_with_a_note(tmp_path: Path, write_co
     assert len(text) < LOG_LIMIT_CHARS + 10_000
     assert "kvsim: output cut: " in text and "more characters were written" in text
     assert text.rstrip().endswith("y" * 99)  # the last writes follow the note
+
+
+def test_a_thread_left_running_by_warm_up_does_not_hold_the_point(
+    tmp_path: Path, write_config
+) -> None:
+    start = "import threading, time; threading.Thread(target=time.sleep, args=(600,)).start()"
+    got = _run(tmp_path, write_config, warm=f"if in_a_point(): {start}")
+    assert got["code"] == 0 and got["status"] == "ok"
+    (log,) = (tmp_path / "r").glob("points/*/rep-0/stderr.log")
+    assert "kvsim: note: 1 thread(s) started by a plug-in still running" in log.read_text()

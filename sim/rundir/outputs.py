@@ -14,7 +14,7 @@ from typing import Any
 
 from sim.errors import RunDirError
 from sim.files.read import MAX_RUN_FILE_BYTES, open_bounded
-from sim.rundir.columns import csv_text, format_cell, rows_to_cells
+from sim.rundir.csv_cells import csv_text, format_cell, rows_to_cells
 
 __all__ = [
     "AtomicTextStream",
@@ -141,7 +141,7 @@ def _umask() -> int:
 
 
 def format_value(v: Any) -> Any:
-    """One cell as kvsim writes it (see ``sim.rundir.columns.format_cell``)."""
+    """One cell as kvsim writes it (see ``sim.rundir.csv_cells.format_cell``)."""
     return format_cell(v)
 
 

@@ -9,7 +9,7 @@ one field per column) — its rows are copied as bytes instead, which is what
 parsing and re-writing them would give. Any other file (an older kvsim's, a
 quoted error message, a table whose columns differ from the union) goes through
 the parse-and-write path, row by row, so the result is the same either way:
-``tests/rundir/test_columns.py`` checks it against the reference.
+``tests/rundir/test_csv_cells.py`` checks it against the reference.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from sim.rundir.columns import csv_text, header_line, rows_to_cells
+from sim.rundir.csv_cells import csv_text, header_line, rows_to_cells
 from sim.rundir.outputs import atomic_write_bytes
 from sim.rundir.verify import file_blocks
 

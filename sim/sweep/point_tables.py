@@ -5,7 +5,7 @@ dict per row: a model-mode point simulates a request in tens of microseconds,
 and turning each record into a dict (``RequestRecord.as_row``) and then into a
 row cost as much again. The cells are the ones ``as_row`` and ``write_csv``
 make — run-time columns to the nanosecond, an empty ``trace_line`` when there is
-none, floats to six significant digits — and ``tests/rundir/test_columns.py``
+none, floats to six significant digits — and ``tests/rundir/test_csv_cells.py``
 checks the file byte for byte against that reference path.
 """
 
@@ -24,7 +24,7 @@ from sim.point.records import (
     TIME_COLUMNS,
     RequestRecord,
 )
-from sim.rundir.columns import csv_text, format_cell, format_column, rows_to_cells
+from sim.rundir.csv_cells import csv_text, format_cell, format_column, rows_to_cells
 from sim.rundir.layout import REQUESTS_FILE, SUMMARY_FILE, table_file
 from sim.rundir.outputs import AtomicTextStream, atomic_write_text, csv_table_text, write_csv
 

@@ -4,8 +4,8 @@ after Ctrl-C, and a resume that ends where an uninterrupted run ends.
 Model-mode points run in the sweep's own process and their combined tables are
 rewritten only now and then (``sim.sweep.experiment``), joined from the point
 runs' files (``sim.rundir.parts``) and written column by column
-(``sim.rundir.columns``). These tests hold the result against the reference path
-(``tests/rundir/test_columns.py``: ``csv.DictWriter`` rows, files parsed back and
+(``sim.rundir.csv_cells``). These tests hold the result against the reference path
+(``tests/rundir/test_csv_cells.py``: ``csv.DictWriter`` rows, files parsed back and
 written again), and check that what a run leaves at any end is consistent.
 """
 

@@ -9,7 +9,7 @@ comprehension), and the rows are handed to ``csv.writer`` as tuples.
 The cells are exactly those of :func:`format_cell` applied one by one (floats to six
 significant digits, NaN to an empty cell, ``None`` to an empty cell, the rest as
 ``csv`` writes them), so a table is byte-identical whichever way it was written;
-``tests/rundir/test_columns.py`` holds the two side by side.
+``tests/rundir/test_csv_cells.py`` holds the two side by side.
 """
 
 from __future__ import annotations

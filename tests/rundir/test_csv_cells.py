@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 
 from sim.point.records import REQUEST_COLUMNS, RequestRecord
-from sim.rundir.columns import format_column
 from sim.rundir.combine import aggregate_with_numpy
+from sim.rundir.csv_cells import format_column
 from sim.rundir.outputs import csv_table_text, write_csv
 from sim.rundir.parts import Part, join_parts, write_joined
 from sim.rundir.verify import read_verified, record_files, verify_files

@@ -59,7 +59,7 @@ class Validation:
     def files(self) -> list[Path]:
         """The report files written."""
         where = ValidationLayout(self.out_dir)
-        return [where.report, where.table]
+        return [where.report, where.table] if self.rows else [where.report]  # mechanism only
 
 
 def validate_model(
@@ -72,7 +72,7 @@ def validate_model(
     boot: int = 2000,
     repeats: int | None = None,
     aa: bool = False,
-    level: str = "prediction",
+    level: str = "both",
     events: SweepEvents | None = None,
 ) -> Validation:
     """Run ``exp`` in real and model mode (``run=False``: report on finished runs) and

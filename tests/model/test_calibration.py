@@ -330,6 +330,7 @@ def test_validate_model_mechanism_level_replays_the_real_run_only(
     printed = capsys.readouterr().out
     assert "## Mechanism: the real runs' measured holds replayed" in printed
     assert "## Prediction" not in printed and not (out / "model").exists()
+    assert f"written: {out / 'validation.md'}\n" in printed  # no table: no prediction
     rows = [x for x in printed.splitlines() if x.startswith(("synthetic 1 ", "synthetic 2 "))]
     assert len(rows) == 2
     assert all(len(x) <= 100 for x in printed.splitlines() if not x.startswith("written: "))

@@ -65,6 +65,9 @@ class Metric:
 
 
 _LOAD = (("phase", "load"),)
+#: Latency counts finished requests only, as summary.csv does (sim.runtime.metrics,
+#: docs/results.md): a failed request's time to its error is not a load latency.
+_OK = (("status", "ok"),)
 
 KNOWN_METRICS: dict[str, Metric] = {
     m.name: m
@@ -75,6 +78,7 @@ KNOWN_METRICS: dict[str, Metric] = {
             "p50",
             "requests",
             columns.LATENCY_MS.name,
+            _OK,
         ),
         Metric(
             columns.LATENCY_P90_MS.name,
@@ -82,6 +86,7 @@ KNOWN_METRICS: dict[str, Metric] = {
             "p90",
             "requests",
             columns.LATENCY_MS.name,
+            _OK,
         ),
         Metric(
             columns.LATENCY_P99_MS.name,
@@ -89,6 +94,7 @@ KNOWN_METRICS: dict[str, Metric] = {
             "p99",
             "requests",
             columns.LATENCY_MS.name,
+            _OK,
         ),
         Metric(
             columns.LATENCY_MEAN_MS.name,
@@ -96,6 +102,7 @@ KNOWN_METRICS: dict[str, Metric] = {
             "mean",
             "requests",
             columns.LATENCY_MS.name,
+            _OK,
         ),
         Metric(
             columns.GIL_HOLD_MEAN_MS.name,
@@ -183,26 +190,79 @@ def _available(m: Metric, res: RunResults) -> bool:
     return bool(rows) and m.column in rows[0]
 
 
+def _numeric(rows: Sequence[dict[str, str]], col: str) -> bool:
+    """Whether the column holds numbers (its filled cells, up to the first 200)."""
+    filled = [r.get(col) for r in rows if r.get(col) not in ("", None)][:200]
+    return not filled or any(math.isfinite(as_float(v)) or str(v).lower() == "nan" for v in filled)
+
+
+def _allowed(res: RunResults) -> str:
+    have = [n for n, m in KNOWN_METRICS.items() if _available(m, res)]
+    return (
+        f"available: {', '.join(have)}, any numeric summary.csv column, or "
+        "TABLE.COLUMN:STAT[@COL=VALUE]"
+    )
+
+
+def _not_a_metric(name: str, res: RunResults, table: str, col: str) -> str | None:
+    """Why column ``col`` of ``table`` cannot be a metric; None when it can."""
+    if col in res.axes:
+        return f"{col!r} is an axis of the run (what its points differ by), not a metric"
+    rows = res.summary if table == "summary" else res.table(table)
+    if not _numeric(rows, col):
+        seen = sorted({str(r.get(col)) for r in rows[:200] if r.get(col) not in ("", None)})
+        return f"{table}.csv {col!r} is not a number (it holds {', '.join(seen[:4])})"
+    return None
+
+
+def _custom(name: str, res: RunResults) -> Metric:
+    """``TABLE.COLUMN:STAT[@COL=VALUE,...]``, every part checked against the run's tables."""
+    ref, _, rest = name.partition(":")
+    stat, _, cond = rest.partition("@")
+    table, col = ref.split(".", 1)
+    where: list[tuple[str, str]] = []
+    for c in (c.strip() for c in cond.split(",")) if cond else ():
+        fcol, eq, value = c.partition("=")
+        if not eq or not fcol:
+            raise ValueError(f"metric {name!r}: filter {c!r} is not COL=VALUE")
+        where.append((fcol, value))
+    q = stat[1:] if stat.startswith("p") else ""
+    pct = q.replace(".", "", 1).isdigit() and 0 <= float(q) <= 100
+    if stat not in ("mean", "median", "max", "min") and not pct:
+        raise ValueError(
+            f"metric {name!r}: unknown statistic {stat!r}; allowed: mean, median, max, min, "
+            "pNN (a percentile, 0 to 100)"
+        )
+    rows = res.table(table)
+    if not rows:
+        raise ValueError(f"metric {name!r}: {res.dir} has no {table}.csv")
+    named = [col, *(c for c, _ in where)]
+    for c in named:
+        if c not in rows[0]:
+            raise ValueError(
+                f"metric {name!r}: {table}.csv of {res.dir} has no column {c!r}; allowed: "
+                f"its columns {', '.join(rows[0])}"
+            )
+    why = _not_a_metric(name, res, table, col)
+    if why:
+        raise ValueError(f"metric {name!r}: {why}; {_allowed(res)}")
+    label = f"{col} {stat}" + "".join(f" ({c}={v})" for c, v in where)
+    return Metric(name, label, stat, table, col, tuple(where))
+
+
 def resolve_metric(name: str, res: RunResults) -> Metric:
-    """The metric called ``name`` for this run; ValueError (one line) when it has no data."""
+    """The metric called ``name`` for this run; ValueError (one line) when it has no data
+    or is not a number (a status, an axis)."""
     if name in KNOWN_METRICS and _available(KNOWN_METRICS[name], res):
         return KNOWN_METRICS[name]
     if ":" in name and "." in name.split(":", 1)[0]:
-        ref, _, rest = name.partition(":")
-        stat, _, cond = rest.partition("@")
-        table, col = ref.split(".", 1)
-        where = tuple(tuple(c.split("=", 1)) for c in cond.split(",") if "=" in c)
-        label = f"{col} {stat}" + "".join(f" ({c}={v})" for c, v in where)
-        m = Metric(name, label, stat, table, col, where)  # type: ignore[arg-type]
-        if _available(m, res):
-            return m
-    elif res.summary_has(name):
+        return _custom(name, res)
+    if res.summary_has(name):
+        why = _not_a_metric(name, res, "summary", name)
+        if why:
+            raise ValueError(f"metric {name!r}: {why}; {_allowed(res)}")
         return Metric(name, name, "mean", None, name)
-    have = [n for n, m in KNOWN_METRICS.items() if _available(m, res)]
-    raise ValueError(
-        f"metric {name!r} has no data in {res.dir}; available: {', '.join(have)}, any "
-        "summary.csv column, or TABLE.COLUMN:STAT[@COL=VALUE]"
-    )
+    raise ValueError(f"metric {name!r} has no data in {res.dir}; {_allowed(res)}")
 
 
 @dataclass(frozen=True)
@@ -213,6 +273,10 @@ class Cell:
     #: variant / baseline with its interval (NaN ends when there is none); None for the
     #: baseline itself.
     ratio: Interval | None
+    #: Repeats behind the ratio's interval (the fewer of the two sides'), and why it has
+    #: none ("" when it has one): what the gate says of a point it judged without one.
+    repeats: int = 0
+    reason: str = ""
 
 
 @dataclass
@@ -355,7 +419,7 @@ def compare(
                 cell_seed = [seed, li, vi, mi]
                 value = stat_interval(groups, m.stat, n_boot=1, seed=cell_seed).value
                 n = sum(int(np.isfinite(g).sum()) for g in groups)
-                ratio = None
+                ratio, repeats, reason = None, 0, ""
                 if variant != baseline and baseline in variants[lv]:
                     v = ratio_verdict(
                         samples.by_round(m, point),
@@ -366,8 +430,8 @@ def compare(
                         n_boot=n_boot,
                         seed=cell_seed,
                     )
-                    ratio = Interval(v.ratio, v.low, v.high)
-                cells[(lv, variant, m.name)] = Cell(value, n, ratio)
+                    ratio, repeats, reason = Interval(v.ratio, v.low, v.high), v.repeats, v.reason
+                cells[(lv, variant, m.name)] = Cell(value, n, ratio, repeats, reason)
     repeats = int(res.manifest.get("repeats", 1) or 1)
     return Comparison(
         res.name,

@@ -17,7 +17,15 @@ from typing import Any
 
 from sim.rundir.reader import RunResults
 
-__all__ = ["RUN_AXIS", "Pairing", "host_difference", "pair_runs", "run_labels", "unpaired_lines"]
+__all__ = [
+    "RUN_AXIS",
+    "Pairing",
+    "host_difference",
+    "missing_lines",
+    "pair_runs",
+    "run_labels",
+    "unpaired_lines",
+]
 
 #: The axis that tells the two runs apart in the combined result.
 RUN_AXIS = "run"
@@ -69,13 +77,38 @@ class Pairing:
     combined: RunResults | None
 
 
-def _keys(res: RunResults, axes: list[str]) -> list[tuple[str, ...]]:
+def _keys(
+    res: RunResults, axes: list[str], rows: list[dict[str, str]] | None = None
+) -> list[tuple[str, ...]]:
     # An axis the run does not sweep has no value to pair on: "(not swept)" never matches
     # a value, so points of runs swept over different axes stay apart.
     return [
         tuple(r.get(a, "(not swept)") if a in res.axes else "(not swept)" for a in axes)
-        for r in res.summary
+        for r in (res.summary if rows is None else rows)
     ]
+
+
+def missing_lines(p: Pairing, b: RunResults) -> list[str]:
+    """One line per point of A that B lacks, saying why: it failed in B (its error), B
+    was stopped before it, or B's sweep has no such point."""
+    raw = b.table("summary")  # every row: load_results keeps the finished points only
+    failed = {
+        k: r.get("error") or "no error recorded"
+        for r, k in zip(raw, _keys(b, p.axes, raw), strict=True)
+        if r.get("status") == "failed"
+    }
+    lb = p.labels[1]
+    stopped = b.manifest.get("status") in ("interrupted", "running")
+    out = []
+    for k in p.only_a:
+        if k in failed:
+            why = f"it failed in {lb}: {failed[k]}"
+        elif stopped:
+            why = f"{lb} was interrupted before it ran (kvsim run … --resume finishes it)"
+        else:
+            why = f"{lb}'s sweep has no such point"
+        out.append(f"{_label(p.axes, k)}: in {p.labels[0]}, not in {lb}: {why}")
+    return out
 
 
 def pair_runs(a: RunResults, b: RunResults) -> Pairing:

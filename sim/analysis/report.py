@@ -283,7 +283,11 @@ def comparison_markdown(comp: Any, run_dir: str) -> str:
     for lv in comp.levels:
         title = ", ".join(f"{a}={v}" for a, v in zip(comp.level_axes, lv, strict=True))
         lines += ["", f"## {title or 'all points'}", ""]
-        head = [comp.by, *(["requests"] if req_metric else []), *(m.label for m in comp.metrics)]
+        # the rows behind that metric: the finished requests, for a latency (docs/results.md)
+        counted = (
+            "ok requests" if req_metric and ("status", "ok") in req_metric.where else "requests"
+        )
+        head = [comp.by, *([counted] if req_metric else []), *(m.label for m in comp.metrics)]
         lines.append("| " + " | ".join(head) + " |")
         lines.append("|:--" + "|--:" * (len(head) - 1) + "|")
         for variant in comp.variants[lv]:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -14,14 +15,21 @@ from sim import api
 from sim.analysis.compare import compare
 from sim.analysis.completeness import completeness_warnings
 from sim.analysis.condense import MAX_LEVELS, condense_markdown
-from sim.analysis.crossrun import RUN_AXIS, host_difference, pair_runs, unpaired_lines
+from sim.analysis.crossrun import (
+    RUN_AXIS,
+    Pairing,
+    host_difference,
+    missing_lines,
+    pair_runs,
+    unpaired_lines,
+)
 from sim.analysis.gate import GateResult, Rule, judge, parse_rule
 from sim.analysis.gil_onoff import gil_onoff_report
 from sim.analysis.hosts import host_warnings
 from sim.analysis.manifest_diff import manifest_differences
 from sim.analysis.report import comparison_markdown, comparison_rows
 from sim.api.reports import with_warnings
-from sim.errors import UsageError
+from sim.errors import RunDirError, UsageError
 from sim.rundir.claim import claim_outputs
 from sim.rundir.layout import compare_stem
 from sim.rundir.outputs import atomic_write_text, write_csv
@@ -129,10 +137,22 @@ def _write(
 ) -> None:
     stem = stem.absolute()
     md, csv = stem.with_name(stem.name + ".md"), stem.with_name(stem.name + ".csv")
-    claim_outputs([md, csv], force)
-    atomic_write_text(md, text)
-    write_csv(csv, cols, rows)
+    with _writing(stem):
+        claim_outputs([md, csv], force)
+        atomic_write_text(md, text)
+        write_csv(csv, cols, rows)
     _print(text, md, csv, all_rows)
+
+
+@contextmanager
+def _writing(stem: Path) -> Iterator[None]:
+    """An --out that cannot be written is the user's to fix (exit 2, as ``kvsim run``
+    says of its own): exit 1 is the gate's, a regression's alone."""
+    try:
+        yield
+    except OSError as exc:
+        where = Path(exc.filename).parent if exc.filename else stem.parent
+        raise RunDirError(f"{where}: cannot write ({exc.strerror or exc})") from None
 
 
 def _one(args: argparse.Namespace) -> int:
@@ -147,7 +167,8 @@ def _one(args: argparse.Namespace) -> int:
         seed=args.seed,
     )
     stem = Path(args.out) if args.out else compare_stem(run.dir)
-    md, csv = report.write(stem, force=args.force)
+    with _writing(stem):
+        md, csv = report.write(stem, force=args.force)
     _print(report.markdown, md, csv, args.all_rows)
     for line in gil_onoff_report(run.dir, args.bootstrap, args.seed):  # swept the GIL on, off
         print(line)
@@ -203,7 +224,7 @@ def _two(args: argparse.Namespace) -> int:
         raise _error(str(exc)) from None
     # The gate's rules are judged before anything is written: a metric the runs lack is
     # one line, not an error after the whole comparison was printed and saved.
-    gate = _judge(args, pairing.combined, la, lb, (a, b)) if args.fail_if else None
+    gate = _judge(args, pairing, (a, b)) if args.fail_if else None
     text = comparison_markdown(comp, f"{la} vs {lb}")
     head, _, rest = text.partition("\n\n")
     text = f"{head}\n\n```\n{preface}\n```\n\n{rest}"
@@ -228,16 +249,19 @@ def _rules(args: argparse.Namespace) -> list[Rule]:
         raise _error(str(exc)) from None
 
 
-def _judge(
-    args: argparse.Namespace, combined: RunResults, la: str, lb: str, runs: Sequence[RunResults]
-) -> GateResult:
-    """The --fail-if rules on the two runs' shared points (sim.analysis.gate)."""
+def _judge(args: argparse.Namespace, pairing: Pairing, runs: Sequence[RunResults]) -> GateResult:
+    """The --fail-if rules on the two runs' shared points (sim.analysis.gate); a point of
+    A that B lacks fails the gate."""
     rules = _rules(args)
     metrics = list(dict.fromkeys(r.metric for r in rules))
+    la, lb = pairing.labels
+    assert pairing.combined is not None
     try:
-        comp = compare(combined, la, metrics, args.bootstrap, args.seed, RUN_AXIS, paired=False)
+        comp = compare(
+            pairing.combined, la, metrics, args.bootstrap, args.seed, RUN_AXIS, paired=False
+        )
         planned = min(int(r.manifest.get("repeats") or 1) for r in runs)
-        return judge(comp, rules, la, lb, planned)
+        return judge(comp, rules, la, lb, planned, missing_lines(pairing, runs[1]))
     except ValueError as exc:
         raise _error(str(exc)) from None
 

@@ -257,6 +257,16 @@ def _foreign(path: Path) -> bool:
     return bool(set(names) - {LOCK_FILE}) and not is_kvsim_run(path)
 
 
+def _unwritable(path: Path) -> str:
+    """Why ``os.access`` said no: a read-only mount is not a matter of permissions."""
+    try:
+        if os.statvfs(path).f_flag & os.ST_RDONLY:
+            return "read-only file system"
+    except OSError:
+        pass
+    return "permission denied"
+
+
 def open_run_dir(path: Path, force: bool, resume: bool = False) -> RunLock:
     """Make ``path`` ready for a new run (or, with ``resume``, for continuing the one
     there) and return its lock, held; or raise RunDirError saying why not."""
@@ -274,7 +284,7 @@ def open_run_dir(path: Path, force: bool, resume: bool = False) -> RunLock:
     except OSError as exc:
         raise RunDirError(f"{path}: cannot write ({exc.strerror or exc})") from None
     if not os.access(path, os.W_OK):
-        raise RunDirError(f"{path}: cannot write (permission denied)")
+        raise RunDirError(f"{path}: cannot write ({_unwritable(path)})")
     lock = RunLock(path).acquire()
     try:
         if _has_previous_run(path):

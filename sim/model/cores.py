@@ -25,7 +25,9 @@ repaid by waiting, not a gift. So a task of at most ``burst_s`` CPU that starts 
 cores are full runs at full speed on a core of its own (the others share the rest); a
 longer one shares from its start. Without it a thread doing short bursts (the engine's
 build, the simulation thread's items, the probe) is slowed by a background load as much
-as a CPU hog, which the real ones are not. ``burst_s=0`` turns it off.
+as a CPU hog, which the real ones are not. ``burst_s=0`` turns it off. The advance is
+repaid: a burst needs the lag a thread builds up at its fair share (:meth:`Cores._may_burst`),
+so short tasks back to back beyond their share of a loaded machine share like any other.
 """
 
 from __future__ import annotations
@@ -36,30 +38,21 @@ from typing import Any
 
 from sim.model.loop import Loop
 
-__all__ = ["WAKE_BURST_MIN_SHARE", "WAKE_BURST_S", "Cores", "CpuTask"]
+__all__ = ["WAKE_BURST_S", "Cores", "CpuTask"]
 
 #: Work left below this (1 ns) counts as done: sums of float times are not exact.
 _EPS_S = 1e-9
 
 #: CPU a task started on full cores runs at full speed before it shares (module docstring).
 WAKE_BURST_S = 1.5e-3
-#: The fair share of a core (cores over runnable threads) down to which a burst runs at
-#: full speed; below it at share / this. The burst was measured at shares of about 0.5
-#: and validated at background loads up to 4.7-5.6 on 2 cores (share 0.3); the advance
-#: it is must be repaid from the thread's own share, and with a share far below that
-#: (background_load 1000) the repayment comes before the next wake-up: issue 43 found
-#: short holds unchanged by a background load of 1000.
-WAKE_BURST_MIN_SHARE = 0.25
 
 
 class CpuTask:
     """CPU work in progress; ``done(None)`` is called once it is finished."""
 
-    __slots__ = ("done", "due", "fast", "finish", "speed")
+    __slots__ = ("done", "due", "fast", "finish")
 
-    def __init__(
-        self, finish: float, done: Callable[[Any], None], fast: bool = False, speed: float = 1.0
-    ) -> None:
+    def __init__(self, finish: float, done: Callable[[Any], None], fast: bool = False) -> None:
         #: Virtual time at which the task is done (a burst's: the loop time it ends).
         self.finish = finish
         self.done = done
@@ -68,9 +61,6 @@ class CpuTask:
         self.due = 0.0
         #: A wake-up burst: on a core of its own, ``finish`` is a loop time.
         self.fast = fast
-        #: A burst's pace (CPU seconds per second; 1 but on cores shared far below
-        #: WAKE_BURST_MIN_SHARE).
-        self.speed = speed
 
 
 class Cores:
@@ -87,8 +77,10 @@ class Cores:
         self._burst_s = burst_s
         #: Tasks in a wake-up burst (each on a core of its own; the others share the rest).
         self._bursting = 0
-        #: Their paces summed (CPU seconds per second: the cores' busy time).
-        self._burst_pace = 0.0
+        #: The advance bursts may still take (CPU seconds; see _may_burst) and when it
+        #: was last brought up to date.
+        self._lag = burst_s
+        self._lag_t = 0.0
         self._loop = loop
         self._heap = loop.heap
         self._n = n
@@ -119,7 +111,7 @@ class Cores:
         dt = now - self._t
         if dt > 0:
             self._v += dt * self._rate
-            self._busy_s += dt * (self._rate * len(self._tasks) + self._burst_pace)
+            self._busy_s += dt * (self._rate * len(self._tasks) + self._bursting)
             self._t = now
 
     def _set_rate(self) -> bool:
@@ -154,11 +146,10 @@ class Cores:
         dt = now - self._t
         if dt > 0:  # self._advance(), inline: this is the hottest path of model mode
             self._v += dt * self._rate
-            self._busy_s += dt * (self._rate * len(tasks) + self._burst_pace)
+            self._busy_s += dt * (self._rate * len(tasks) + self._bursting)
             self._t = now
         if task.fast:
             self._bursting -= 1
-            self._burst_pace -= task.speed
         else:
             tasks.remove(task)
         if self._rate != 1.0 or len(tasks) + self._bursting + self._bg > self._n:
@@ -173,12 +164,13 @@ class Cores:
         dt = now - self._t
         if dt > 0:  # self._advance(), inline
             self._v += dt * self._rate
-            self._busy_s += dt * (self._rate * len(tasks) + self._burst_pace)
+            self._busy_s += dt * (self._rate * len(tasks) + self._bursting)
             self._t = now
         if work_s < 0:
             work_s = 0.0
         short = work_s <= self._burst_s and self._bursting < self._n
-        if short and len(tasks) + self._bursting + 1 + self._bg > self._n:  # full cores
+        k = len(tasks) + self._bursting + 1 + self._bg
+        if short and k > self._n and self._may_burst(work_s, self._n / k):  # full cores
             return self._burst(work_s, done)
         task = CpuTask(self._v + work_s, done)
         tasks.append(task)
@@ -189,15 +181,31 @@ class Cores:
             self._schedule(task)
         return task
 
+    def _may_burst(self, work_s: float, share: float) -> bool:
+        """Whether the advance a burst is can still be taken: the lag a thread builds up at
+        its fair ``share`` of a core (CFS/EEVDF keep the lag a sleeper has, capped: here at
+        one burst, ``burst_s``) must cover the burst's ``work_s`` at full speed. A thread
+        that wakes now and then (the probe, the engine's build, the simulation thread's
+        items) always has it; one that runs more than its share of the time (1 ms holds
+        back to back beside a background load) spends it and shares like any other; with
+        ``background_load`` 1000 the share refills it 500 times slower than it is spent.
+        One lag for all of our threads: the GIL lets one run Python at a time."""
+        now = self._loop.now
+        lag = self._lag + share * (now - self._lag_t)
+        if lag > self._burst_s:
+            lag = self._burst_s
+        self._lag_t = now
+        if lag < work_s:
+            self._lag = lag
+            return False
+        self._lag = lag - work_s
+        return True
+
     def _burst(self, work_s: float, done: Callable[[Any], None]) -> CpuTask:
-        """Start a short task as a wake-up burst: at full speed on a core of its own (or
-        slower, when the cores are shared far beyond what the burst was measured at)."""
+        """Start a short task as a wake-up burst: at full speed on a core of its own."""
         loop = self._loop
-        share = self._n / (len(self._tasks) + self._bursting + 1 + self._bg)
-        speed = min(1.0, share / WAKE_BURST_MIN_SHARE)
-        task = CpuTask(loop.now + work_s / speed, done, True, speed)
+        task = CpuTask(loop.now + work_s, done, True)
         self._bursting += 1
-        self._burst_pace += speed
         self._set_rate()  # one core fewer for the others
         task.due = task.finish
         loop.at(task.due, self._fire, task)
@@ -223,23 +231,22 @@ class Cores:
         dt = now - self._t
         if dt > 0:
             self._v += dt
-            self._busy_s += dt * (running + self._burst_pace)
+            self._busy_s += dt * (running + self._bursting)
         self._v += end - now  # not work_s: what a scheduled end would add, to the last bit
-        self._busy_s += (end - now) * (running + self._burst_pace + 1)
+        self._busy_s += (end - now) * (running + self._bursting + 1)
         self._t = loop.now = end
         return True
 
     def left(self, task: CpuTask) -> float:
         """CPU seconds ``task`` still needs (0 when done up to float rounding)."""
         self._advance()
-        left = (task.finish - self._loop.now) * task.speed if task.fast else task.finish - self._v
+        left = task.finish - (self._loop.now if task.fast else self._v)
         return left if left >= _EPS_S else 0.0
 
     def _remove(self, task: CpuTask) -> None:
         """Take ``task`` (running, not done) off the cores; the caller resets the pace."""
         if task.fast:
             self._bursting -= 1
-            self._burst_pace -= task.speed
         else:
             self._tasks.remove(task)
         task.due = -1.0
@@ -251,9 +258,9 @@ class Cores:
         dt = self._loop.now - self._t
         if dt > 0:  # self._advance(), inline
             self._v += dt * self._rate
-            self._busy_s += dt * (self._rate * len(tasks) + self._burst_pace)
+            self._busy_s += dt * (self._rate * len(tasks) + self._bursting)
             self._t = self._loop.now
-        left = (task.finish - self._loop.now) * task.speed if task.fast else task.finish - self._v
+        left = task.finish - (self._loop.now if task.fast else self._v)
         if left < _EPS_S:
             return 0.0
         self._remove(task)

@@ -157,7 +157,27 @@ def test_a_variant_with_wrong_addresses_gets_no_figure(tmp_path: Path, capsys) -
     with ADDRESS_VARIANTS.temporary(_Wrong):
         rc, rows, out = _run(tmp_path, capsys, "--variants", f"scalar,{_Wrong.name}")
     assert rc == 1 and rows == []
-    assert "differ from scalar" in out
+    assert "variant 'test-wrong-addresses' is not timed: the bench's geometry (group 0)" in out
+    assert "chunk 0, region 0: address expected 0x" in out
+
+
+class _NumpyOut(AddressVariant):
+    name = "test-numpy-out"
+    description = "test only: the right values, as NumPy arrays (what the bindings reject)"
+
+    def prepare_values(self, chunks: Any, block_ids: Any) -> Any:
+        import numpy as np
+
+        out = [self.db.prepare_value(s, e, block_ids) for s, e in chunks]
+        return [np.array(o[0]) for o in out], [o[1] for o in out], [o[2] for o in out]
+
+
+def test_a_variant_returning_arrays_is_not_timed_as_a_list_variant(tmp_path: Path, capsys) -> None:
+    with ADDRESS_VARIANTS.temporary(_NumpyOut):
+        rc, rows, out = _run(tmp_path, capsys, "--variants", f"scalar,{_NumpyOut.name}")
+    assert rc == 1 and rows == []
+    assert "variant 'test-numpy-out' is not timed: " in out
+    assert "chunk 0: the addresses are a numpy.ndarray, not a list" in out
 
 
 def test_a_request_past_the_configs_token_bound_is_refused_before_it_is_built() -> None:

@@ -24,6 +24,7 @@ class _Flaky(AddressVariant):
     """Fails every request whose id is odd: the run must go on."""
 
     name = "test-flaky"
+    computes_addresses = False  # returns no addresses: not held to the list contract
     description = "test only"
 
     def prepare_values(self, chunks, block_ids):
@@ -154,6 +155,7 @@ class _Recording(AddressVariant):
     """Records the job each request's CPU stage got (on its load thread)."""
 
     name = "test-recording"
+    computes_addresses = False  # returns no addresses: not held to the list contract
     description = "test only"
     seen: ClassVar[dict[int, tuple[bytes, tuple]]] = {}
 

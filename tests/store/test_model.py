@@ -110,6 +110,7 @@ def test_partial_faults_add_up_and_are_seeded(write_config) -> None:
 
 class _Hang(AddressVariant):
     name = "test-hang"
+    computes_addresses = False  # returns no addresses: not held to the list contract
     description = "test only: hangs until released"
     release = threading.Event()
 

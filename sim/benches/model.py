@@ -125,9 +125,9 @@ def _point_line(cal: str, requests: int, rate: float, tmp: Path) -> str:
     cfg = ExperimentConfig.model_validate(point_config(cal, requests, rate))
     est_mb = estimate_point(cfg, requests).memory_bytes / 2**20  # MiB, as max_rss_mb
     return (
-        f"  one point of {res.requests:,} requests in a fresh process (the probe on, every "
-        f"row kept): {human_seconds(res.wall_s)} to simulate "
-        f"({res.requests / res.wall_s:,.0f} requests/s, rows written to requests.csv), "
+        f"  one point of {res.requests:,} requests in a fresh process: "
+        f"{human_seconds(res.wall_s)} to simulate ({res.requests / res.wall_s:,.0f} "
+        "requests/s, the probe on, every row written to requests.csv), "
         f"{human_seconds(process_s)} with the process's start-up and imports; peak RSS "
         f"{res.max_rss_mb:,.0f} MB (start-up included), kvsim validate's estimate "
         f"{est_mb:,.0f} MB ({res.max_rss_mb / est_mb:.2f}× of it; within 2× is the aim)"

@@ -147,7 +147,9 @@ def corpus() -> list[Case]:
     for geo in geometries():
         for desc, ids, tokens in _requests(geo.db, rng):
             chunks = tuple(geo.db.chunk_spans(tokens))
-            for handler in ("per_group", "per_chunk"):
+            # A long request through per_chunk is only more one-chunk calls: per_group only.
+            long = len(chunks) >= LONG_CHUNKS
+            for handler in ("per_group",) if long else ("per_group", "per_chunk"):
                 out.append(Case(geo, desc, chunks, tuple(ids), handler))
     return out
 

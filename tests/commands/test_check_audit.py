@@ -47,7 +47,7 @@ def test_a_gil_free_declaration_that_holds_the_gil_is_refused(tmp_path: Path) ->
         timeout=300,
     )
     lines = proc.stdout.splitlines()
-    assert lines[0] == "liar: 76/76 cases match scalar (and again from 4 threads at once)"
+    assert lines[0] == "liar: 70/70 cases match scalar (and again from 4 threads at once)"
     # On this VM py-spy saw 4.6-8.3x the metered hold (load 3.6); the verdict needs the
     # on-core lower bound above 1.2x: a margin no machine load closes (load only lowers
     # the on-core reading by what the load threads spend off their core, not the lie).

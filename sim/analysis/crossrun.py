@@ -75,6 +75,10 @@ class Pairing:
     only_a: list[tuple[str, ...]]
     only_b: list[tuple[str, ...]]
     combined: RunResults | None
+    #: ``(axis, A's value, B's value)``: the settings the pairs were made across (the
+    #: runs' one point each at workers=1 and 4, or mode real and model); [] when the
+    #: pairs agree on every axis.
+    across: list[tuple[str, str, str]] = field(default_factory=list)
 
 
 def _keys(
@@ -111,12 +115,45 @@ def missing_lines(p: Pairing, b: RunResults) -> list[str]:
     return out
 
 
+def _fixed_apart(
+    axes: list[str], ka: list[tuple[str, ...]], kb: list[tuple[str, ...]]
+) -> list[tuple[str, str, str]]:
+    """``(axis, A's value, B's value)`` for each axis that has one value in each run, not
+    the same one: a setting the runs were made at, not a sweep."""
+    out = []
+    for i, axis in enumerate(axes):
+        va, vb = {k[i] for k in ka}, {k[i] for k in kb}
+        if len(va) == 1 and len(vb) == 1 and va != vb:
+            out.append((axis, next(iter(va)), next(iter(vb))))
+    return out
+
+
+def _across(
+    axes: list[str], ka: list[tuple[str, ...]], kb: list[tuple[str, ...]]
+) -> list[tuple[str, str, str]]:
+    """The settings to compare across when no point pairs: two one-point runs made at
+    different settings (workers=1 against 4), or a real run against a model run of the
+    same points (mode real against model alone); else none (the runs stay apart)."""
+    apart = _fixed_apart(axes, ka, kb)
+    one_each = len(set(ka)) == 1 and len(set(kb)) == 1
+    if apart and (one_each or [x for x, _, _ in apart] == ["mode"]):
+        return apart
+    return []
+
+
 def pair_runs(a: RunResults, b: RunResults) -> Pairing:
-    """Pair the points of ``a`` and ``b`` by their axis values."""
+    """Pair the points of ``a`` and ``b`` by their axis values; where none pairs, across
+    the settings that keep them apart when that is a comparison a user means
+    (``_across``), saying so in ``Pairing.across``."""
     labels = run_labels(a.dir, b.dir)
     axes = list(dict.fromkeys([*a.axes, *b.axes]))
     ka, kb = _keys(a, axes), _keys(b, axes)
     paired = [k for k in dict.fromkeys(ka) if k in set(kb)]
+    across = [] if paired else _across(axes, ka, kb)
+    if across:
+        axes = [x for x in axes if x not in {axis for axis, _, _ in across}]
+        ka, kb = _keys(a, axes), _keys(b, axes)
+        paired = [k for k in dict.fromkeys(ka) if k in set(kb)]
     only_a = [k for k in dict.fromkeys(ka) if k not in set(kb)]
     only_b = [k for k in dict.fromkeys(kb) if k not in set(ka)]
     combined = None
@@ -143,7 +180,7 @@ def pair_runs(a: RunResults, b: RunResults) -> Pairing:
             keep=keep,
             base_axes=tuple(axes),
         )
-    return Pairing(labels, axes, paired, only_a, only_b, combined)
+    return Pairing(labels, axes, paired, only_a, only_b, combined, across if paired else [])
 
 
 def _label(axes: list[str], key: tuple[str, ...]) -> str:

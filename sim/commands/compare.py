@@ -191,6 +191,7 @@ def _two(args: argparse.Namespace) -> int:
         lines += [f"- {what}: {va} → {vb}" for what, va, vb in diffs]
     else:
         lines.append("The runs agree on commit, machine, versions, executor, hosts and config.")
+    lines += _across_lines(pairing)
     left_out = unpaired_lines(pairing)
     if left_out:
         lines += [
@@ -266,6 +267,29 @@ def _judge(args: argparse.Namespace, pairing: Pairing, runs: Sequence[RunResults
         raise _error(str(exc)) from None
 
 
+#: Where a real run is set against a model run of its points properly: both made, point
+#: by point, and the prediction scored.
+_VALIDATE = (
+    "`kvsim validate-model CONFIG` runs both modes on the config's points and scores the "
+    "model's prediction (docs/model-mode.md)"
+)
+
+
+def _across_lines(pairing: Pairing) -> list[str]:
+    """What the pairs were made across (sim.analysis.crossrun.pair_runs), when not alike."""
+    if not pairing.across:
+        return []
+    a = ", ".join(f"{axis}={va}" for axis, va, _ in pairing.across)
+    b = ", ".join(f"{axis}={vb}" for axis, _, vb in pairing.across)
+    out = [
+        "",
+        f"Compared across a setting: A: {a}, B: {b} (each run's only value), the rest alike.",
+    ]
+    if any(axis == "mode" for axis, _, _ in pairing.across):
+        out.append(f"A real run against a model run: B's figures set beside A's; {_VALIDATE}.")
+    return out
+
+
 def _apart(a: RunResults, b: RunResults, axes: list[str]) -> str:
     """Which axes keep two runs apart, and how to give them a point in common."""
     parts = []
@@ -278,6 +302,8 @@ def _apart(a: RunResults, b: RunResults, axes: list[str]) -> str:
             parts.append(f"{axis}: {', '.join(va)} in A, {', '.join(vb)} in B")
     if not parts:
         return ""
+    if any(p.startswith("mode:") for p in parts):
+        return f" ({'; '.join(parts)}); for a real run against a model run, {_VALIDATE}"
     return (
         f" ({'; '.join(parts)}); rerun one of them with the other's values too, e.g. "
         "--set sweep.connector.workers=[1,2]"

@@ -85,9 +85,10 @@ def refuse_wrong_plugins(
             for key, value in options.items():  # the check must see the options that failed
                 text = value if isinstance(value, str) else json.dumps(value)
                 again += " " + shlex.join(["--option", f"{key}={text}"])
+            failure = (result.failure or "").replace(f"({_where(cls)} line ", "(line ")
             raise ConfigError(
                 f"{_where(cls)}: variant {name!r}{_with(options)} is not measured: "
-                f"{result.failure} (`{again}` runs the whole check)"
+                f"{failure} (`{again}` runs the whole check)"
             )
     for name in dict.fromkeys(index):
         cls = registry.get_index_variant(name)
@@ -97,9 +98,8 @@ def refuse_wrong_plugins(
         result = check_index_variant(name)
         checked += 1
         if not result.ok:
-            raise ConfigError(
-                f"{_where(cls)}: index variant {name!r} is not measured: {result.failure}"
-            )
+            failure = (result.failure or "").replace(f"({_where(cls)} line ", "(line ")
+            raise ConfigError(f"{_where(cls)}: index variant {name!r} is not measured: {failure}")
     return checked
 
 

@@ -97,7 +97,9 @@ def test_a_variant_that_ends_the_process_fails_check_in_one_line(
     assert "a variant must not end or interrupt kvsim" in out
     cfg = write_config({"connector": {"variant": "switches"}})
     assert main(["run", "-q", str(cfg), "--plugin", str(path)]) == 2
-    assert f"{path}: variant 'switches' is not measured: " in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"{path}: variant 'switches' is not measured: " in err
+    assert f"{said} (line 18, in prepare_values)" in err  # the file is named once, first
     assert main(["bench", "connectors", "--plugin", str(path)]) == 2
     assert "variant 'switches' is not measured" in capsys.readouterr().err
 

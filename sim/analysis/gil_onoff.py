@@ -75,11 +75,13 @@ def gil_onoff_lines(res: RunResults, n_boot: int = 2000, seed: int = 0) -> list[
     if axis is None:
         return []
     cmp = compare(res, "on", list(_METRICS), n_boot=n_boot, seed=seed, by=axis)
-    heads = [*cmp.level_axes, "p50 on", "p50 off", "off÷on p50", "GIL cost p50"]
+    # Axes with one value at every point (mode: real) say nothing in a row: left out.
+    cols = [i for i, _ in enumerate(cmp.level_axes) if len({lv[i] for lv in cmp.levels}) > 1]
+    heads = [*(cmp.level_axes[i] for i in cols), "p50 on", "p50 off", "off÷on p50", "GIL cost p50"]
     heads += ["p99 on", "p99 off", "off÷on p99", "GIL cost p99"]
     rows = []
     for level in cmp.levels:
-        row = list(level)
+        row = [level[i] for i in cols]
         for metric in _METRICS:
             ratio, cost = _ratio(cmp, level, metric)
             row += [_value(cmp, level, "on", metric), _value(cmp, level, "off", metric)]

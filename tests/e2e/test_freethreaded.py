@@ -16,15 +16,14 @@ import yaml
 
 from sim.cli import main
 from sim.process.interpreter import FT_PYTHON_ENV, probe, resolve_python, setup_python
+from tests.conftest import TINY
 
-TINY = {
+#: The suite's tiny point, scalar (pure Python: what the GIL serialises), under the set-up
+#: free-threaded python.
+FT = {
+    **TINY,
     "name": "ft",
-    "seed": 3,
-    "repeats": 1,
-    "model": {"regions": 4, "block_len": [1024, 2048], "block_size": 16, "num_blocks": 256},
-    "workload": {"requests": 8, "arrival": {"kind": "poisson", "rate_rps": 200}, "tokens": 160},
     "connector": {"variant": "scalar", "workers": 2},
-    "store": {"bandwidth_gb_per_s": 50, "latency_ms": 0.2, "concurrency": 2},
     "interpreter": {"python": "freethreaded"},
 }
 
@@ -44,7 +43,7 @@ def ft_python() -> str:
 
 def write(tmp_path: Path, **extra: object) -> Path:
     path = tmp_path / "ft.yaml"
-    path.write_text(yaml.safe_dump({**TINY, **extra}))
+    path.write_text(yaml.safe_dump({**FT, **extra}))
     return path
 
 

@@ -84,6 +84,12 @@ _SHRINK = (
     ("kvsim search ", "--max-runs 2 --set workload.requests=30 --set repeats=1"),
     ("kvsim bench connectors", "--chunks 16 --repeats 3"),
     ("kvsim run configs/whatif_free_threading.yaml", "--set workload.requests=200"),
+    # GIL on and off under the free-threaded python `make freethreaded` set up just before
+    (
+        "kvsim run configs/gil_on_off.yaml",
+        "--set workload.requests=6 --set repeats=1 --set 'sweep.connector.workers=[1]' "
+        "--set workload.arrival.rate_rps=20",
+    ),
 )
 #: `kvsim calibrate` measures every variant at eight sizes; the walk measures what the
 #: model-mode lines after it need (the quickstart's variants and geometry).

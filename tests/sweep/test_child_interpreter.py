@@ -15,16 +15,7 @@ from sim.rundir.layout import read_status
 from sim.sweep import child, rep_runs
 from sim.sweep.runner import run_rep
 from sim.sweep.spec import write_spec
-
-TINY = {
-    "name": "tiny",
-    "seed": 3,
-    "repeats": 1,
-    "model": {"regions": 4, "block_len": [1024, 2048], "block_size": 16, "num_blocks": 256},
-    "workload": {"requests": 6, "arrival": {"kind": "poisson", "rate_rps": 400}, "tokens": 160},
-    "connector": {"variant": "numpy", "workers": 2},
-    "store": {"bandwidth_gb_per_s": 50, "latency_ms": 0.2, "concurrency": 2},
-}
+from tests.conftest import TINY
 
 
 def rep_of(tmp_path, interpreter: dict) -> object:

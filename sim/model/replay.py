@@ -33,6 +33,7 @@ from sim.config import Point
 from sim.model.calibration import Calibration
 from sim.model.costs import Measured
 from sim.model.driver import run_model_point
+from sim.stats import finite, percentiles
 
 __all__ = [
     "MECHANISM_TARGETS",
@@ -132,20 +133,16 @@ def figures(rows: Iterable[Mapping[str, Any]]) -> dict[str, float]:
             lat.append(_number(row.get(columns.LATENCY_MS.name)))
         queue.append(_number(row.get(columns.QUEUE_MS.name)))
         wait.append(_number(row.get(columns.GIL_WAIT_MS.name)))
-
-    def finite(xs: list[float]) -> np.ndarray:
-        a = np.asarray(xs, dtype=float)
-        return a[np.isfinite(a)]
-
-    la, qa, wa = finite(lat), finite(queue), finite(wait)
+    la, qa, wa = finite(lat), finite(queue), finite(wait)  # the one statistics module's
+    (p50, p99), (wait_p99,) = percentiles(la, (50, 99)), percentiles(wa, (99,))
     nan = math.nan
     return {
         columns.LATENCY_MEAN_MS.name: float(la.mean()) if la.size else nan,
-        columns.LATENCY_P50_MS.name: float(np.percentile(la, 50)) if la.size else nan,
-        columns.LATENCY_P99_MS.name: float(np.percentile(la, 99)) if la.size else nan,
+        columns.LATENCY_P50_MS.name: p50,
+        columns.LATENCY_P99_MS.name: p99,
         "queue_mean_ms": float(qa.mean()) if qa.size else nan,
         columns.GIL_WAIT_MEAN_MS.name: float(wa.mean()) if wa.size else nan,
-        columns.GIL_WAIT_P99_MS.name: float(np.percentile(wa, 99)) if wa.size else nan,
+        columns.GIL_WAIT_P99_MS.name: wait_p99,
     }
 
 

@@ -26,6 +26,7 @@ from connectors.token_database import TokenDatabase
 from sim.config.experiment import ExperimentConfig
 from sim.config.sections import StoreConfig
 from sim.errors import RunError
+from sim.stats import percentiles
 from sim.store.base import check_result, nan_store_summary
 from sim.store.kv_buffers import KVBuffers, key_tags
 from sim.store.memory import MemoryPlan, check_real_store, memory_plan
@@ -368,7 +369,7 @@ class MooncakeStore:
     def summary(self) -> dict[str, Any]:
         out = nan_store_summary("mooncake")
         if self._get_ms:
-            p50, p99 = np.percentile(self._get_ms, [50, 99])
+            p50, p99 = percentiles(self._get_ms, (50, 99))
             total_s = sum(self._get_ms) / 1e3
             out.update(
                 store_get_p50_ms=float(p50),

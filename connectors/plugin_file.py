@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .base import AddressVariant
-from .plugin_trace import CONTRACT_DOC, MODULE_PREFIX, ending, plugin_line
+from .plugin_trace import CONTRACT_DOC, MODULE_PREFIX, ending, guard_os_exit, plugin_line
 from .registry import ADDRESS_VARIANTS, INDEX_VARIANTS, Registry
 from .token_index import IndexVariant
 
@@ -187,6 +187,7 @@ def load_plugin(code: PluginCode) -> list[type]:
     global _threads_before
     if _threads_before is None:
         _threads_before = frozenset(t.ident for t in threading.enumerate())
+    guard_os_exit()  # a plug-in's os._exit is refused like its sys.exit
     path = code.path
     before_a, before_i = ADDRESS_VARIANTS.entries(), INDEX_VARIANTS.entries()
     module = types.ModuleType(code.module_name)

@@ -7,13 +7,47 @@ plug-in with these, and they are imported where start-up must stay light.
 
 from __future__ import annotations
 
-__all__ = ["CONTRACT_DOC", "MODULE_PREFIX", "ending", "exit_message", "plugin_line"]
+import os
+import sys
+from typing import NoReturn
+
+__all__ = [
+    "CONTRACT_DOC",
+    "MODULE_PREFIX",
+    "OsExit",
+    "ending",
+    "exit_message",
+    "guard_os_exit",
+    "plugin_line",
+]
 
 #: The module name every plug-in file runs under starts with this.
 MODULE_PREFIX = "kvsim_plugin_"
 
 #: Where the contract is explained, for error messages.
 CONTRACT_DOC = "docs/your-connector.md"
+
+
+class OsExit(SystemExit):
+    """``os._exit`` called by a plug-in's own code: raised instead, so that what catches a
+    ``sys.exit`` from a plug-in (the loader, the check, the load threads) names it too."""
+
+
+_REAL_EXIT = os._exit
+
+
+def _guarded_exit(code: int) -> NoReturn:
+    """``os._exit`` for everyone but a plug-in's own frames (kvsim's own calls pass)."""
+    caller = sys._getframe(1)
+    if str(caller.f_globals.get("__name__", "")).startswith(MODULE_PREFIX):
+        raise OsExit(code)
+    _REAL_EXIT(code)
+
+
+def guard_os_exit() -> None:
+    """From now on, ``os._exit`` called from a plug-in file raises :class:`OsExit` (it would
+    end the process at once, files half-written and nothing said). Idempotent."""
+    os._exit = _guarded_exit
 
 
 def _plugin_frame(exc: BaseException) -> tuple[str, int, str] | None:
@@ -44,6 +78,8 @@ def plugin_line(exc: BaseException, path: str = "") -> str:
 def ending(exc: BaseException) -> str:
     """What an exception that is not an ``Exception`` did, in words: ``called
     sys.exit(0)``, ``raised KeyboardInterrupt``."""
+    if isinstance(exc, OsExit):
+        return f"called os._exit({exc.code!r})"
     if isinstance(exc, SystemExit):
         return f"called sys.exit({exc.code!r})"
     text = str(exc).splitlines()[0] if str(exc) else ""

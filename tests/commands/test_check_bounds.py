@@ -84,6 +84,7 @@ def test_run_checks_on_its_own_geometry_and_longest_request(
         ("sys.exit(0)", "called sys.exit(0)"),
         ("raise KeyboardInterrupt", "raised KeyboardInterrupt"),
         ("raise SystemExit('bye')", "called sys.exit('bye')"),
+        ("__import__('os')._exit(2)", "called os._exit(2)"),
     ],
 )
 def test_a_variant_that_ends_the_process_fails_check_in_one_line(

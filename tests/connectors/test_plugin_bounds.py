@@ -42,6 +42,7 @@ def _code(tmp_path: Path, middle: str) -> PluginCode:
         ("raise SystemExit(3)\n", "called sys.exit(3) at import"),
         ("raise KeyboardInterrupt\n", "raised KeyboardInterrupt at import"),
         ("raise GeneratorExit\n", "raised GeneratorExit at import"),
+        ("import os\nos._exit(0)\n", "called os._exit(0) at import (line 6, in <module>)"),
     ],
 )
 def test_a_file_that_ends_the_process_at_import_is_refused(

@@ -66,6 +66,7 @@ def _run(tmp_path: Path, write_config, wrong: str = "pass", warm: str = "pass") 
     [
         ("sys.exit(0)", "called sys.exit(0)"),
         ("raise KeyboardInterrupt", "raised KeyboardInterrupt"),
+        ("__import__('os')._exit(0)", "called os._exit(0)"),
     ],
 )
 def test_a_load_thread_that_ends_fails_the_point_naming_it(

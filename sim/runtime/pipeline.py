@@ -149,9 +149,13 @@ class LoadPipeline:
             if late > 0:
                 yield env.timeout(late)
             else:
+                cls = type(self._variants[0])
+                module = sys.modules.get(cls.__module__)
+                where = getattr(module, "__file__", None) or cls.__module__
                 raise WatchdogError(
                     f"request {request_id}: CPU stages still running after "
-                    f"{limit:g} s (limits.request_timeout_s); a worker hangs"
+                    f"{limit:g} s (limits.request_timeout_s); a worker hangs in variant "
+                    f"{cls.name!r} ({where})"
                 )
 
     def prepare(

@@ -131,8 +131,9 @@ def test_hanging_worker_ends_the_run_with_a_clear_error(write_config) -> None:
                 )
             )
             t0 = time.perf_counter()
-            with pytest.raises(WatchdogError, match="request_timeout_s"):
+            with pytest.raises(WatchdogError, match="request_timeout_s") as err:
                 run_point(points[0])
+            assert "a worker hangs in variant 'test-hang' (" in str(err.value)
             assert time.perf_counter() - t0 < 8
         finally:
             _Hang.release.set()

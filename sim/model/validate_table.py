@@ -71,7 +71,12 @@ def _num(x: float) -> str:
 
 
 def _pct(x: float) -> str:
-    return "–" if math.isnan(x) else f"{x:+.0%}"
+    """A relative error in at most six characters (beyond ±999 %: '>+999%')."""
+    if math.isnan(x):
+        return "–"
+    if abs(x) > 9.99:
+        return ">+999%" if x > 0 else "<-999%"
+    return f"{x:+.0%}"
 
 
 def prediction_table(
@@ -84,12 +89,12 @@ def prediction_table(
         return f"## {title}\n\nNo point has both a real and a model run.\n"
     by_key = {axis_key(j.key.values()): j for j in judged}
     axes = ", ".join(rows[0].key)
-    head1 = f"{'point (' + axes + ')':<{POINT_WIDTH}.{POINT_WIDTH}}"
+    head1 = f"{'point':<{POINT_WIDTH}}"
     head2 = " " * POINT_WIDTH
     for m in LATENCY:
         head1 += f" │ {m.removesuffix('_ms').replace('_', ' ') + ' (ms)':<34}"
         head2 += f" │ {'real':>6} {'model':>6} {'error':>6} {'again':>6} {'rule':<6}"
-    lines = [f"## {title}", "", head1.rstrip(), head2.rstrip()]
+    lines = [f"## {title}", "", f"Each point by its {axes}:", "", head1.rstrip(), head2.rstrip()]
     for r in rows:
         j = by_key[axis_key(r.key.values())]
         cells = f"{point_cell(r.key):<{POINT_WIDTH}}"
@@ -127,21 +132,22 @@ def mechanism_table(points: Sequence[Any], targets: Mapping[str, Any], title: st
     if not points:
         return f"## {title}\n\nNo finished real point to replay.\n"
     keys = [{a: str(v) for a, v in p.axes.items() if a != "mode"} for p in points]
-    head1 = f"{'point (' + ', '.join(keys[0]) + ')':<{POINT_WIDTH}.{POINT_WIDTH}}"
-    head1 += f" │ {'latency mean (ms)':<20} │ {'p50':>6} │ {'p99':>6} │ {'GIL wait mean (ms)':<20}"
-    head2 = " " * POINT_WIDTH + f" │ {'real':>6} {'model':>6} {'error':>6} │ {'error':>6}"
-    head2 += f" │ {'error':>6} │ {'real':>6} {'model':>6} {'error':>6}"
-    lines = [f"## {title}", "", head1.rstrip(), head2]
+    head1 = f"{'point':<{POINT_WIDTH}}"
+    head1 += f" │ {'latency mean (ms)':<21} │ {'p50':>7} │ {'p99':>7} │ {'GIL wait mean (ms)':<21}"
+    head2 = " " * POINT_WIDTH + f" │ {'real':>6} {'model':>6} {'error':>7} │ {'error':>7}"
+    head2 += f" │ {'error':>7} │ {'real':>6} {'model':>6} {'error':>7}"
+    axes = ", ".join(keys[0])
+    lines = [f"## {title}", "", f"Each point by its {axes}:", "", head1.rstrip(), head2]
     lat, wait = columns.LATENCY_MEAN_MS.name, columns.GIL_WAIT_MEAN_MS.name
     for key, p in zip(keys, points, strict=True):
         w = p.within
         cells = (
             f"{point_cell(key):<{POINT_WIDTH}} │ {_num(p.real[lat]):>6} {_num(p.model[lat]):>6} "
-            f"{_err(p.error[lat], w.get(lat)):>6} │ "
-            f"{_err(p.error['latency_p50_ms'], w.get('latency_p50_ms')):>6} │ "
-            f"{_err(p.error['latency_p99_ms'], w.get('latency_p99_ms')):>6} │ "
+            f"{_err(p.error[lat], w.get(lat)):>7} │ "
+            f"{_err(p.error['latency_p50_ms'], w.get('latency_p50_ms')):>7} │ "
+            f"{_err(p.error['latency_p99_ms'], w.get('latency_p99_ms')):>7} │ "
             f"{_num(p.real[wait]):>6} {_num(p.model[wait]):>6} "
-            f"{_err(p.error[wait], w.get(wait)):>6}"
+            f"{_err(p.error[wait], w.get(wait)):>7}"
         )
         lines.append(cells)
     n = len(points)

@@ -61,3 +61,23 @@ def test_the_speed_line_says_how_far_the_machine_moved_and_what_was_scaled() -> 
     assert "machine.cpu_scale 1.02–1.02" in line  # each point's median
     assert "not scaled" in speed_line({0: [1.0]}, scaled=False)
     assert "not probed" in speed_line({})
+
+
+def test_the_mechanism_table_fits_100_columns_even_at_errors_past_999_percent() -> None:
+    from types import SimpleNamespace
+
+    from sim.model.replay import MECHANISM_TARGETS
+    from sim.model.validate_table import mechanism_table
+
+    names = ("latency_mean_ms", "latency_p50_ms", "latency_p99_ms", "gil_wait_mean_ms")
+    point = SimpleNamespace(
+        axes={"variant": "scalar", "workers": 1, "index_variant": "per_component", "mode": "real"},
+        real=dict.fromkeys(names, 1234.5),
+        model=dict.fromkeys(names, 99999.0),
+        error=dict.fromkeys(names, 80.0),
+        within=dict.fromkeys(names, False),
+    )
+    text = mechanism_table([point, point], MECHANISM_TARGETS, "Mechanism")
+    assert max(len(x) for x in text.splitlines()) <= WIDTH
+    assert ">+999%✗" in text and "Each point by its variant, workers, index_variant:" in text
+    assert "Verdict: outside target" in text and "every target at 0/2 points" in text

@@ -162,4 +162,4 @@ def mechanism_table(points: Sequence[Any], targets: Mapping[str, Any], title: st
         f"Verdict: {word} (each target at 90 % of the points or more): {counts}; every target "
         f"at {sum(all(p.within.get(m) for m in targets) for p in points)}/{n} points.",
     ]
-    return "\n".join(lines) + "\n"
+    return wrap("\n".join(lines) + "\n")

@@ -287,6 +287,12 @@ def open_run_dir(path: Path, force: bool, resume: bool = False) -> RunLock:
         raise RunDirError(f"{path}: cannot write ({_unwritable(path)})")
     lock = RunLock(path).acquire()
     try:
+        if resume and _is_link(path / POINTS_DIR):  # its points would be read through it
+            raise RunDirError(
+                f"{path / POINTS_DIR}: is a symbolic link; kvsim reads and writes a run's "
+                "points only inside its directory and never follows a link there: replace "
+                "it by the directory it points to, or pass --out to write elsewhere"
+            )
         if _has_previous_run(path):
             if not force and not resume:
                 raise RunDirError(

@@ -143,10 +143,12 @@ def rep_dir(run_dir: Path, slug: str, repeat: int) -> Path:
 def point_rep_dirs(run_dir: Path, slug: str) -> list[tuple[int, Path]]:
     """(repeat, directory) of every point run of ``slug`` that has a directory, by repeat."""
     root = run_dir / POINTS_DIR / slug
+    if (run_dir / POINTS_DIR).is_symlink() or root.is_symlink():
+        return []  # a link there leads out of the run: never read through it
     found = []
     for d in root.glob(f"{REP_PREFIX}*") if root.is_dir() else []:
         k = d.name.removeprefix(REP_PREFIX)
-        if k.isdigit() and d.is_dir():
+        if k.isdigit() and d.is_dir() and not d.is_symlink():
             found.append((int(k), d))
     return sorted(found)
 

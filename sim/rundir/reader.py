@@ -8,6 +8,7 @@ version that made them.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -105,7 +106,13 @@ def load_results(path: str | Path) -> RunResults:
     manifest = read_manifest(run)
     if manifest is None:
         raise RunDirError(f"{run}: no readable kvsim {MANIFEST_FILE}; not a kvsim run directory")
-    if not (run / SUMMARY_FILE).is_file():
+    summary_path = run / SUMMARY_FILE
+    if os.path.lexists(summary_path) and (summary_path.is_symlink() or not summary_path.is_file()):
+        raise RunDirError(
+            f"{summary_path}: not a regular file (a pipe, device, directory or link); kvsim "
+            "reads only the summary.csv a run wrote: `kvsim run CONFIG --resume` writes it again"
+        )
+    if not summary_path.is_file():
         raise RunDirError(f"{run}: no {SUMMARY_FILE} yet; has any point finished?")
     summary = _read_verified(run, SUMMARY_FILE)
     if "status" in (summary[0] if summary else {}):

@@ -26,7 +26,13 @@ from sim.rundir.layout import (
 from sim.rundir.outputs import is_temporary_of
 from sim.rundir.verify import first_link
 
-__all__ = ["REP_FILES", "clear_rep_dir", "remove_rep_files", "rep_file_names"]
+__all__ = [
+    "REP_FILES",
+    "clear_rep_dir",
+    "remove_rep_files",
+    "remove_temporaries",
+    "rep_file_names",
+]
 
 #: Files every point run may hold, whatever it measured.
 REP_FILES = (SPEC_FILE, STATUS_FILE, LOG_FILE, REQUESTS_FILE, SUMMARY_FILE)
@@ -62,6 +68,26 @@ def remove_rep_files(rep_dir: Path, tables: Iterable[str] = ()) -> None:
         os.rmdir(rep_dir)
 
 
+def remove_temporaries(rep_dir: Path) -> None:
+    """Remove the temporaries an atomic write of a point's table leaves when its child
+    dies mid-write (``.requests.csv.<8 characters>.tmp``): a failed point keeps its
+    status, spec and log, not half a table. Only kvsim's exact temporary names of a
+    ``.csv`` or ``.json`` file, never following a link."""
+    try:
+        entries = list(os.scandir(rep_dir))
+    except OSError:
+        return
+    for entry in entries:
+        name = entry.name
+        if not (name.startswith(".") and name.endswith(".tmp") and len(name) > 14):
+            continue
+        target = name[1:-13]  # between "." and ".<8 characters>.tmp"
+        ours = target.endswith((".csv", ".json")) and is_temporary_of(name, target)
+        if ours and entry.is_file(follow_symlinks=False):
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+
+
 def clear_rep_dir(run_dir: Path, rep_dir: Path) -> None:
     """Remove what an earlier, unfinished attempt left, and create the directory afresh.
 
@@ -80,3 +106,11 @@ def clear_rep_dir(run_dir: Path, rep_dir: Path) -> None:
         )
     remove_rep_files(rep_dir)
     rep_dir.mkdir(parents=True, exist_ok=True)
+    for name in REP_FILES:  # a directory where kvsim writes a file: every attempt would fail
+        there = rep_dir / name
+        if os.path.lexists(there) and not there.is_file():
+            raise RunDirError(
+                f"{there}: is a directory (or another non-file) where kvsim writes its "
+                f"{name}; move it out of the run directory (kvsim removes only the files "
+                "it wrote), then resume"
+            )

@@ -25,7 +25,7 @@ from sim.process.interpreter import InterpreterError, child_env, resolve_python
 from sim.process.lifeline import PARENT_PID_ENV
 from sim.process.signals import deferred_signals
 from sim.rundir.layout import RepRun, read_status, write_status
-from sim.rundir.rep_files import clear_rep_dir
+from sim.rundir.rep_files import clear_rep_dir, remove_temporaries
 from sim.sweep.deadline import START_ALLOWANCE_S, Deadline, over_budget_error, wait_bound_s
 from sim.sweep.identity import DataDigests
 from sim.sweep.spec import write_spec
@@ -267,6 +267,8 @@ def run_rep(
 
 def _outcome(rep: RepRun, t0: float) -> RepOutcome:
     status = read_status(rep.dir) or {"status": "failed", "error": "no status written"}
+    if status["status"] != "ok":  # a child that died mid-write left half a table
+        remove_temporaries(rep.dir)
     return RepOutcome(
         status=str(status["status"]),
         error=str(status.get("error", "")),

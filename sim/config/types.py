@@ -66,6 +66,10 @@ PathText = Annotated[str, AfterValidator(_usable_path)]
 
 
 class FrozenModel(BaseModel):
-    """Base of every config object: immutable, and unknown keys are errors."""
+    """Base of every config object: immutable, and unknown keys are errors.
 
-    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+    ``defer_build``: a model's validator and serializer are built when it first
+    validates or dumps, not when its class is made; a point child that unpickles its
+    config from its spec (sim.sweep.spec) never builds them (kvsim bench startup)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True, defer_build=True)

@@ -11,7 +11,7 @@ therefore estimate, from the config alone, before a point is expanded or run:
   regions × groups × 16 bytes each) and the per-request records
   (``limits.max_memory_gib``; default half of this machine's memory). For a model
   point it is within 2× of the peak a point process measures at any request count
-  (docs/results.md: model memory);
+  (docs/design.md §6);
 * the wall time a point's schedule implies at least (``limits.max_point_s``): the
   span of its planned arrivals (a trace's own clock, ``(last - first timestamp) /
   speedup``, from the replay plan: ``PlannedLoad``), then the last request's own

@@ -95,13 +95,19 @@ def plugin_digest(text: str) -> str:
     return f"sha256:{hashlib.sha256(text.encode('utf-8')).hexdigest()}"
 
 
-def config_identity(cfg: ExperimentConfig, digests: DataDigests | None = None) -> dict[str, Any]:
+def config_identity(
+    cfg: ExperimentConfig,
+    digests: DataDigests | None = None,
+    dumped: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The resolved config without ``output`` (but with ``output.percentiles`` when they
     add columns), plus the data files' content hashes
     (under ``data_files``, present only when the config names any, so that the
     identity of a config without data files is what it always was). ``digests``: the
-    sweep's planned hashes; without them the files are read now."""
-    data = cfg.model_dump(mode="json")
+    sweep's planned hashes; without them the files are read now. ``dumped``: the
+    config's ``model_dump(mode="json")`` where the caller has it already (a point child:
+    its spec's), so that no serializer is built for it (sim.config.types, defer_build)."""
+    data = dict(dumped) if dumped is not None else cfg.model_dump(mode="json")
     for key in _IGNORED:
         data.pop(key, None)
     if cfg.interpreter.is_default:  # a config without one is the experiment it always was
@@ -122,10 +128,14 @@ def config_identity(cfg: ExperimentConfig, digests: DataDigests | None = None) -
     return data
 
 
-def config_hash(cfg: ExperimentConfig, digests: DataDigests | None = None) -> str:
+def config_hash(
+    cfg: ExperimentConfig,
+    digests: DataDigests | None = None,
+    dumped: dict[str, Any] | None = None,
+) -> str:
     """SHA-256 of the identity, as canonical JSON (sorted keys)."""
     text = json.dumps(
-        config_identity(cfg, digests), sort_keys=True, separators=(",", ":"), default=str
+        config_identity(cfg, digests, dumped), sort_keys=True, separators=(",", ":"), default=str
     )
     return hashlib.sha256(text.encode()).hexdigest()
 

@@ -8,13 +8,25 @@ parent writes it to ``RUN/points/<slug>/rep-<k>/spec.json``; the child rebuilds
 the config from it and checks the point's hash, which covers the contents of
 the data files it names (traces, token files, a model's ``config.json``), so a
 file edited mid-sweep fails the point instead of silently mixing experiments.
+
+Beside the JSON the spec carries the validated config pickled, with the digest of the
+JSON it was pickled beside: a child whose JSON still has that digest unpickles it
+instead of validating the JSON again, and hashes the JSON it has instead of dumping
+the config, so it never builds the config models' validators and serializers
+(sim.config.types: ``defer_build``; kvsim bench startup). A spec whose JSON was
+rewritten (a Ray host's paths, sim.sweep.executors.transfer) or written by another
+kvsim is validated as before. The spec is kvsim's own file and already carries code
+the child runs (its plug-ins' text): the pickle is no new trust.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import pickle
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +86,8 @@ class PointSpec:
     #: ``config_hash`` of the whole sweep's config (the manifest's): a resume counts this
     #: point run only when it belongs to this run (sim.sweep.plan).
     run_hash: str = ""
+    #: The config's JSON as the spec carried it (child side; None on the parent's).
+    config_json: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def for_rep(
@@ -99,6 +113,7 @@ class PointSpec:
         )
 
     def to_json(self) -> dict[str, Any]:
+        config = self.config.model_dump(mode="json")
         return {
             "version": SPEC_VERSION,
             "index": self.index,
@@ -109,7 +124,9 @@ class PointSpec:
             "data_files": self.data_files,
             "source": self.source,
             "run_hash": self.run_hash,
-            "config": self.config.model_dump(mode="json"),
+            "config": config,
+            PICKLE_KEY: base64.b64encode(pickle.dumps(self.config)).decode("ascii"),
+            PICKLED_OF_KEY: _json_digest(config),
         }
 
     @classmethod
@@ -122,7 +139,7 @@ class PointSpec:
                 "rerun with --force"
             )
         try:
-            config = ExperimentConfig.model_validate(data["config"])
+            config = _unpickled(data) or ExperimentConfig.model_validate(data["config"])
             return cls(
                 config=config,
                 index=int(data["index"]),
@@ -133,6 +150,7 @@ class PointSpec:
                 data_files={str(k): str(v) for k, v in dict(data.get("data_files", {})).items()},
                 source=str(data.get("source", "")),
                 run_hash=str(data.get("run_hash", "")),
+                config_json=data["config"] if isinstance(data["config"], dict) else None,
             )
         except ValidationError as exc:
             err = exc.errors()[0]
@@ -147,7 +165,7 @@ class PointSpec:
         The config itself travels in the spec, so what can change is the contents
         of a data file it names; the message says which one.
         """
-        if config_hash(self.config) == self.point_hash:
+        if config_hash(self.config, dumped=self.config_json) == self.point_hash:
             return
         planned = {**self.config.model_dump(mode="json"), DATA_FILES_KEY: self.data_files}
         planned.pop("output", None)
@@ -158,6 +176,29 @@ class PointSpec:
         raise SpecError(
             f"{where}point {self.index} {CHANGED_SINCE_PLANNED} ({diff}); rerun with --force"
         )
+
+
+#: The spec's keys for the pickled config and the digest of the JSON beside it.
+PICKLE_KEY = "config_pickle"
+PICKLED_OF_KEY = "config_pickled_of"
+
+
+def _json_digest(config: Any) -> str:
+    text = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _unpickled(data: dict[str, Any]) -> ExperimentConfig | None:
+    """The pickled config when the spec's JSON is the one it was pickled beside (else
+    None: the JSON is validated)."""
+    blob, of = data.get(PICKLE_KEY), data.get(PICKLED_OF_KEY)
+    if not isinstance(blob, str) or not isinstance(of, str) or _json_digest(data["config"]) != of:
+        return None
+    try:
+        config = pickle.loads(base64.b64decode(blob))  # kvsim's own spec (module docstring)
+    except Exception:  # another kvsim's or pydantic's pickle: validate the JSON instead
+        return None
+    return config if isinstance(config, ExperimentConfig) else None
 
 
 def write_spec(

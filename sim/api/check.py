@@ -30,7 +30,7 @@ def check(
     import difflib
 
     from connectors import registry
-    from sim.config.plugins import plugin_scope, read_plugin
+    from sim.config.plugins import plugin_error, plugin_scope, read_plugin
     from sim.conformance import check_index_variant, check_variant
     from sim.errors import ConfigError, UsageError
 
@@ -41,7 +41,7 @@ def check(
         try:
             read.append(read_plugin(str(path), Path.cwd()))
         except ValueError as exc:
-            raise ConfigError(f"plug-in {path}: {exc}") from None
+            raise ConfigError(plugin_error(path, exc)) from None
     with plugin_scope(read):
         address, index = registry.address_variant_names(), registry.index_variant_names()
         if name in index and name not in address:

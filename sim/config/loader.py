@@ -23,7 +23,7 @@ from sim.config.experiment import ORDER_KEY, ExperimentConfig, Point, expand_poi
 from sim.config.grid import check_grid
 from sim.config.overrides import apply_overrides, parse_overrides
 from sim.config.paths import CONFIG_DIR
-from sim.config.plugins import plugin_scope, read_plugin
+from sim.config.plugins import plugin_error, plugin_scope, read_plugin
 from sim.config.sweep_axes import axis_problem, sweep_value_line
 from sim.config.yaml_reader import read_yaml
 from sim.errors import ConfigError
@@ -381,7 +381,7 @@ def _read_plugins(
         try:
             read.append(read_plugin(entry, Path.cwd()))
         except ValueError as exc:
-            raise ConfigError(f"--plugin {entry}: {exc}") from None
+            raise ConfigError(plugin_error(entry, exc)) from None
     return {**raw, "plugins": read}
 
 

@@ -24,7 +24,14 @@ from sim.config.types import FrozenModel
 from sim.errors import ConfigError
 from sim.files.read import read_bounded
 
-__all__ = ["MAX_PLUGIN_BYTES", "PluginSource", "plugin_codes", "plugin_scope", "read_plugin"]
+__all__ = [
+    "MAX_PLUGIN_BYTES",
+    "PluginSource",
+    "plugin_codes",
+    "plugin_error",
+    "plugin_scope",
+    "read_plugin",
+]
 
 #: A variant is a small module; a bigger file is more likely a mistake (a data file).
 MAX_PLUGIN_BYTES = 1 << 20
@@ -65,6 +72,16 @@ def read_plugin(entry: Any, base: Path) -> dict[str, str]:
     except UnicodeDecodeError:
         raise ValueError(f"{path}: the plug-in is not UTF-8 text") from None
     return {"path": str(path), "source": text}
+
+
+def plugin_error(entry: str | Path, exc: Exception) -> str:
+    """``--plugin ENTRY: what is wrong``, the path said once (read_plugin's message
+    starts with the resolved path: ``plug-in x.py: /abs/x.py: …`` said it twice)."""
+    text = str(exc)
+    head, sep, rest = text.partition(": ")
+    if sep and Path(head).name == Path(str(entry)).name:
+        text = rest
+    return f"--plugin {entry}: {text}"
 
 
 def plugin_codes(sources: Sequence[PluginSource | dict[str, Any]]) -> list[Any]:

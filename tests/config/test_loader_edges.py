@@ -138,3 +138,13 @@ def test_a_validators_got_is_said_once(write_config) -> None:
     )
     msg = _refused(path)
     assert msg.count("got 'sample 0'") == 1, msg
+
+
+def test_a_plugin_that_cannot_be_read_is_named_once(write_config, tmp_path: Path, capsys) -> None:
+    from sim.cli import main
+
+    missing = tmp_path / "nothere.py"
+    for args in (["check", "x"], ["validate", str(write_config())]):
+        assert main([*args, "--plugin", str(missing)]) == 2
+        err = capsys.readouterr().err
+        assert err == f"kvsim: error: --plugin {missing}: cannot read plug-in (no such file)\n"

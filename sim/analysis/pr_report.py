@@ -127,8 +127,13 @@ def bench_command(rows: Sequence[dict[str, str]], plugins: Sequence[str], csv_pa
     ):
         argv += [flag, str(first.get(column, ""))]
     argv += ["--variants", ",".join(dict.fromkeys(labels))]
-    for path in plugins:
-        argv += ["--plugin", str(path)]
+    # The run's plug-ins only where the bench timed a variant kvsim does not have
+    # built in: a bench of scalar and numpy needs none of them.
+    from connectors.registry import address_variant_names  # loads the variants: here only
+
+    if set(labels) - set(address_variant_names()):
+        for path in plugins:
+            argv += ["--plugin", str(path)]
     return shlex.join([*argv, "--csv", csv_path])
 
 

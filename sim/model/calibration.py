@@ -30,6 +30,7 @@ from sim.files.read import excerpt, read_bounded
 
 __all__ = [
     "CALIBRATION_KIND",
+    "CALIBRATION_VERSION",
     "Calibration",
     "CalibrationError",
     "LinearFit",
@@ -37,6 +38,9 @@ __all__ = [
 ]
 
 CALIBRATION_KIND = "kvsim-calibration"
+#: The calibration format this kvsim reads (``kvsim calibrate`` writes it as ``version``;
+#: a file without one is of the same format, written before the field existed).
+CALIBRATION_VERSION = 1
 #: A calibration is a few kilobytes of JSON; far more is not one.
 MAX_CALIBRATION_BYTES = 64 << 20
 #: Variants whose cost is given by their options, not by geometry.
@@ -250,8 +254,22 @@ def load_calibration(path: str | Path) -> Calibration:
         data = json.loads(raw)
     except (ValueError, RecursionError):  # not JSON, a 4,300-digit integer, deep nesting
         raise CalibrationError(f"{p}: not a JSON calibration file") from None
-    if not isinstance(data, dict) or data.get("kind") != CALIBRATION_KIND:
-        raise CalibrationError(f"{p}: not a kvsim calibration file (kind {CALIBRATION_KIND})")
+    if not isinstance(data, dict):
+        raise CalibrationError(
+            f"{p}: not a kvsim calibration file (a JSON object of kind {CALIBRATION_KIND!r})"
+        )
+    if data.get("kind") != CALIBRATION_KIND:
+        found = f"kind {excerpt(data['kind'])}" if "kind" in data else "no kind"
+        raise CalibrationError(
+            f"{p}: not a kvsim calibration file: {found}, expected {CALIBRATION_KIND!r} "
+            "(what `kvsim calibrate` writes)"
+        )
+    version = data.get("version", CALIBRATION_VERSION)
+    if type(version) is not int or version != CALIBRATION_VERSION:
+        raise CalibrationError(
+            f"{p}: calibration version {excerpt(version)}; this kvsim reads version "
+            f"{CALIBRATION_VERSION}: recalibrate (`kvsim calibrate --force`)"
+        )
     for key in ("machine", "harness", "variants"):
         if not isinstance(data.get(key), dict):
             raise CalibrationError(f"{p}: calibration has no {key!r} section")

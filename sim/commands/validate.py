@@ -193,7 +193,7 @@ def budget_line(cfg: ExperimentConfig, points: list[Point], loads: list[Workload
         else ""
     )
     return (
-        f"budget: {runs} point run(s), {total} requests in all; memory ≥ "
+        f"budget: {runs} point run(s), {total} requests in all; memory ≈ "
         f"{budget.human_bytes(mem)} per point{wall} (limits.max_points {cfg.limits.max_points}, "
         f"limits.max_point_s {cfg.limits.max_point_s:g})"
     )

@@ -80,14 +80,16 @@ else
   fi
 fi
 
-# One venv per base interpreter; its stamp names the base, this checkout and pyproject.toml.
+# One venv per base interpreter. Its deps stamp names the base and the hash of
+# pyproject.toml and this script: only a change there rebuilds it (another checkout does not:
+# point children import the kvsim of the process that starts them, from their PYTHONPATH).
 base="$(readlink -f "$base")"
 venv="$CACHE/venv-$(echo "$base" | sha256sum | cut -c1-12)"
-want="$base $REPO $(sha256sum pyproject.toml scripts/freethreaded.sh | sha256sum | cut -c1-16)"
+py="$venv/bin/python"
+want="$base $(sha256sum pyproject.toml scripts/freethreaded.sh | sha256sum | cut -c1-16)"
 if [ ! -f "$venv/.kvsim-deps" ] || [ "$(cat "$venv/.kvsim-deps")" != "$want" ]; then
   echo "freethreaded: venv $venv from $base"
   "$base" -m venv --clear "$venv"
-  py="$venv/bin/python"
   # pip's site constraints pin versions for the default interpreter; free-threaded wheels may
   # exist only for other versions, so they do not apply here.
   export PIP_CONSTRAINT=""
@@ -97,8 +99,13 @@ if [ ! -f "$venv/.kvsim-deps" ] || [ "$(cat "$venv/.kvsim-deps")" != "$want" ]; 
   "$py" -m pip install --quiet --prefer-binary --only-binary=numpy,pydantic-core,matplotlib \
     "numpy>=1.26" "pydantic>=2.6" "simpy>=4.1,<4.2" "rich>=13.0" "pyyaml>=6.0" \
     "matplotlib>=3.8" "pytest>=8" "pytest-timeout>=2.2"
+  rm -f "$venv/.kvsim-checkout"
+  echo "$want" >"$venv/.kvsim-deps"
+fi
+# kvsim itself, editable from this checkout (`$py -m sim` then runs it), once per checkout.
+if [ "$(cat "$venv/.kvsim-checkout" 2>/dev/null)" != "$REPO" ]; then
   "$py" -m pip install --quiet --no-deps -e .
   "$py" -c "import sys, sim, numpy, simpy, yaml, pydantic; print('freethreaded: kvsim imports; GIL enabled after imports:', sys._is_gil_enabled())"
-  echo "$want" >"$venv/.kvsim-deps"
+  echo "$REPO" >"$venv/.kvsim-checkout"
 fi
 echo "$venv/bin/python"

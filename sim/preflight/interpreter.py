@@ -16,6 +16,7 @@ a point is refused, with one line naming the file, the field and what is allowed
 
 from __future__ import annotations
 
+from connectors import registry
 from sim.config.experiment import Point
 from sim.config.loader import ParsedConfig
 from sim.errors import ConfigError
@@ -33,8 +34,6 @@ __all__ = ["check_interpreters", "point_needs"]
 def point_needs(point: Point) -> list[tuple[str, str]]:
     """(package, what needs it) for ``point``: its variant's, its engine's index
     variant's when the engine runs, the real store's."""
-    from connectors import registry
-
     cfg = point.config
     out = [(pkg, "kvsim") for pkg in KVSIM_NEEDS]
     variant = cfg.connector.variant

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -198,8 +199,6 @@ def gil_enabled() -> bool:
 def observed(requested: str, at_start: bool, at_end: bool) -> dict[str, Any]:
     """The point's interpreter record (its status.json ``interpreter``): this process's
     path, version and build, the GIL it asked for and what it saw at both ends."""
-    import platform
-
     return {
         "path": sys.executable,
         "version": platform.python_version(),

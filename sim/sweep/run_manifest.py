@@ -13,12 +13,22 @@ from typing import Any
 
 from sim import columns
 from sim.config.experiment import ExperimentConfig, Point
+from sim.process.interpreter import InterpreterError, probe, resolve_python
 from sim.rundir.guard import owned_files
 from sim.rundir.manifest import MANIFEST_TOOL, machine_info, write_manifest
 from sim.sweep.identity import DataDigests, config_hash, config_identity
 from sim.sweep.plan import axis_columns
 
 __all__ = ["RunManifest"]
+
+
+def _interpreter_entry(name: str) -> dict[str, Any]:
+    """The python ``name`` resolves to and what it says of itself (validation asked it)."""
+    try:
+        found = probe(resolve_python(name))
+    except InterpreterError as exc:
+        return {"error": str(exc)}
+    return {"path": found.path, "version": found.version, "build": found.build}
 
 
 class RunManifest:
@@ -59,6 +69,11 @@ class RunManifest:
             "files": list(prev.get("files", [])),
             "machine": machine_info(),
         }
+        pythons = {
+            p.config.interpreter.python for p in points if not p.config.interpreter.is_default
+        }
+        if pythons:  # what each config name meant now (each point's status.json: what it saw)
+            self._data["interpreters"] = {name: _interpreter_entry(name) for name in pythons}
         if any(p.config.mode == "model" for p in points):
             from sim.model.coverage import check_points
             from sim.native import native_state

@@ -60,3 +60,16 @@ def test_a_default_interpreter_keeps_the_status_as_it_was_plus_what_it_saw(tmp_p
     status = json.loads((rep.dir / "status.json").read_text())
     assert status["interpreter"]["gil_requested"] == "default"
     assert status["interpreter"]["python_gil_env"] == ""
+
+
+def test_the_run_manifest_names_what_each_interpreter_resolved_to(tmp_path) -> None:
+    from sim.sweep.run_manifest import RunManifest
+
+    parsed = read_mapping({**TINY, "interpreter": {"python": sys.executable}}, label="t.yaml")
+    data = RunManifest(parsed.config, "t.yaml", parsed.points, tmp_path, None).data
+    entry = data["interpreters"][sys.executable]
+    assert entry["path"] == sys.executable and entry["version"].startswith("3.")
+    plain = read_mapping(TINY, label="t.yaml")
+    assert (
+        "interpreters" not in RunManifest(plain.config, "t.yaml", plain.points, tmp_path, None).data
+    )

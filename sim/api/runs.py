@@ -7,11 +7,14 @@ except by :meth:`Run.compare` / :meth:`Run.plot` when told where.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sim.api.reports import Report, compare, plot
+from sim.errors import UsageError
+from sim.rundir.numbers import typed_row
 
 if TYPE_CHECKING:
     from sim.rundir.reader import RunResults
@@ -73,16 +76,12 @@ class Run:
     def table(self, stem: str) -> list[dict[str, Any]]:
         """Rows of ``<stem>.csv`` (``summary``, ``summary_repeats``, ``steps``, …), typed as
         :attr:`points`; empty when absent."""
-        from sim.rundir.numbers import typed_row
-
         rows = self.results.summary if stem == "summary" else self.results.table(stem)
         return [typed_row(r) for r in rows]
 
     def frame(self, stem: str = "summary") -> Any:
         """:meth:`table` as a DataFrame: pandas when installed, else polars (kvsim needs
         neither; UsageError when both are missing)."""
-        import importlib
-
         rows = self.table(stem)
         for library in ("pandas", "polars"):
             try:
@@ -90,8 +89,6 @@ class Run:
             except ImportError:
                 continue
             return module.DataFrame(rows)
-        from sim.errors import UsageError
-
         raise UsageError(
             f"Run.frame({stem!r}) needs pandas or polars (pip install pandas); "
             "Run.table gives the same rows as dicts"

@@ -25,7 +25,7 @@ ADDON_FACTORIES: list[Callable[[ExperimentConfig], AddOn[HybridEnvironment] | No
 
 def _engine(cfg: ExperimentConfig) -> AddOn[HybridEnvironment] | None:
     """The engine step loop, imported only when a point builds its add-ons."""
-    from sim.instruments.engine import engine_addon
+    from sim.instruments.engine import engine_addon  # loads when a point builds its add-ons
 
     return engine_addon(cfg)
 
@@ -35,7 +35,7 @@ ADDON_FACTORIES.append(_engine)
 
 def _probe(cfg: ExperimentConfig) -> AddOn[HybridEnvironment] | None:
     """The sentinel probe: stalls and the GIL-busy cross-check, when gil.probe."""
-    from sim.instruments.probe import probe_addon
+    from sim.instruments.probe import probe_addon  # loads when a point builds its add-ons
 
     return probe_addon(cfg)
 
@@ -46,7 +46,7 @@ ADDON_FACTORIES.append(_probe)
 def _gc(cfg: ExperimentConfig) -> AddOn[HybridEnvironment] | None:
     """Every collection by thread and generation (gc.csv); attached last, after the
     engine's baseline, so it covers the load."""
-    from sim.instruments.gc_meter import gc_addon
+    from sim.instruments.gc_meter import gc_addon  # loads when a point builds its add-ons
 
     return gc_addon(cfg)
 
@@ -58,7 +58,7 @@ def _audit(cfg: ExperimentConfig) -> AddOn[HybridEnvironment] | None:
     """The py-spy GIL audit, when gil.audit is pyspy. Last: it attaches after every other
     add-on (after an engine-alone baseline) and detaches first, so that its window is the
     load's."""
-    from sim.instruments.audit import audit_addon
+    from sim.instruments.audit import audit_addon  # loads when a point builds its add-ons
 
     return audit_addon(cfg)
 

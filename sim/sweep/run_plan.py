@@ -10,8 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from sim.config import ExperimentConfig, Point
+from sim.console import pipe_console
 from sim.errors import RunDirError
+from sim.preflight.budget import estimate_point, human_seconds
 from sim.rundir.layout import in_run_order
+from sim.rundir.state import run_state_note
 from sim.sweep.experiment import PlannedRun, SweepPlan
 from sim.sweep.identity import DataDigests
 
@@ -136,8 +139,6 @@ def plan_table(plan: RunPlan) -> Any:
 
 def plan_lines(plan: RunPlan) -> list[str]:
     """What follows the table: the directory's state, and what a run or resume would do."""
-    from sim.rundir.state import run_state_note
-
     out_dir, todo = plan.out_dir, len(plan.pending)
     lines = [note] if (note := run_state_note(out_dir)) else []
     if plan.existing and plan.difference:
@@ -163,8 +164,6 @@ def plan_lines(plan: RunPlan) -> list[str]:
 def repeats_line(plan: Any, resume: bool) -> str | None:
     """What the repeats add to the run's expected time (real-mode points), said before
     it starts: a verdict needs them (docs/statistics.md), and they cost wall time."""
-    from sim.preflight.budget import estimate_point, human_seconds
-
     cfg = plan.config
     todo = plan.to_run(resume)
     real = [r for r in todo if r.rep.point.config.mode != "model"]
@@ -184,8 +183,6 @@ def repeats_line(plan: Any, resume: bool) -> str | None:
 
 def plan_text(plan: RunPlan) -> str:
     """The table and the lines as plain text, as ``kvsim run --dry-run | cat`` prints them."""
-    from sim.console import pipe_console
-
     buf = io.StringIO()
     console = pipe_console(buf)
     console.print(plan_table(plan))

@@ -61,6 +61,10 @@ def point_config(
     cfg["output"] = {**cfg.get("output", {}), "requests": rows}
     cfg["connector"] = {**cfg["connector"], "workers": 2}
     cfg["connector"]["options"] = {"hold_ms": hold_ms, **cfg["connector"]["options"]}
+    # Its simulated span (10^6 requests at 200/s: 5,000 s) may pass the default bound of a
+    # point run's span, which the model enforces as a real run's would be stopped.
+    span_s = requests / rate
+    cfg["limits"] = {**cfg.get("limits", {}), "max_point_s": min(30 * 86400, 2 * span_s + 3600)}
     return cfg
 
 

@@ -36,12 +36,12 @@ class OsExit(SystemExit):
 _REAL_EXIT = os._exit
 
 
-def _guarded_exit(code: int) -> NoReturn:
+def _guarded_exit(status: int) -> NoReturn:
     """``os._exit`` for everyone but a plug-in's own frames (kvsim's own calls pass)."""
     caller = sys._getframe(1)
     if str(caller.f_globals.get("__name__", "")).startswith(MODULE_PREFIX):
-        raise OsExit(code)
-    _REAL_EXIT(code)
+        raise OsExit(status)
+    _REAL_EXIT(status)
 
 
 def guard_os_exit() -> None:

@@ -27,7 +27,7 @@ from sim.sweep import experiment
 from sim.sweep.experiment import run_experiment
 from sim.sweep.hostinfo import host_base, host_info
 from tests.model.test_driver import write_calibration
-from tests.rundir.test_columns import _ref_requests, ref_combine, ref_csv, ref_read
+from tests.rundir.test_csv_cells import _ref_requests, ref_combine, ref_csv, ref_read
 
 TABLES = (REQUESTS_FILE, SUMMARY_REPEATS_FILE, SUMMARY_FILE)
 

@@ -84,6 +84,7 @@ class _Request(ModelJob):
         then: Callable[[float], None] | None,
     ) -> None:
         injected = p.loop.now
+        p.arrived += 1
         self.p = p
         self.req = req
         self.arrival = arrival = p.origin + arrival_s  # loop time; the record has run time
@@ -202,6 +203,8 @@ class _Point:
         self.sink = sink
         #: request_id -> measured GIL hold (s) to replay instead of the calibration's.
         self.holds = holds
+        #: Requests handed over so far (the simulated-time watchdog's sign of progress).
+        self.arrived = 0
         #: Loop time at which the load starts (run time zero): after the engine-alone
         #: baseline, which runs on the same loop first. Set by :meth:`drive`.
         self.origin = 0.0
@@ -348,22 +351,27 @@ def _simulate(
     sim.on_done = on_done
     t0 = loop.now
     sim.drive(workload)
-    # Real mode's bound on a started point (the sweep stops it past limits.max_point_s plus
-    # one request timeout), in simulated time: a point the machine cannot serve in that
-    # time (background_load 100000: every hold 50,000 times slower) would otherwise
-    # simulate every switch interval of hours.
+    # A watchdog in simulated time, as the sweep's on a started real run: a window of
+    # limits.max_point_s plus one request timeout in which no request arrived or finished
+    # fails the point. A point the machine cannot serve (background_load 100000: every
+    # hold 50,000 times slower) would otherwise simulate every switch interval of hours;
+    # a long plan (a day) that keeps making progress runs on.
     limit = cfg.limits.max_point_s + cfg.limits.request_timeout_s
-    if total and not loop.run(until=t0 + limit):
+    seen = -1
+    while total and not loop.run(until=loop.now + limit):
         if loop.peek() == math.inf:
             raise RuntimeError(
                 f"model stalled after {sink.finished} of {total} requests: nothing left to happen"
             )
-        raise RuntimeError(
-            f"the model's point ran past limits.max_point_s + limits.request_timeout_s "
-            f"({limit:g} s of simulated time) with {sink.finished} of {total} requests done: "
-            "a real run would be stopped there too; lighten the load (machine."
-            "background_load, workload rate, holds) or raise limits.max_point_s"
-        )
+        if sink.finished + sim.arrived == seen:
+            raise RuntimeError(
+                f"the model's point went {limit:g} s of simulated time (limits.max_point_s + "
+                f"limits.request_timeout_s) with no request arriving or finishing, "
+                f"{sink.finished} of {total} done: a real run would be stopped too; lighten "
+                "the load (machine.background_load, workload rate, holds) or raise "
+                "limits.max_point_s"
+            )
+        seen = sink.finished + sim.arrived
     elapsed = loop.now - t0
     for addon in addons:
         addon.detach()

@@ -66,8 +66,9 @@ def test_a_background_load_slows_short_holds_too(point_at) -> None:
 
 def test_a_point_past_its_time_limit_fails_in_one_line(point_at) -> None:
     """background_load 100000: each hold 50,000 times slower. A real run would be stopped
-    past limits.max_point_s plus one request timeout; the model stops at that simulated
-    time instead of simulating every switch interval of hours."""
+    past limits.max_point_s plus one request timeout without progress; the model stops
+    after that much simulated time in which no request arrived or finished, instead of
+    simulating every switch interval of hours."""
     point = point_at(
         machine={"background_load": 100000.0},
         limits={"max_point_s": 5.0, "request_timeout_s": 1.0},
@@ -77,5 +78,14 @@ def test_a_point_past_its_time_limit_fails_in_one_line(point_at) -> None:
         run_model_point(point)
     text = str(err.value)
     assert "\n" not in text
-    assert "limits.max_point_s + limits.request_timeout_s (6 s of simulated time)" in text
-    assert "of 20 requests done" in text
+    assert "went 6 s of simulated time (limits.max_point_s + limits.request_timeout_s)" in text
+    assert "no request arriving or finishing, 0 of 20 done" in text
+
+
+def test_a_long_plan_that_keeps_finishing_requests_is_not_cut(point_at) -> None:
+    """The watchdog counts progress, not the point's length: 4 s of arrivals under a 1 s
+    window (max_point_s 0.5 + request_timeout_s 0.5) run to the end."""
+    point = point_at(limits={"max_point_s": 0.5, "request_timeout_s": 0.5}, requests=160)
+    result = run_model_point(point)
+    assert len(result.records) == 160
+    assert max(r.arrival_s for r in result.records) > 3.0

@@ -41,6 +41,7 @@ from sim.sweep.identity import (
     DataDigests,
     config_hash,
     config_identity,
+    data_files,
     first_difference,
 )
 
@@ -167,10 +168,9 @@ class PointSpec:
         """
         if config_hash(self.config, dumped=self.config_json) == self.point_hash:
             return
-        planned = {**self.config.model_dump(mode="json"), DATA_FILES_KEY: self.data_files}
-        planned.pop("output", None)
-        if not self.data_files:
-            planned.pop(DATA_FILES_KEY)
+        # The identity as planned: the same rules (sim.sweep.identity), the planned hashes.
+        by_path = {path: self.data_files.get(field, "") for field, path in data_files(self.config)}
+        planned = config_identity(self.config, lambda path: by_path.get(path, ""))
         diff = first_difference(planned, config_identity(self.config)) or "its hash differs"
         where = f"{self.source}: " if self.source else ""
         raise SpecError(

@@ -262,6 +262,23 @@ def _executor_choice(args: RunArgs) -> ExecutorChoice:
     return choice
 
 
+def _interpreter_here(points: list[Point], args: RunArgs) -> None:
+    """A point under another interpreter (``interpreter:``) runs in a child on this machine:
+    refused in one line, before the run directory is touched, where it would not be."""
+    if all(p.config.interpreter.is_default or p.config.mode != "real" for p in points):
+        return
+    if args.in_process:
+        raise UsageError(
+            "--in-process runs points in kvsim's own interpreter; the config "
+            "names another (interpreter:), which needs a child process"
+        )
+    if args.executor != "local":
+        raise UsageError(
+            f"--executor {args.executor}: the config's interpreter: runs points "
+            "under a python of this machine; run it with the local executor"
+        )
+
+
 def main(cli_args: argparse.Namespace) -> int:
     args = RunArgs.from_cli_args(cli_args)
     with ExitStack() as plugins:
@@ -281,6 +298,7 @@ def _main(args: RunArgs, plugins: ExitStack) -> int:
     _say_unvalidated(points)
     if args.dry_run:
         return _dry_run(plan)
+    _interpreter_here(points, args)
     choice = _executor_choice(args)
     isolate = not args.in_process
     again = shlex.join(args.rerun_command())

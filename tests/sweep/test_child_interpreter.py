@@ -73,3 +73,14 @@ def test_the_run_manifest_names_what_each_interpreter_resolved_to(tmp_path) -> N
     assert (
         "interpreters" not in RunManifest(plain.config, "t.yaml", plain.points, tmp_path, None).data
     )
+
+
+def test_kvsim_run_refuses_an_interpreter_it_could_not_honour(write_config, capsys) -> None:
+    from sim.cli import main
+
+    cfg = write_config({"interpreter": {"gil": "on"}})
+    assert main(["run", str(cfg), "--in-process"]) == 2
+    assert "needs a child process" in capsys.readouterr().err
+    assert main(["run", str(cfg), "--executor", "ray"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "run it with the local executor" in err and len(err.splitlines()) == 1

@@ -69,65 +69,40 @@ _LOAD = (("phase", "load"),)
 #: docs/results.md): a failed request's time to its error is not a load latency.
 _OK = (("status", "ok"),)
 
+
+def _of(
+    metric: columns.Column,
+    label: str,
+    stat: str,
+    table: str | None,
+    source: columns.Column | str,
+    where: tuple[tuple[str, str], ...] = (),
+) -> Metric:
+    """A metric named by its catalogue column, read from ``source`` (a column or the name
+    of one in another table: steps.csv's)."""
+    return Metric(metric.name, label, stat, table, getattr(source, "name", source), where)
+
+
 KNOWN_METRICS: dict[str, Metric] = {
     m.name: m
     for m in (
-        Metric(
-            columns.LATENCY_P50_MS.name,
-            "p50 latency (ms)",
-            "p50",
-            "requests",
-            columns.LATENCY_MS.name,
-            _OK,
-        ),
-        Metric(
-            columns.LATENCY_P90_MS.name,
-            "p90 latency (ms)",
-            "p90",
-            "requests",
-            columns.LATENCY_MS.name,
-            _OK,
-        ),
-        Metric(
-            columns.LATENCY_P99_MS.name,
-            "p99 latency (ms)",
-            "p99",
-            "requests",
-            columns.LATENCY_MS.name,
-            _OK,
-        ),
-        Metric(
-            columns.LATENCY_MEAN_MS.name,
+        _of(columns.LATENCY_P50_MS, "p50 latency (ms)", "p50", "requests", columns.LATENCY_MS, _OK),
+        _of(columns.LATENCY_P90_MS, "p90 latency (ms)", "p90", "requests", columns.LATENCY_MS, _OK),
+        _of(columns.LATENCY_P99_MS, "p99 latency (ms)", "p99", "requests", columns.LATENCY_MS, _OK),
+        _of(
+            columns.LATENCY_MEAN_MS,
             "mean latency (ms)",
             "mean",
             "requests",
-            columns.LATENCY_MS.name,
+            columns.LATENCY_MS,
             _OK,
         ),
-        Metric(
-            columns.GIL_HOLD_MEAN_MS.name,
-            "GIL hold/req (ms)",
-            "mean",
-            "requests",
-            columns.GIL_HOLD_MS.name,
+        _of(columns.GIL_HOLD_MEAN_MS, "GIL hold/req (ms)", "mean", "requests", columns.GIL_HOLD_MS),
+        _of(
+            columns.GIL_HOLD_P99_MS, "p99 GIL hold/req (ms)", "p99", "requests", columns.GIL_HOLD_MS
         ),
-        Metric(
-            columns.GIL_HOLD_P99_MS.name,
-            "p99 GIL hold/req (ms)",
-            "p99",
-            "requests",
-            columns.GIL_HOLD_MS.name,
-        ),
-        Metric(
-            columns.GIL_WAIT_MEAN_MS.name,
-            "GIL wait/req (ms)",
-            "mean",
-            "requests",
-            columns.GIL_WAIT_MS.name,
-        ),
-        Metric(
-            columns.QUEUE_P99_MS.name, "p99 queue (ms)", "p99", "requests", columns.QUEUE_MS.name
-        ),
+        _of(columns.GIL_WAIT_MEAN_MS, "GIL wait/req (ms)", "mean", "requests", columns.GIL_WAIT_MS),
+        _of(columns.QUEUE_P99_MS, "p99 queue (ms)", "p99", "requests", columns.QUEUE_MS),
         # the hold by stage (sim.instruments.stages): mean and p99 of each requests.csv column
         *(
             Metric(
@@ -136,39 +111,13 @@ KNOWN_METRICS: dict[str, Metric] = {
             for s in ("keys", "addresses", "free", "gc")
             for stat in ("mean", "p99")
         ),
-        Metric(
-            columns.THROUGHPUT_RPS.name,
-            "throughput (req/s)",
-            "mean",
-            None,
-            columns.THROUGHPUT_RPS.name,
-        ),
-        Metric(columns.ELAPSED_S.name, "point wall time (s)", "mean", None, columns.ELAPSED_S.name),
-        Metric(
-            columns.STALL_P99_MS.name,
-            "probe stall p99 (ms)",
-            "mean",
-            None,
-            columns.STALL_P99_MS.name,
-        ),
-        Metric(columns.ENGINE_STEP_P50_MS.name, "step p50 (ms)", "p50", "steps", "step_ms", _LOAD),
-        Metric(columns.ENGINE_STEP_P99_MS.name, "step p99 (ms)", "p99", "steps", "step_ms", _LOAD),
-        Metric(
-            columns.ENGINE_STALL_P99_MS.name,
-            "step stall p99 (ms)",
-            "p99",
-            "steps",
-            "stall_ms",
-            _LOAD,
-        ),
-        Metric(
-            columns.ENGINE_BUILD_P50_US.name,
-            "index build p50 (µs)",
-            "p50",
-            "steps",
-            "build_us",
-            _LOAD,
-        ),
+        _of(columns.THROUGHPUT_RPS, "throughput (req/s)", "mean", None, columns.THROUGHPUT_RPS),
+        _of(columns.ELAPSED_S, "point wall time (s)", "mean", None, columns.ELAPSED_S),
+        _of(columns.STALL_P99_MS, "probe stall p99 (ms)", "mean", None, columns.STALL_P99_MS),
+        _of(columns.ENGINE_STEP_P50_MS, "step p50 (ms)", "p50", "steps", "step_ms", _LOAD),
+        _of(columns.ENGINE_STEP_P99_MS, "step p99 (ms)", "p99", "steps", "step_ms", _LOAD),
+        _of(columns.ENGINE_STALL_P99_MS, "step stall p99 (ms)", "p99", "steps", "stall_ms", _LOAD),
+        _of(columns.ENGINE_BUILD_P50_US, "index build p50 (µs)", "p50", "steps", "build_us", _LOAD),
     )
 }
 

@@ -111,48 +111,36 @@ def names(columns: tuple[Column, ...]) -> tuple[str, ...]:
 
 #: The columns that split ``gil_hold_ms`` by stage (sim.instruments.stages); they sum to it.
 HOLD_STAGES = (
-    (HOLD_KEYS_MS := _c("hold_keys_ms", "GIL hold of the chunk list and the store keys")),
-    (
-        HOLD_ADDRESSES_MS := _c(
-            "hold_addresses_ms", "GIL hold of the variant computing the addresses"
-        )
-    ),
-    (HOLD_FREE_MS := _c("hold_free_ms", "GIL hold of the hand-off (the results dropped)")),
-    (HOLD_GC_MS := _c("hold_gc_ms", "GIL hold of the collections that ran inside the CPU stages")),
+    HOLD_KEYS_MS := _c("hold_keys_ms", "GIL hold of the chunk list and the store keys"),
+    HOLD_ADDRESSES_MS := _c("hold_addresses_ms", "GIL hold of the variant computing the addresses"),
+    HOLD_FREE_MS := _c("hold_free_ms", "GIL hold of the hand-off (the results dropped)"),
+    HOLD_GC_MS := _c("hold_gc_ms", "GIL hold of the collections that ran inside the CPU stages"),
 )
 
 #: requests.csv, one row per request, after the axis columns and ``repeat``
 #: (sim.point.records.RequestRecord fills them, in both modes).
 REQUESTS = (
-    (REQUEST_ID := _c("request_id", "the request's number within the point")),
+    REQUEST_ID := _c("request_id", "the request's number within the point"),
     _c("tokens", "tokens whose KV blocks the request loads"),
     _c("chunks", "chunks of block_size tokens the load is cut into"),
     _c("bytes", "bytes the load moves", "bytes"),
-    (
-        ARRIVAL_S := _c(
-            "arrival_s", "planned arrival, from the start of the load (latency counts from it)"
-        )
+    ARRIVAL_S := _c(
+        "arrival_s", "planned arrival, from the start of the load (latency counts from it)"
     ),
-    (INJECTED_S := _c("injected_s", "when the harness handed the request to the pipeline")),
-    (INJECT_LAG_MS := _c("inject_lag_ms", "injected_s minus arrival_s: how late the harness was")),
-    (START_S := _c("start_s", "when a load thread started the request's CPU stages")),
+    INJECTED_S := _c("injected_s", "when the harness handed the request to the pipeline"),
+    INJECT_LAG_MS := _c("inject_lag_ms", "injected_s minus arrival_s: how late the harness was"),
+    START_S := _c("start_s", "when a load thread started the request's CPU stages"),
     _c("cpu_done_s", "when its CPU stages ended"),
     _c("done_s", "when its transfer ended"),
-    (QUEUE_MS := _c("queue_ms", "from the planned arrival to the start of its CPU stages")),
-    (
-        STAGE_WALL_MS := _c(
-            "stage_wall_ms", "wall time of the CPU stages: GIL hold plus GIL wait, not CPU time"
-        )
+    QUEUE_MS := _c("queue_ms", "from the planned arrival to the start of its CPU stages"),
+    STAGE_WALL_MS := _c(
+        "stage_wall_ms", "wall time of the CPU stages: GIL hold plus GIL wait, not CPU time"
     ),
-    (
-        GIL_HOLD_MS := _c(
-            "gil_hold_ms", "thread CPU time of the CPU stages minus declared GIL-free sections"
-        )
+    GIL_HOLD_MS := _c(
+        "gil_hold_ms", "thread CPU time of the CPU stages minus declared GIL-free sections"
     ),
-    (
-        GIL_WAIT_MS := _c(
-            "gil_wait_ms", "time the load thread waited for the GIL during its CPU stages"
-        )
+    GIL_WAIT_MS := _c(
+        "gil_wait_ms", "time the load thread waited for the GIL during its CPU stages"
     ),
     *HOLD_STAGES,
     _c(
@@ -165,43 +153,31 @@ REQUESTS = (
         "time the load thread was runnable but waiting for a core during its CPU stages "
         "(/proc schedstat run delay; with the GIL on, part of gil_wait_ms)",
     ),
-    (
-        GC_GEN0 := _c(
-            "gc_gen0", "generation-0 collections on the request's thread during its CPU stages"
-        )
+    GC_GEN0 := _c(
+        "gc_gen0", "generation-0 collections on the request's thread during its CPU stages"
     ),
-    (
-        GC_GEN1 := _c(
-            "gc_gen1", "generation-1 collections on the request's thread during its CPU stages"
-        )
+    GC_GEN1 := _c(
+        "gc_gen1", "generation-1 collections on the request's thread during its CPU stages"
     ),
-    (
-        GC_GEN2 := _c(
-            "gc_gen2", "generation-2 collections on the request's thread during its CPU stages"
-        )
+    GC_GEN2 := _c(
+        "gc_gen2", "generation-2 collections on the request's thread during its CPU stages"
     ),
     _c("gc_addresses", "of those collections, the ones inside the addresses stage"),
     _c("store_wait_ms", "time waiting for a free store slot"),
-    (
-        TRANSFER_MS := _c(
-            "transfer_ms", "the store's transfer (a real store: the get, timed in the load thread)"
-        )
+    TRANSFER_MS := _c(
+        "transfer_ms", "the store's transfer (a real store: the get, timed in the load thread)"
     ),
     _c("attempts", "times the transfer was tried"),
-    (TRANSFER_BYTES := _c("transfer_bytes", "bytes the store reported moving", "bytes")),
-    (
-        VERIFIED_BLOCKS := _c(
-            "verified_blocks", "blocks whose content was checked after a real store's get"
-        )
+    TRANSFER_BYTES := _c("transfer_bytes", "bytes the store reported moving", "bytes"),
+    VERIFIED_BLOCKS := _c(
+        "verified_blocks", "blocks whose content was checked after a real store's get"
     ),
-    (LATENCY_MS := _c("latency_ms", "from the planned arrival to the end of the transfer")),
+    LATENCY_MS := _c("latency_ms", "from the planned arrival to the end of the transfer"),
     _c("thread", "the load thread that ran the CPU stages", "text"),
     _c("status", "ok, failed or pending", "text"),
     _c("error", "why the request failed (empty when ok)", "text"),
-    (
-        TRACE_LINE := _c(
-            "trace_line", "1-based line of the trace file replayed (empty: not a replay)", "line"
-        )
+    TRACE_LINE := _c(
+        "trace_line", "1-based line of the trace file replayed (empty: not a replay)", "line"
     ),
 )
 
@@ -211,70 +187,56 @@ LATENCY = (
     _c("ok", "requests that finished"),
     _c("failed", "requests that failed (their error column says why)"),
     _c("errors", "failed requests by kind of error", "text"),
-    (ELAPSED_S := _c("elapsed_s", "wall time of the load")),
-    (THROUGHPUT_RPS := _c("throughput_rps", "finished requests over elapsed_s")),
-    (LATENCY_MEAN_MS := _c("latency_mean_ms", "mean latency of the finished requests")),
-    (LATENCY_P50_MS := _c("latency_p50_ms", "median latency")),
-    (LATENCY_P90_MS := _c("latency_p90_ms", "90th percentile of latency")),
-    (LATENCY_P99_MS := _c("latency_p99_ms", "99th percentile of latency")),
-    (LATENCY_MAX_MS := _c("latency_max_ms", "longest latency")),
+    ELAPSED_S := _c("elapsed_s", "wall time of the load"),
+    THROUGHPUT_RPS := _c("throughput_rps", "finished requests over elapsed_s"),
+    LATENCY_MEAN_MS := _c("latency_mean_ms", "mean latency of the finished requests"),
+    LATENCY_P50_MS := _c("latency_p50_ms", "median latency"),
+    LATENCY_P90_MS := _c("latency_p90_ms", "90th percentile of latency"),
+    LATENCY_P99_MS := _c("latency_p99_ms", "99th percentile of latency"),
+    LATENCY_MAX_MS := _c("latency_max_ms", "longest latency"),
 )
 
 #: The arrivals as planned and as achieved, and what the harness cost (sim.point.metrics).
 ARRIVAL = (
-    (OFFERED_RPS := _c("offered_rps", "rate of the planned arrivals over their span")),
-    (
-        ACHIEVED_RPS := _c(
-            "achieved_rps", "rate at which the harness handed requests over, over their span"
-        )
+    OFFERED_RPS := _c("offered_rps", "rate of the planned arrivals over their span"),
+    ACHIEVED_RPS := _c(
+        "achieved_rps", "rate at which the harness handed requests over, over their span"
     ),
-    (INJECT_LAG_P50_MS := _c("inject_lag_p50_ms", "median of inject_lag_ms")),
-    (
-        INJECT_LAG_P99_MS := _c(
-            "inject_lag_p99_ms",
-            "99th percentile of inject_lag_ms (above 1 ms plus the noise floor: the end "
-            "table's lag p99 column)",
-        )
+    INJECT_LAG_P50_MS := _c("inject_lag_p50_ms", "median of inject_lag_ms"),
+    INJECT_LAG_P99_MS := _c(
+        "inject_lag_p99_ms",
+        "99th percentile of inject_lag_ms (above 1 ms plus the noise floor: the end "
+        "table's lag p99 column)",
     ),
-    (
-        HARNESS_US_PER_REQUEST := _c(
-            "harness_us_per_request", "the simulation thread's GIL time per request", "µs"
-        )
+    HARNESS_US_PER_REQUEST := _c(
+        "harness_us_per_request", "the simulation thread's GIL time per request", "µs"
     ),
-    (
-        HARNESS_CPU_US_PER_REQUEST := _c(
-            "harness_cpu_us_per_request", "all its CPU per request, sleeps and wake-ups", "µs"
-        )
+    HARNESS_CPU_US_PER_REQUEST := _c(
+        "harness_cpu_us_per_request", "all its CPU per request, sleeps and wake-ups", "µs"
     ),
-    (
-        HARNESS_WAKES_PER_REQUEST := _c(
-            "harness_wakes_per_request", "times it slept for the next event, per request"
-        )
+    HARNESS_WAKES_PER_REQUEST := _c(
+        "harness_wakes_per_request", "times it slept for the next event, per request"
     ),
 )
 
 #: The GIL as the meter sees it (sim.instruments.gilmeter, docs/gil-method.md).
 GIL = (
-    (GIL_HOLD_MEAN_MS := _c("gil_hold_mean_ms", "mean GIL hold per request")),
-    (GIL_HOLD_P50_MS := _c("gil_hold_p50_ms", "median GIL hold per request")),
-    (GIL_HOLD_P99_MS := _c("gil_hold_p99_ms", "99th percentile of GIL hold per request")),
-    (GIL_WAIT_MEAN_MS := _c("gil_wait_mean_ms", "mean GIL wait per request")),
-    (GIL_WAIT_P99_MS := _c("gil_wait_p99_ms", "99th percentile of GIL wait per request")),
+    GIL_HOLD_MEAN_MS := _c("gil_hold_mean_ms", "mean GIL hold per request"),
+    GIL_HOLD_P50_MS := _c("gil_hold_p50_ms", "median GIL hold per request"),
+    GIL_HOLD_P99_MS := _c("gil_hold_p99_ms", "99th percentile of GIL hold per request"),
+    GIL_WAIT_MEAN_MS := _c("gil_wait_mean_ms", "mean GIL wait per request"),
+    GIL_WAIT_P99_MS := _c("gil_wait_p99_ms", "99th percentile of GIL wait per request"),
 )
 
 #: The thread's own costs, under either build (sim.instruments.threadtime); with the GIL
 #: off they take the place of the GIL columns, which are then empty.
 THREADS = (
-    (GIL_ENABLED := _c("gil_enabled", "1: the GIL was on in the point's process, 0: off", "flag")),
-    (
-        GIL_NOTE := _c(
-            "gil_note", "empty, or why the GIL columns are empty (the GIL was off)", "text"
-        )
-    ),
-    (THREAD_CPU_MEAN_MS := _c("thread_cpu_mean_ms", "mean of thread_cpu_ms")),
-    (THREAD_CPU_P99_MS := _c("thread_cpu_p99_ms", "99th percentile of thread_cpu_ms")),
-    (CORE_WAIT_MEAN_MS := _c("core_wait_mean_ms", "mean of core_wait_ms")),
-    (CORE_WAIT_P99_MS := _c("core_wait_p99_ms", "99th percentile of core_wait_ms")),
+    GIL_ENABLED := _c("gil_enabled", "1: the GIL was on in the point's process, 0: off", "flag"),
+    GIL_NOTE := _c("gil_note", "empty, or why the GIL columns are empty (the GIL was off)", "text"),
+    THREAD_CPU_MEAN_MS := _c("thread_cpu_mean_ms", "mean of thread_cpu_ms"),
+    THREAD_CPU_P99_MS := _c("thread_cpu_p99_ms", "99th percentile of thread_cpu_ms"),
+    CORE_WAIT_MEAN_MS := _c("core_wait_mean_ms", "mean of core_wait_ms"),
+    CORE_WAIT_P99_MS := _c("core_wait_p99_ms", "99th percentile of core_wait_ms"),
 )
 
 
@@ -302,76 +264,52 @@ def stage_summary(stage: Column, stat: str) -> Column:
 
 #: Collections, stages, queue and transfer (sim.point.metrics).
 _PIPELINE = (
-    (
-        GC_PER_REQUEST := _c(
-            "gc_per_request", "collections on a request's thread during its CPU stages, mean"
-        )
+    GC_PER_REQUEST := _c(
+        "gc_per_request", "collections on a request's thread during its CPU stages, mean"
     ),
-    (STAGE_WALL_MEAN_MS := _c("stage_wall_mean_ms", "mean of stage_wall_ms")),
-    (QUEUE_P50_MS := _c("queue_p50_ms", "median of queue_ms")),
-    (QUEUE_P99_MS := _c("queue_p99_ms", "99th percentile of queue_ms")),
-    (TRANSFER_P50_MS := _c("transfer_p50_ms", "median transfer of the finished requests")),
+    STAGE_WALL_MEAN_MS := _c("stage_wall_mean_ms", "mean of stage_wall_ms"),
+    QUEUE_P50_MS := _c("queue_p50_ms", "median of queue_ms"),
+    QUEUE_P99_MS := _c("queue_p99_ms", "99th percentile of queue_ms"),
+    TRANSFER_P50_MS := _c("transfer_p50_ms", "median transfer of the finished requests"),
 )
 
 #: The harness's own latency: a request that does nothing (sim.runtime.noise).
 NOISE = (
-    (
-        NOISE_FLOOR_P50_MS := _c(
-            "noise_floor_p50_ms", "median latency of a request that does nothing"
-        )
-    ),
-    (
-        NOISE_FLOOR_P99_MS := _c(
-            "noise_floor_p99_ms", "its 99th percentile: no figure below it means anything"
-        )
+    NOISE_FLOOR_P50_MS := _c("noise_floor_p50_ms", "median latency of a request that does nothing"),
+    NOISE_FLOOR_P99_MS := _c(
+        "noise_floor_p99_ms", "its 99th percentile: no figure below it means anything"
     ),
 )
 
 #: The sentinel probe and the GIL-busy cross-check (sim.instruments.probe), gil.probe.
 PROBE = (
-    (STALL_P50_MS := _c("stall_p50_ms", "median lateness of the probe thread's wake-ups")),
-    (
-        STALL_P99_MS := _c(
-            "stall_p99_ms", "99th percentile of that lateness: the stall a Python thread suffers"
-        )
+    STALL_P50_MS := _c("stall_p50_ms", "median lateness of the probe thread's wake-ups"),
+    STALL_P99_MS := _c(
+        "stall_p99_ms", "99th percentile of that lateness: the stall a Python thread suffers"
     ),
-    (STALL_MAX_MS := _c("stall_max_ms", "the longest stall")),
-    (
-        GIL_BUSY_PROBE := _c(
-            "gil_busy_probe", "fraction of the window the probe found the GIL busy", "fraction"
-        )
+    STALL_MAX_MS := _c("stall_max_ms", "the longest stall"),
+    GIL_BUSY_PROBE := _c(
+        "gil_busy_probe", "fraction of the window the probe found the GIL busy", "fraction"
     ),
-    (
-        GIL_BUSY_PROBE_CORE := _c(
-            "gil_busy_probe_core", "part of it that may be the probe's wait for a core", "fraction"
-        )
+    GIL_BUSY_PROBE_CORE := _c(
+        "gil_busy_probe_core", "part of it that may be the probe's wait for a core", "fraction"
     ),
-    (
-        GIL_BUSY_REQUESTS := _c(
-            "gil_busy_requests", "summed request holds over the window", "fraction"
-        )
+    GIL_BUSY_REQUESTS := _c(
+        "gil_busy_requests", "summed request holds over the window", "fraction"
     ),
-    (
-        GIL_BUSY_HARNESS := _c(
-            "gil_busy_harness", "the simulation thread's CPU over the window", "fraction"
-        )
+    GIL_BUSY_HARNESS := _c(
+        "gil_busy_harness", "the simulation thread's CPU over the window", "fraction"
     ),
-    (
-        GIL_BUSY_ENGINE := _c(
-            "gil_busy_engine",
-            "the engine's step holds over the window (NaN: no engine)",
-            "fraction",
-        )
+    GIL_BUSY_ENGINE := _c(
+        "gil_busy_engine",
+        "the engine's step holds over the window (NaN: no engine)",
+        "fraction",
     ),
-    (
-        GIL_BUSY_AGREEMENT := _c(
-            "gil_busy_agreement", "probe over requests + harness + engine (1: they agree)", "ratio"
-        )
+    GIL_BUSY_AGREEMENT := _c(
+        "gil_busy_agreement", "probe over requests + harness + engine (1: they agree)", "ratio"
     ),
-    (
-        CORE_WAIT_FRAC := _c(
-            "core_wait_frac", "time other threads were runnable but waited for a core"
-        )
+    CORE_WAIT_FRAC := _c(
+        "core_wait_frac", "time other threads were runnable but waited for a core"
     ),
 )
 
@@ -381,74 +319,56 @@ AUDIT = (
     _c("audit_busy_harness", "the simulation thread's share of GIL samples", "fraction"),
     _c("audit_busy_engine", "the engine thread's share of GIL samples", "fraction"),
     _c("audit_busy_probe", "the probe thread's share of GIL samples", "fraction"),
-    (
-        AUDIT_VS_METER := _c(
-            "audit_vs_meter",
-            "audited GIL time of the load threads over their metered holds",
-            "ratio",
-        )
+    AUDIT_VS_METER := _c(
+        "audit_vs_meter",
+        "audited GIL time of the load threads over their metered holds",
+        "ratio",
     ),
-    (AUDIT_OFFCORE_FRAC := _c("audit_offcore_frac", "load threads' off-core time over the window")),
-    (
-        AUDIT_VS_METER_ONCORE := _c(
-            "audit_vs_meter_oncore", "audit_vs_meter with the off-core time taken off", "ratio"
-        )
+    AUDIT_OFFCORE_FRAC := _c("audit_offcore_frac", "load threads' off-core time over the window"),
+    AUDIT_VS_METER_ONCORE := _c(
+        "audit_vs_meter_oncore", "audit_vs_meter with the off-core time taken off", "ratio"
     ),
-    (AUDIT_SAMPLES := _c("audit_samples", "py-spy samples kept")),
-    (AUDIT_PYSPY_CPU_FRAC := _c("audit_pyspy_cpu_frac", "py-spy's own CPU over the window")),
+    AUDIT_SAMPLES := _c("audit_samples", "py-spy samples kept"),
+    AUDIT_PYSPY_CPU_FRAC := _c("audit_pyspy_cpu_frac", "py-spy's own CPU over the window"),
 )
 #: Why the audit did not run, or ``ok``.
 AUDIT_STATUS = _c("audit_status", "ok, or why py-spy could not attach and how to allow it", "text")
 
 #: The engine step loop (sim.instruments.engine), engine.enabled.
 ENGINE = (
-    (ENGINE_STEPS := _c("engine_steps", "engine steps while the load ran")),
-    (ENGINE_STEP_P50_MS := _c("engine_step_p50_ms", "median step time under load")),
-    (ENGINE_STEP_P99_MS := _c("engine_step_p99_ms", "99th percentile of step time under load")),
-    (
-        ENGINE_ALONE_P50_MS := _c(
-            "engine_alone_p50_ms", "median step time before the load (the baseline)"
-        )
+    ENGINE_STEPS := _c("engine_steps", "engine steps while the load ran"),
+    ENGINE_STEP_P50_MS := _c("engine_step_p50_ms", "median step time under load"),
+    ENGINE_STEP_P99_MS := _c("engine_step_p99_ms", "99th percentile of step time under load"),
+    ENGINE_ALONE_P50_MS := _c(
+        "engine_alone_p50_ms", "median step time before the load (the baseline)"
     ),
-    (
-        ENGINE_ALONE_P99_MS := _c(
-            "engine_alone_p99_ms", "99th percentile of step time before the load"
-        )
+    ENGINE_ALONE_P99_MS := _c(
+        "engine_alone_p99_ms", "99th percentile of step time before the load"
     ),
-    (
-        ENGINE_P50_INFLATION := _c(
-            "engine_p50_inflation", "engine_step_p50_ms over engine_alone_p50_ms", "ratio"
-        )
+    ENGINE_P50_INFLATION := _c(
+        "engine_p50_inflation", "engine_step_p50_ms over engine_alone_p50_ms", "ratio"
     ),
-    (
-        ENGINE_P99_INFLATION := _c(
-            "engine_p99_inflation", "engine_step_p99_ms over engine_alone_p99_ms", "ratio"
-        )
+    ENGINE_P99_INFLATION := _c(
+        "engine_p99_inflation", "engine_step_p99_ms over engine_alone_p99_ms", "ratio"
     ),
-    (ENGINE_BUILD_P50_US := _c("engine_build_p50_us", "median time to build a step's token index")),
-    (
-        ENGINE_STALL_P99_MS := _c(
-            "engine_stall_p99_ms",
-            "99th percentile of the engine's wake-up and GIL take-back after a forward",
-        )
+    ENGINE_BUILD_P50_US := _c("engine_build_p50_us", "median time to build a step's token index"),
+    ENGINE_STALL_P99_MS := _c(
+        "engine_stall_p99_ms",
+        "99th percentile of the engine's wake-up and GIL take-back after a forward",
     ),
 )
 
 #: Collections on every thread while the load ran (sim.instruments.gc_meter).
 GC = (
-    (GC_COLLECTIONS := _c("gc_collections", "collections on every thread")),
-    (GC_GEN2_COLLECTIONS := _c("gc_gen2_collections", "of those, generation 2")),
-    (
-        GC_WALL_MS := _c(
-            "gc_wall_ms",
-            "wall time between the collector's callbacks (a stall for every thread; at a "
-            "contended GIL also the stop callback's own wait for the GIL: an upper bound)",
-        )
+    GC_COLLECTIONS := _c("gc_collections", "collections on every thread"),
+    GC_GEN2_COLLECTIONS := _c("gc_gen2_collections", "of those, generation 2"),
+    GC_WALL_MS := _c(
+        "gc_wall_ms",
+        "wall time between the collector's callbacks (a stall for every thread; at a "
+        "contended GIL also the stop callback's own wait for the GIL: an upper bound)",
     ),
-    (
-        GC_MAX_MS := _c(
-            "gc_max_ms", "the longest collection by its thread CPU time (the GIL held throughout)"
-        )
+    GC_MAX_MS := _c(
+        "gc_max_ms", "the longest collection by its thread CPU time (the GIL held throughout)"
     ),
     _c("gc_load_ms", "CPU time in collections on the load threads"),
     _c("gc_engine_ms", "CPU time in collections on the engine thread"),
@@ -465,19 +385,15 @@ HEAP = (
 
 #: Known from the workload plan alone (sim.workload.replay); NaN unless a trace replay.
 PLANNED = (
-    (TRACE_REQUESTS := _c("trace_requests", "requests replayed from the trace")),
-    (SKIPPED_REQUESTS := _c("skipped_requests", "trace requests with nothing to load")),
-    (
-        HIT_RATIO := _c(
-            "hit_ratio", "tokens found in the store memory over tokens asked", "fraction"
-        )
-    ),
+    TRACE_REQUESTS := _c("trace_requests", "requests replayed from the trace"),
+    SKIPPED_REQUESTS := _c("skipped_requests", "trace requests with nothing to load"),
+    HIT_RATIO := _c("hit_ratio", "tokens found in the store memory over tokens asked", "fraction"),
     _c("block_hit_ratio", "blocks found in the store memory over blocks asked", "fraction"),
 )
 
 #: The store behind the load path (sim.store); NaN where a figure does not apply to it.
 STORE = (
-    (STORE_KIND := _c("store_kind", "which store served the loads", "text")),
+    STORE_KIND := _c("store_kind", "which store served the loads", "text"),
     _c("store_get_p50_ms", "median get time the store measured"),
     _c("store_get_p99_ms", "99th percentile of its get time"),
     _c("store_get_gbps", "bytes got over the time spent getting them"),

@@ -117,7 +117,7 @@ def _describe(err: dict[str, Any]) -> tuple[tuple[Any, ...], str]:
     words = _in_words(kind, loc, err)
     if words is not None:
         return loc, words
-    said = f"got {excerpt(given)}" in msg or f"got {given!r}" in msg  # a validator's did
+    said = f"got {excerpt(given)}" in msg  # a validator's own words name it already
     if kind not in ("model_type", "dict_type") and not isinstance(given, (dict, list)) and not said:
         msg += f" (got {excerpt(given)})"
     return loc, msg

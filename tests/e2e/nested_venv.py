@@ -33,9 +33,12 @@ def suite_site_dirs() -> list[str]:
     return dirs
 
 
-def make_venv(path: Path, *, pip: bool = False) -> Path:
-    """Make a venv at ``path`` over the suite's packages; return its ``python3``."""
-    made = [sys.executable, "-m", "venv", str(path)] + ([] if pip else ["--without-pip"])
+def make_venv(path: Path) -> Path:
+    """Make a venv at ``path`` over the suite's packages; return its ``python3``.
+
+    Without a pip of its own (ensurepip took ~10 s a venv on a busy machine): ``python -m
+    pip`` there runs the suite's pip, which installs into the venv it runs in."""
+    made = [sys.executable, "-m", "venv", "--without-pip", str(path)]
     subprocess.run(made, check=True, timeout=300)
     python = path / "bin" / "python3"
     own = subprocess.run(

@@ -218,6 +218,9 @@ def test_the_runtime_and_the_model_are_siblings() -> None:
     assert "sim.runtime" not in graph["sim.model"]
     assert "sim.point" in graph["sim.model"] and "sim.point" in graph["sim.runtime"]
     assert "sim.runtime" not in graph["sim.point"] and "sim.model" not in graph["sim.point"]
+    # what judges the model (sim.validation) and what measures for it sit above it
+    above = {"sim.validation", "sim.calibration", "sim.analysis", "sim.rundir", "sim.sweep"}
+    assert not graph["sim.model"] & above
 
 
 def test_the_graph_counts_imports_for_types() -> None:

@@ -19,7 +19,7 @@ from sim.api.experiments import Experiment, Overrides, build, load
 from sim.api.reports import Report, compare, plot
 from sim.api.runs import Run, open_run
 from sim.api.search import SearchResult, search
-from sim.api.validate import Validation, validate_model
+from sim.api.validate_model import Validation, validate_model
 
 __all__ = [
     "Experiment",

@@ -1,6 +1,6 @@
 """The runs of a model validation, each through the one sweep path, and the checks before them.
 
-``sim.validate_model`` (sim/api/validate.py) decides which runs a level needs and reports
+``sim.validate_model`` (sim/api/validate_model.py) decides which runs a level needs and reports
 on them; this runs them: the real grid with the machine measured around every repeat (the
 background load, and the speed probe of sim.calibration.speed), then its model twins
 under those conditions, on an idle machine and at the real points' speed, and with ``aa``
@@ -74,9 +74,9 @@ def run_all(
     grid again, last, so that minutes lie between its two runs."""
     from sim.calibration.measure_harness import measure_conditions
     from sim.model.coverage import point_calibration
-    from sim.model.validate import speed_scales
     from sim.rundir.outputs import write_json
     from sim.rundir.reader import load_results
+    from sim.validation.paired import speed_scales
 
     cal = point_calibration(exp.config)
     cal_file = where.conditions
@@ -198,7 +198,7 @@ def _conditioned(
     """The point's model config with its real twin's mean background load, and its
     ``machine.cpu_scale`` times the median speed probed beside the twin and times its
     ``scales`` entry (each only where there is one)."""
-    from sim.model.validate import axis_key
+    from sim.validation.paired import axis_key
 
     cfg = point.config
     update: dict[str, Any] = {}

@@ -6,11 +6,11 @@ The config's grid runs four times under ``--out`` (default
 measured just before and after its real twin, and the thread wake-up and timer
 latencies measured around the real runs: a shared machine is part of the conditions),
 ``model-idle/`` (model mode on an idle machine) and ``model-matched/`` (as ``model/``,
-each point also at the speed its real twin met: sim.model.validate.speed_scales);
+each point also at the speed its real twin met: sim.validation.paired.speed_scales);
 ``--aa`` adds ``real-again/``, the real grid once more, scored against the first.
 The table pairs every real point with its model twin; ``validation.csv`` and
 ``validation.md`` are written in ``--out``. ``--no-run`` reports on finished runs.
-The work is the library's (``sim.validate_model``, sim/api/validate.py): this
+The work is the library's (``sim.validate_model``, sim/api/validate_model.py): this
 parses the arguments, calls it and prints.
 """
 
@@ -21,7 +21,7 @@ import sys
 from typing import TYPE_CHECKING
 
 import sim
-from sim.api.validate import LEVELS, MIN_REPEATS
+from sim.api.validate_model import LEVELS, MIN_REPEATS
 from sim.commands.run import add_set_argument
 from sim.commands.run_args import set_items
 

@@ -14,7 +14,7 @@
         validation.csv  validation.md   the table and the report
 
 Each of them is an ordinary run directory (sim.rundir.layout); this module owns
-the names around them, as layout owns those inside (sim.api.validate writes them).
+the names around them, as layout owns those inside (sim.api.validate_model writes them).
 """
 
 from __future__ import annotations

@@ -214,7 +214,7 @@ def test_validate_model_pools_at_least_three_repeats(small_calibration, write_co
     """One repeat of a point does not reproduce itself to the targets (MIN_REPEATS): a
     config of one repeat is validated on three, interleaved, pooled per point; the
     background load measured around every real repeat is kept."""
-    from sim.api.validate import MIN_REPEATS
+    from sim.api.validate_model import MIN_REPEATS
 
     path = write_config(
         {

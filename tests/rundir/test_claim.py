@@ -128,7 +128,7 @@ def test_validate_model_out_keeps_a_users_files(tmp_path: Path, write_config, ca
 
 
 def test_validate_model_makes_a_new_directory_its_own(tmp_path: Path) -> None:
-    from sim.api.validate import TOP_FILES, _claim_base
+    from sim.api.validate_model import TOP_FILES, _claim_base
 
     base = tmp_path / "v"
     _claim_base(base, force=False, create=True)

@@ -2,9 +2,9 @@
 
 The full table (every metric, its interval, the model's value and error: one row of some
 400 characters at engine_interference) stays in ``validation.md`` and ``validation.csv``
-(sim.model.validate_report); a terminal gets a table per level with the point's values
+(sim.validation.report); a terminal gets a table per level with the point's values
 in one column and, per latency metric, the real value, the model's, the two errors
-and the rule the point passed by (sim.model.validate_verdict), then the verdict over
+and the rule the point passed by (sim.validation.verdict), then the verdict over
 the grid and under a heading per swept axis, each line wrapped to :data:`WIDTH`.
 """
 
@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sim import columns
-from sim.model.validate import TARGETS, ValidationRow, axis_key
-from sim.model.validate_verdict import (
+from sim.validation.paired import TARGETS, ValidationRow, axis_key
+from sim.validation.verdict import (
     LATENCY,
     MARGIN,
     PointJudgement,

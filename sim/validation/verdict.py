@@ -10,7 +10,7 @@ when it is no larger than the real side's own error at that point — its second
 ``repeat``). A grid whose real side repeats (meets both latency targets against itself)
 at fewer than half of its points gets :data:`CANNOT_JUDGE`, never :data:`WITHIN`: there
 the machine, not the model, decides the score. Pure functions over the pairs
-``sim.model.validate`` makes; the words are ``sim.model.validate_report``'s.
+``sim.validation.paired`` makes; the words are ``sim.validation.report``'s.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sim import columns
-from sim.model.validate import TARGETS, ValidationRow, axis_key
+from sim.validation.paired import TARGETS, ValidationRow, axis_key
 
 __all__ = [
     "CANNOT_JUDGE",

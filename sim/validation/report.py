@@ -1,7 +1,7 @@
 """The words of a model validation: the table pairing every real point with its model twin.
 
 ``sim.validate_model`` (and ``kvsim validate-model``, which prints what it returns)
-runs the grids; this turns the pairs (``sim.model.validate``) into ``validation.md``
+runs the grids; this turns the pairs (``sim.validation.paired``) into ``validation.md``
 and the rows of ``validation.csv``.
 """
 
@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 from sim import columns
-from sim.model.validate import METRICS, TAIL_SAMPLES, TARGETS, ValidationRow, summary_counts
+from sim.validation.paired import METRICS, TAIL_SAMPLES, TARGETS, ValidationRow, summary_counts
 
 __all__ = [
     "again_line",

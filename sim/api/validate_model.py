@@ -7,7 +7,7 @@ load of other processes measured just before and after its real twin, and the
 thread wake-up and timer latencies measured around the real runs: a shared machine
 is part of the conditions), ``model-idle/`` (model mode on an idle machine) and
 ``model-matched/`` (as ``model/``, each point also at the speed its real twin met:
-``sim.model.validate.speed_scales``); with ``aa``, ``real-again/`` too (the real
+``sim.validation.paired.speed_scales``); with ``aa``, ``real-again/`` too (the real
 grid once more, same seeds, after the model runs: the real side scored against
 itself by the same targets, the noise beside which the model's score is read).
 The table pairs every real point with its model twin; ``validation.md`` and
@@ -83,7 +83,7 @@ def validate_model(
     ``aa`` runs the real grid a second time into ``real-again/`` and reports it
     against the first as if it were the model (``run=False``: reported when it is not
     older than ``real/``); the prediction level's verdict reads each point's error beside
-    it (sim.model.validate_verdict). ``force``/``resume`` apply to each run directory as
+    it (sim.validation.verdict). ``force``/``resume`` apply to each run directory as
     for ``Experiment.run``. ``events`` hears every sweep, and the machine conditions
     measured around the real runs as a note. A grid the calibration does not cover is
     refused before anything runs (CalibrationError naming the config file).
@@ -91,8 +91,8 @@ def validate_model(
     from sim.api.validate_runs import check_coverage, run_all, run_real
     from sim.errors import ConfigError
     from sim.events import SweepEvents
-    from sim.model.validate_table import wrap
     from sim.rundir.outputs import atomic_write_text, write_csv
+    from sim.validation.table import wrap
 
     if level not in LEVELS:
         raise ConfigError(f"--level {level!r}: allowed: {', '.join(LEVELS)}")
@@ -131,8 +131,9 @@ def _prediction(
     (what is printed), the full table of every metric (validation.md only) and the CSV
     rows."""
     from sim.calibration.speed import speed_line
-    from sim.model.validate import TARGETS, summary_counts, validate_runs
-    from sim.model.validate_report import (
+    from sim.rundir.reader import load_results
+    from sim.validation.paired import TARGETS, summary_counts, validate_runs
+    from sim.validation.report import (
         again_line,
         idle_line,
         matched_line,
@@ -141,9 +142,8 @@ def _prediction(
         render,
         shown_metrics,
     )
-    from sim.model.validate_table import prediction_table
-    from sim.model.validate_verdict import judge
-    from sim.rundir.reader import load_results
+    from sim.validation.table import prediction_table
+    from sim.validation.verdict import judge
 
     real = load_results(where.real)
     pairs = validate_runs(real, load_results(where.model), n_boot=boot)
@@ -197,7 +197,7 @@ def _mechanism(exp: Experiment, where: ValidationLayout, level: str) -> str:
     from sim.calibration.speed import speed_line
     from sim.model.calibration import load_calibration
     from sim.model.replay import MECHANISM_TARGETS
-    from sim.model.validate_table import mechanism_table
+    from sim.validation.table import mechanism_table
 
     cal = load_calibration(where.conditions) if where.conditions.is_file() else None
     loads = read_json(where.loads) if where.loads.is_file() else {}

@@ -1,12 +1,12 @@
-"""The prediction level's verdict (sim.model.validate_verdict): pure functions, fast."""
+"""The prediction level's verdict (sim.validation.verdict): pure functions, fast."""
 
 from __future__ import annotations
 
 import math
 
 from sim.analysis.bootstrap import Interval
-from sim.model.validate import ValidationRow
-from sim.model.validate_verdict import (
+from sim.validation.paired import ValidationRow
+from sim.validation.verdict import (
     CANNOT_JUDGE,
     MARGIN,
     NOT_REPEATED,
@@ -108,7 +108,7 @@ def test_each_swept_value_gets_its_own_verdict() -> None:
 
 
 def test_the_mechanism_level_needs_each_target_at_nine_of_ten_points() -> None:
-    from sim.model.validate_verdict import mechanism_verdict
+    from sim.validation.verdict import mechanism_verdict
 
     metrics = ["latency_p50_ms", "gil_wait_mean_ms"]
     nine = [{"latency_p50_ms": i > 0, "gil_wait_mean_ms": True} for i in range(10)]

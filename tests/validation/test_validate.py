@@ -10,10 +10,10 @@ import pytest
 
 from sim.analysis.bootstrap import Interval
 from sim.config import parse_config
-from sim.model.validate import TARGETS, Target, ValidationRow, summary_counts, validate_runs
-from sim.model.validate_report import render
 from sim.rundir.reader import load_results
 from sim.sweep.experiment import run_experiment
+from sim.validation.paired import TARGETS, Target, ValidationRow, summary_counts, validate_runs
+from sim.validation.report import render
 from tests.model.test_driver import write_calibration
 
 
@@ -124,7 +124,7 @@ def test_without_the_engine_its_metrics_are_left_out(two_runs) -> None:
 
 
 def test_the_summary_lines_count_the_mechanism_targets() -> None:
-    from sim.model.validate_report import _mechanism
+    from sim.validation.report import _mechanism
 
     rows = [_row(**{n: (1.0, 1.0) for n in TARGETS}), _row(**{n: (1.0, 2.0) for n in TARGETS})]
     for r in rows:
@@ -141,7 +141,7 @@ def test_the_report_counts_model_values_inside_the_real_intervals() -> None:
     """A ±10 % target on a value whose own interval is ±30 % is decided by the run's noise
     as much as by the model: the report says how often the model lies inside the real
     value's interval and how wide those intervals are."""
-    from sim.model.validate import METRICS
+    from sim.validation.paired import METRICS
 
     nan = math.nan
 
@@ -168,7 +168,7 @@ def test_no_interval_for_a_percentile_the_requests_cannot_resolve(two_runs) -> N
     """Resamples of 40 requests cannot go past the largest, so the bootstrap interval of
     their p99 (about the maximum) came out narrow where two runs differ widely: none is
     given below TAIL_SAMPLES values beyond the percentile; p50's stays."""
-    from sim.model.validate import TAIL_SAMPLES, _tail_resolved
+    from sim.validation.paired import TAIL_SAMPLES, _tail_resolved
 
     assert TAIL_SAMPLES == 5
     assert not _tail_resolved("p99", 60) and _tail_resolved("p99", 500)
@@ -185,7 +185,7 @@ def test_no_interval_for_a_percentile_the_requests_cannot_resolve(two_runs) -> N
 def test_the_report_counts_the_targets_per_value_of_each_swept_axis() -> None:
     """An acceptance per index variant ('5 of 6 points each') is read off one line per
     axis; an axis with one value gets none."""
-    from sim.model.validate import METRICS
+    from sim.validation.paired import METRICS
 
     nan = math.nan
 
@@ -213,8 +213,8 @@ def test_the_report_counts_the_targets_per_value_of_each_swept_axis() -> None:
 def test_the_real_side_against_itself_is_scored_as_the_model_is() -> None:
     """validate-model --aa: the second real run in the model's place, by the same targets,
     over the grid and per swept value (the acceptance's own unit)."""
-    from sim.model.validate import METRICS
-    from sim.model.validate_report import again_line
+    from sim.validation.paired import METRICS
+    from sim.validation.report import again_line
 
     nan = math.nan
 

@@ -1,13 +1,13 @@
-"""validate-model's printed report (sim.model.validate_table): 100 columns, headings, rules."""
+"""validate-model's printed report (sim.validation.table): 100 columns, headings, rules."""
 
 from __future__ import annotations
 
 import math
 
 from sim.analysis.bootstrap import Interval
-from sim.model.validate import ValidationRow
-from sim.model.validate_table import WIDTH, point_cell, prediction_table, wrap
-from sim.model.validate_verdict import judge
+from sim.validation.paired import ValidationRow
+from sim.validation.table import WIDTH, point_cell, prediction_table, wrap
+from sim.validation.verdict import judge
 
 nan = math.nan
 
@@ -67,7 +67,7 @@ def test_the_mechanism_table_fits_100_columns_even_at_errors_past_999_percent() 
     from types import SimpleNamespace
 
     from sim.model.replay import MECHANISM_TARGETS
-    from sim.model.validate_table import mechanism_table
+    from sim.validation.table import mechanism_table
 
     names = ("latency_mean_ms", "latency_p50_ms", "latency_p99_ms", "gil_wait_mean_ms")
     point = SimpleNamespace(

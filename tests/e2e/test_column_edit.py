@@ -26,7 +26,7 @@ pytestmark = pytest.mark.realthreads  # the real-mode point runs load threads
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The end of the catalogue's REQUESTS: the new entry goes after its last column.
-ANCHOR = '"line"),\n)\n'
+ANCHOR = '"line"\n    ),\n)\n'
 #: The one edit: a line added to REQUESTS in sim/columns.py.
 EDIT = (
     '    _c("cpu_span_ms", "the CPU stages from start to end",'

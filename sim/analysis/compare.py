@@ -65,7 +65,7 @@ class Metric:
 
 
 _LOAD = (("phase", "load"),)
-#: Latency counts finished requests only, as summary.csv does (sim.runtime.metrics,
+#: Latency counts finished requests only, as summary.csv does (sim.point.metrics,
 #: docs/results.md): a failed request's time to its error is not a load latency.
 _OK = (("status", "ok"),)
 

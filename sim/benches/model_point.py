@@ -4,7 +4,7 @@
 RATE DIR REGIONS ROWS HOLD_MS PROBE``; the child runs one point the way a sweep's child
 does (the rows ``output.requests`` keeps streamed to ``DIR/requests.csv``,
 sim.sweep.point_tables.RequestsFile) and prints one JSON line: the requests, the wall
-time of the point, the process's peak resident memory (``ru_maxrss``: the high-water
+time of the point, the process's peak resident memory (VmHWM: the high-water
 mark, start-up and imports included) and the model core it ran on. A fresh process,
 so that nothing another point left behind counts; its peak with 10^4 requests is the
 floor that a point's memory, bounded by design (docs/design.md §6), should stay near at
@@ -102,6 +102,23 @@ def measure_point(
     return PointMemory(data["requests"], data["wall_s"], data["max_rss_mb"], rate, data["core"])
 
 
+def _peak_rss_kb() -> int:
+    """This process's own peak resident memory, in KiB.
+
+    ``/proc/self/status``'s VmHWM belongs to the address space exec made; ``ru_maxrss``
+    does not: Linux carries the parent's high-water mark across a vfork and exec (which
+    subprocess uses), so a child of a 500 MB pytest process reported 500 MB however
+    small it stayed. ``ru_maxrss`` only where /proc is missing."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+
+
 def _main(argv: list[str]) -> int:
     # First: a `kvsim bench model` killed with -9 would otherwise leave this point running
     # on for minutes under another parent (sim.process.lifeline).
@@ -121,7 +138,7 @@ def _main(argv: list[str]) -> int:
     res = run_model_point(Point(0, {}, cfg), 0, None, write_rows=rows)
     rows.commit()
     wall = time.perf_counter() - t0
-    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    peak_kb = _peak_rss_kb()
     line = {
         "requests": res.summary["requests"],
         "wall_s": wall,

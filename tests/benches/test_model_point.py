@@ -117,3 +117,19 @@ def test_the_points_process_dies_with_a_killed_bench(tmp_path) -> None:
         if driver.poll() is None:
             driver.kill()
         kill_tagged(tag)
+
+
+def test_a_childs_peak_is_its_own_not_its_parents() -> None:
+    """The child's figure is its own address space's: Linux carries ``ru_maxrss`` across
+    subprocess's vfork and exec, so from a pytest process grown to 500 MB (torch loaded
+    by earlier tests) a 60 MB point read 538 MB and failed the estimate check."""
+    import subprocess
+    import sys
+
+    ballast = bytearray(400 * 2**20)  # the parent grows to 400 MB and more, touched
+    ballast[::4096] = b"x" * len(ballast[::4096])
+    code = "from sim.benches.model_point import _peak_rss_kb; print(_peak_rss_kb())"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    child_mb = int(done.stdout.strip()) / 1024
+    del ballast
+    assert child_mb < 200, f"the child's peak read {child_mb:.0f} MB: its parent's"

@@ -18,6 +18,7 @@ compare like with like and report each share.
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -132,6 +133,18 @@ def close_ledger(ledger: HoldLedger) -> None:
         _open_ledgers = tuple(x for x in _open_ledgers if x is not ledger)
 
 
+def _gil_off() -> bool:
+    """Whether this interpreter runs without the GIL now (an extension can turn it back on).
+
+    Only then is the thread's run delay read around a job: the read is a system call, and
+    Python releases the GIL around every one, so with the GIL on it handed the GIL over at
+    each job's start and end and changed the very contention being measured (4 threads of
+    5 ms holds ran one after another, never overlapping). With the GIL on, gil_wait_ms
+    already holds the core wait."""
+    is_enabled = getattr(sys, "_is_gil_enabled", None)
+    return is_enabled is not None and not is_enabled()
+
+
 def measure(
     fn: Callable[..., Any], *args: Any, source: str = REQUESTS
 ) -> tuple[Any, BaseException | None, JobTiming]:
@@ -143,7 +156,7 @@ def measure(
     free_time.cpu_ns = 0
     free_time.wall_ns = 0
     outer = stage_hook.mark
-    r0 = run_delay_ns()
+    r0 = run_delay_ns() if _gil_off() else None
     w0 = time.perf_counter_ns()
     c0 = time.thread_time_ns()
     clock = StageClock(c0)
@@ -161,7 +174,7 @@ def measure(
     finally:
         c1 = time.thread_time_ns()
         w1 = time.perf_counter_ns()
-        r1 = run_delay_ns()
+        r1 = run_delay_ns() if r0 is not None else None
         stage_hook.mark = outer
     stages = clock.finish(c1)
     run_wait = r1 - r0 if r0 is not None and r1 is not None else None

@@ -151,7 +151,9 @@ REQUESTS = (
     _c(
         "core_wait_ms",
         "time the load thread was runnable but waiting for a core during its CPU stages "
-        "(/proc schedstat run delay; with the GIL on, part of gil_wait_ms)",
+        "(/proc schedstat run delay; read only with the GIL off: with it on, reading it "
+        "is a system call that hands the GIL over, and gil_wait_ms holds the core wait; "
+        "empty there)",
     ),
     GC_GEN0 := _c(
         "gc_gen0", "generation-0 collections on the request's thread during its CPU stages"
@@ -443,7 +445,8 @@ BOTH_BUILDS = (
     ),
     (
         "core_wait_ms, core_wait_*",
-        "part of gil_wait_ms: runnable, not waiting for the GIL but for a core",
+        "empty: not read with the GIL on (its system call would hand the GIL over); "
+        "gil_wait_ms counts the core wait",
         "all the wait there is: runnable threads beyond the cores take turns",
     ),
     (

@@ -81,6 +81,10 @@ class Measured:
     holds_s: Mapping[int, float]
     #: The engine step's build hold the real run measured (None: the calibration's).
     engine_build_s: float | None = None
+    #: A load thread's GIL-held CPU between two jobs, outside either's measured hold (the
+    #: answer's post, the queue's get, the meter's set-up): the median gap from one job's
+    #: end to the same thread's next start when that job was already queued (None: none).
+    job_gap_s: float | None = None
 
 
 @dataclass(frozen=True)

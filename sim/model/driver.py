@@ -176,6 +176,7 @@ class _Point:
         sink: RecordSink,
         background: float = 0.0,
         holds: Mapping[int, float] | None = None,
+        job_gap_s: float = 0.0,
     ) -> None:
         cfg = point.config
         self.cfg = cfg
@@ -205,6 +206,7 @@ class _Point:
             costs.sleep_late.draw,
             costs.complete_s,
             costs.timer_late.draw,
+            job_gap_s,
         )
         self.store = StoreModel(loop, cfg.store)
         self.sink = sink
@@ -336,7 +338,8 @@ def _simulate(
         background = float(cal.harness.get("background_load", 0.0))
     sink = point_sink(cfg, len(workload), write_rows)
     holds = measured.holds_s if measured is not None else None
-    sim = _Point(point, costs, cores, draw, sink, background, holds)
+    gap = measured.job_gap_s if measured is not None else None
+    sim = _Point(point, costs, cores, draw, sink, background, holds, gap or 0.0)
     sim.harness.start()
     sim.workers.start()
     addons: list[AddOn[Loop]] = []

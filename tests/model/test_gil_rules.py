@@ -130,3 +130,40 @@ def test_the_interval_is_at_least_one_microsecond_as_in_take_gil() -> None:
     loop.run(until=1.0)
     assert set(ends) == {"a", "b"}
     assert 100 <= gil.forced_drops <= 200  # 1 µs turns over 200 µs of work
+
+
+def _workers(gap_s: float, late_s: float):
+    """Two load threads on one GIL (5 ms interval, timed waits ``late_s`` late) given a
+    job each at once: a 5.04 ms hold, then a 1 ms sleep without the GIL; the thread's
+    GIL-held work before a job ``gap_s``. The second thread waits from the first's start."""
+    from sim.model.threads import Harness, ModelJob, ModelWorkers
+
+    loop, gil = _gil(0.005, late_s=late_s)
+    zero = float  # every draw 0: no wake-up, no lateness but the timed wait's
+    pool = ModelWorkers(loop, gil, gil.cores, Harness(loop, gil), 2, zero, zero, 0.0, zero, gap_s)
+    pool.start()
+    jobs = [ModelJob(0.00504, 0.0, 0.001, lambda j: None) for _ in range(2)]
+    for job in jobs:
+        pool.submit(job)
+    loop.run(until=1.0)
+    return gil, jobs
+
+
+def test_the_gil_held_gap_between_jobs_decides_a_waiter_that_began_as_the_job_began() -> None:
+    """A thread that finds the GIL held as the other's job begins asks for it an interval
+    and a timed wait's lateness later: a 5.04 ms hold ends first, so nothing is forced; a
+    30 µs gap between jobs (real mode's post, get and meter set-up, not in the measured
+    hold) pushes the job's end past the request, and the job is forced off at its end."""
+    gil, jobs = _workers(0.0, 61e-6)
+    assert gil.forced_drops == 0
+    assert jobs[1].start == pytest.approx(0.00504)  # taken as the first went to sleep
+    gil, jobs = _workers(30e-6, 61e-6)
+    # The first job is forced off at 5.061 ms, 9 µs before its end; the thread forced
+    # off asks again an interval later (FORCE_SWITCHING: its round starts as the other
+    # took the GIL), 9 µs before the second job's end: forced too. Each then waited
+    # a whole hold for its last 9 µs.
+    assert gil.forced_drops == 2
+    # the start is stamped after the gap, as real mode's meter stamps it
+    assert jobs[0].start == pytest.approx(30e-6)
+    assert jobs[1].start == pytest.approx(0.005061 + 30e-6)
+    assert jobs[0].end - jobs[0].start == pytest.approx(2 * 0.005061 - 30e-6 + 9e-6 + 0.001)

@@ -14,7 +14,14 @@ import pytest
 
 from sim.config import parse_config
 from sim.model.driver import run_model_point
-from sim.model.replay import MECHANISM_TARGETS, RealRep, Target, figures, replay_point
+from sim.model.replay import (
+    MECHANISM_TARGETS,
+    RealRep,
+    Target,
+    figures,
+    job_gap_s,
+    replay_point,
+)
 from tests.model.test_driver import write_calibration
 
 
@@ -95,3 +102,34 @@ def test_figures_count_latency_over_ok_requests_only() -> None:
     got = figures(rows)
     assert got["latency_mean_ms"] == 10.0 and got["latency_p99_ms"] == 10.0
     assert got["queue_mean_ms"] == 2.0 and got["gil_wait_mean_ms"] == 1.0
+
+
+def _job(thread: str, start: float, end: float, injected: float) -> dict[str, str]:
+    return {
+        "thread": thread,
+        "start_s": str(start),
+        "cpu_done_s": str(end),
+        "injected_s": str(injected),
+    }
+
+
+def test_the_job_gap_is_the_median_gap_of_a_thread_that_went_on_without_waiting() -> None:
+    """A thread's next job already queued when one ended: the gap between them counts; a
+    job handed over after the end (the thread waited for work) does not."""
+    rows = [
+        _job("a", 0.000, 0.005, 0.000),
+        _job("a", 0.00503, 0.010, 0.001),  # 30 µs
+        _job("a", 0.03, 0.035, 0.02),  # handed over after 0.010: the thread waited
+        _job("b", 0.001, 0.006, 0.001),
+        _job("b", 0.00605, 0.011, 0.002),  # 50 µs
+        _job("b", 0.01109, 0.016, 0.003),  # 90 µs
+    ]
+    assert job_gap_s(rows) == pytest.approx(50e-6)
+    assert job_gap_s(rows[:1] + rows[2:3]) is None
+
+
+def test_a_model_run_replayed_measures_no_job_gap(point) -> None:
+    """The model's load thread goes from one job to the next without GIL-held work in
+    between unless told to (ModelWorkers.job_gap_s), so its own records measure none."""
+    gap = job_gap_s(_rows(run_model_point(point).records))
+    assert gap == pytest.approx(0.0, abs=1e-12)

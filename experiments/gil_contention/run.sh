@@ -8,8 +8,8 @@ set -e
 cd "$(dirname "$0")/../.."
 export COLUMNS="${COLUMNS:-120}"
 uptime
-for hold in 1 5 20; do
-    kvsim validate-model "experiments/gil_contention/hold_${hold}ms.yaml" --level mechanism \
+for grid in hold_1ms hold_1ms_one hold_5ms hold_20ms; do
+    kvsim validate-model "experiments/gil_contention/${grid}.yaml" --level mechanism \
         --repeats "${REPEATS:-1}" --force
 done
 uptime

@@ -1,13 +1,12 @@
-"""``--plugin FILE``: the one way a command is given a user's variant file on the command line.
+"""Variant files given by path (``--plugin FILE``) to a workflow that has no config.
 
-The file registers variants as a config's ``plugins:`` entry does
+A file registers variants as a config's ``plugins:`` entry does
 (sim.config.plugins, docs/your-connector.md); the variants exist only while the
-command runs.
+workflow runs.
 """
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,18 +14,7 @@ from pathlib import Path
 from sim.config.plugins import plugin_scope, read_plugin
 from sim.errors import ConfigError
 
-__all__ = ["add_plugin_argument", "command_plugins"]
-
-
-def add_plugin_argument(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--plugin",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="a Python file registering your own variants (repeatable; "
-        "docs/your-connector.md), as `plugins: [FILE]` in a config",
-    )
+__all__ = ["command_plugins"]
 
 
 @contextmanager

@@ -14,7 +14,7 @@ import statistics
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sim.api.validate_conditions import loadavg, read_json, write_conditions
+from sim.api.validation_conditions import loadavg, read_json, write_conditions
 from sim.events import SweepEvents
 from sim.rundir.validation_layout import ValidationLayout
 

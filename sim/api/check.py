@@ -9,7 +9,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from sim.api.cli_args import namespace_fields
-from sim.errors import ConfigError, UsageError
+from sim.errors import UsageError
 
 if TYPE_CHECKING:
     import argparse
@@ -67,20 +67,12 @@ def check(
     import difflib  # stdlib, on this path only: not at import sim
 
     from connectors import registry  # the variants' registry: not at import sim
-
-    # pydantic: not at import sim
-    from sim.config.plugins import plugin_error, plugin_scope, read_plugin
+    from sim.api.plugin_files import command_plugins  # pydantic: not at import sim
     from sim.conformance import check_index_variant, check_variant  # numpy: not at import sim
 
     if not 1 <= threads <= 64:
         raise UsageError(f"threads {threads}: between 1 and 64")
-    read = []
-    for path in plugins:
-        try:
-            read.append(read_plugin(str(path), Path.cwd()))
-        except ValueError as exc:
-            raise ConfigError(plugin_error(path, exc)) from None
-    with plugin_scope(read):
+    with command_plugins(plugins):
         address, index = registry.address_variant_names(), registry.index_variant_names()
         if name in index and name not in address:
             return check_index_variant(name)

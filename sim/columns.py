@@ -143,7 +143,7 @@ REQUESTS = (
         "gil_wait_ms", "time the load thread waited for the GIL during its CPU stages"
     ),
     *HOLD_STAGES,
-    _c(
+    THREAD_CPU_MS := _c(
         "thread_cpu_ms",
         "the load thread's CPU time over the CPU stages (both builds; with the GIL on, "
         "gil_hold_ms plus declared GIL-free CPU)",

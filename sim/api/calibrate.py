@@ -9,6 +9,9 @@ their manifest.
 
 from __future__ import annotations
 
+import importlib.util
+import json
+import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +26,18 @@ if TYPE_CHECKING:
 
 __all__ = ["HANDLERS", "CalibrateArgs", "GilArgs", "StoreFitArgs", "calibrate", "fit_store"]
 
+#: What a calibration under another python runs there: this module's calibrate, with the
+#: same arguments (JSON), its progress on stdout a line each.
+_UNDER_SCRIPT = """
+import json, sys
+from sim.api.calibrate import calibrate
+from sim.errors import ConfigError
+try:
+    calibrate(**json.loads(sys.argv[1]), say=lambda m: print(m, flush=True))
+except ConfigError as exc:
+    sys.exit(str(exc))
+"""
+
 #: How a variant may handle a request's groups: one call per group, or per chunk.
 HANDLERS = ("per_group", "per_chunk")
 
@@ -32,7 +47,8 @@ class GilArgs:
     """What ``kvsim calibrate [gil]`` was asked: :func:`calibrate`'s arguments, with the
     ``--plugin`` files whose variants are calibrated as built-in ones are."""
 
-    out: str
+    out: str | None
+    python: str
     variants: tuple[str, ...] | None
     handlers: tuple[str, ...]
     chunks: tuple[int, ...]
@@ -107,6 +123,7 @@ def calibrate(
     reps: int = 5,
     engine: bool = True,
     force: bool = False,
+    python: str = "",
     say: Callable[[str], None] | None = None,
     plugins: Sequence[str] = (),
 ) -> dict[str, Any]:
@@ -116,9 +133,31 @@ def calibrate(
     ``regions`` and ``groups`` to ``sim.calibration.measure``'s grid; ``reps`` requests
     are measured per geometry (median); ``engine=False`` skips the engine step.
     ``out`` is replaced only with ``force``. ``say`` hears what is being measured
-    (a calibration takes minutes). ``plugins``: files whose variants are calibrated as
-    built-in ones are (``--plugin``). Bad names are one-line ConfigErrors.
+    (a calibration takes minutes). ``python`` (a path, a name on PATH or 'freethreaded',
+    as ``interpreter.python``): measure in that interpreter instead, with its GIL on
+    (PYTHON_GIL=1: the holds are read through the GIL meter); the file records which
+    interpreter it was, and model mode refuses it for a point that stands for another
+    build (sim.model.coverage). By default the variants whose packages the interpreter
+    lacks are skipped (said); named ones are refused. ``plugins``: files whose variants
+    are calibrated as built-in ones are (``--plugin``; in kvsim's own python only). Bad
+    names are one-line ConfigErrors.
     """
+    if python:
+        return _calibrate_under(
+            python,
+            out,
+            dict(
+                variants=list(variants) if variants else None,
+                handlers=list(handlers),
+                chunks=list(chunks) if chunks else None,
+                regions=list(regions) if regions else None,
+                groups=list(groups) if groups else None,
+                reps=reps,
+                engine=engine,
+                force=force,
+            ),
+            say or (lambda _msg: None),
+        )
     from connectors import registry  # the variants' registry: not at import sim
     from sim.api.plugin_files import command_plugins  # pydantic: not at import sim
 
@@ -141,6 +180,14 @@ def calibrate(
             raise ConfigError(
                 f"--variants: unknown variant {unknown[0]!r}; allowed: {', '.join(names)}"
             )
+        lacking = {v: _missing(registry.get_address_variant(v)) for v in wanted}
+        lacking = {v: pkgs for v, pkgs in lacking.items() if pkgs}
+        if lacking and variants:
+            v, pkgs = next(iter(lacking.items()))
+            raise ConfigError(f"--variants: {v} needs package {pkgs[0]}, which this python lacks")
+        for v, pkgs in lacking.items():
+            (say or (lambda _msg: None))(f"variant {v} skipped: this python lacks {pkgs[0]}")
+        wanted = [v for v in wanted if v not in lacking]
         bad = [h for h in handlers if h not in HANDLERS]
         if bad or not handlers:
             raise ConfigError(
@@ -163,3 +210,50 @@ def calibrate(
         path.parent.mkdir(parents=True, exist_ok=True)
         write_json(path, doc)
         return doc
+
+
+def _missing(cls: type) -> list[str]:
+    """The packages a variant ``requires`` that this interpreter cannot import (numba has no
+    free-threaded 3.13 wheel)."""
+    return [p for p in getattr(cls, "requires", ()) if importlib.util.find_spec(p) is None]
+
+
+def _calibrate_under(
+    python: str, out: str | Path, kwargs: dict[str, Any], say: Callable[[str], None]
+) -> dict[str, Any]:
+    """:func:`calibrate` run in ``python`` (one subprocess, this kvsim on its path), its
+    progress relayed to ``say``; the document read back from ``out``. A failure there is one
+    line here: the child's last line of error output."""
+    from sim.errors import ConfigError  # deferred as the module's others: start-up stays light
+    from sim.process.interpreter import (  # the same: only a calibration elsewhere asks
+        InterpreterError,
+        child_env,
+        probe,
+        resolve_python,
+    )
+
+    try:
+        path = resolve_python(python)
+        found = probe(path)
+    except InterpreterError as exc:
+        raise ConfigError(f"--python: {exc}") from None
+    if not found.kvsim or found.missing(("pydantic", "yaml", "simpy", "numpy")):
+        raise ConfigError(f"--python: {found.describe()} cannot run kvsim (`make freethreaded`)")
+    kwargs = {**kwargs, "out": str(Path(out).absolute())}
+    env = child_env("on" if found.free_threaded else "default")
+    with subprocess.Popen(
+        [path, "-c", _UNDER_SCRIPT, json.dumps(kwargs)],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        for line in proc.stdout:
+            say(line.rstrip("\n"))
+        err = proc.stderr.read()
+    if proc.returncode != 0:
+        last = (err.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
+        raise ConfigError(f"--python {python}: calibration failed there: {last[:300]}")
+    return json.loads(Path(kwargs["out"]).read_text(encoding="utf-8"))

@@ -181,6 +181,14 @@ def _probe(cfg: Any, cal: Any, events: Any, failed: set[str]) -> float | None:
     from sim.config.plugins import plugin_scope  # pydantic: not at import sim
 
     variant = cfg.connector.variant
+    if cfg.interpreter.python:  # the probe measures in this process: another interpreter's
+        if "interpreter" not in failed:  # speed is not this one's (3.13t: pure Python ~2x)
+            failed.add("interpreter")
+            events.note(
+                "speed probe: not taken for points under interpreter.python (it measures in "
+                "kvsim's own python); those model points run at the calibration's speed"
+            )
+        return None
     try:
         with plugin_scope(cfg.plugins):
             return speed_ratio(cfg, cal)

@@ -232,6 +232,7 @@ def calibrate(
     say: Say = lambda _msg: None,
 ) -> dict[str, Any]:
     """The whole calibration document (not yet written)."""
+    from sim.process.interpreter import this_interpreter
     from sim.rundir.manifest import machine_info
 
     t0 = time.perf_counter()
@@ -261,6 +262,7 @@ def calibrate(
             "loadavg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
             "info": machine_info(),
         },
+        "interpreter": this_interpreter(),
         "switch_interval_ms": sys.getswitchinterval() * 1e3,
         columns.ELAPSED_S.name: time.perf_counter() - t0,
         "harness": harness,

@@ -42,9 +42,16 @@ def _ints(text: str) -> list[int]:
 def _gil_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--out",
-        default="results/calibration.json",
         help="calibration file to write (default: results/calibration.json, the default of "
-        "machine.calibration)",
+        "machine.calibration; with --python, results/calibration-NAME.json)",
+    )
+    p.add_argument(
+        "--python",
+        default="",
+        metavar="PYTHON",
+        help="measure in this python instead (a path, a name on PATH, or 'freethreaded': the "
+        "one `make freethreaded` set up), with its GIL on; for model points whose "
+        "interpreter.python names it (docs/model-mode.md)",
     )
     p.add_argument(
         "--variants",
@@ -73,7 +80,14 @@ def _gil_main(args: GilArgs) -> int:
     def say(msg: str) -> None:
         print(f"calibrate: {msg}", file=sys.stderr, flush=True)
 
-    out = Path(args.out)
+    out = Path(args.out or default_out(args.python))
+    if args.python and args.plugins:
+        print(
+            "kvsim calibrate: --plugin with --python: a plug-in's variants are calibrated in "
+            "kvsim's own python only; calibrate them without --python",
+            file=sys.stderr,
+        )
+        return 2
     doc = calibrate(
         out,
         variants=args.variants,
@@ -84,6 +98,7 @@ def _gil_main(args: GilArgs) -> int:
         reps=args.reps,
         engine=args.engine,
         force=args.force,
+        python=args.python,
         say=say,
         plugins=args.plugins,
     )
@@ -107,6 +122,15 @@ def _gil_main(args: GilArgs) -> int:
         else:
             print(f"{key:22s} overhead {e['overhead_ms'] * 1e3:.0f} µs/request")
     return 0
+
+
+def default_out(python: str) -> str:
+    """``results/calibration.json``; under another python ``results/calibration-NAME.json``
+    (NAME: 'freethreaded', or the executable's file name), so that two builds' files sit
+    side by side."""
+    if not python:
+        return "results/calibration.json"
+    return f"results/calibration-{Path(python).name}.json"
 
 
 def loadavg_text(loadavg: list[float] | None) -> str:

@@ -130,11 +130,35 @@ class ExperimentConfig(FrozenModel):
                 raise ValueError(
                     "machine.cpu_scale needs mode: model (real mode runs at this machine's speed)"
                 )
-        elif not self.interpreter.is_default:
-            raise ValueError(
-                "interpreter needs mode: real (model mode simulates the GIL: gil.kind)"
-            )
+        else:
+            self._model_names_its_gil()
         return self
+
+    def _model_names_its_gil(self) -> None:
+        """Model mode stands for the interpreter a config names (its calibration must come
+        from that build: sim.model.coverage), so the GIL it simulates must be said, and
+        agree with ``gil.kind``: off is no GIL (``gil.kind: none``), on is CPython's (the
+        default ``gil.kind``, so only an explicit ``none`` can disagree)."""
+        interp = self.interpreter
+        if interp.python and interp.gil == "default":
+            raise ValueError(
+                "interpreter.gil: default in model mode: say on or off (the model simulates "
+                "the GIL state it is given; a free-threaded build's default may be either)"
+            )
+        if interp.gil == "on" and self.gil.kind == "none":
+            raise ValueError(
+                "gil.kind: none disagrees with interpreter.gil: on; allowed: gil.kind "
+                "cpython, or interpreter.gil: off"
+            )
+
+    @property
+    def simulated_gil(self) -> Literal["cpython", "none"]:
+        """The GIL model mode simulates: ``interpreter.gil`` when it says on or off (the
+        free-threaded binary's two states, validated against real runs of each), else
+        ``gil.kind``."""
+        if self.interpreter.gil == "off":
+            return "none"
+        return "cpython" if self.interpreter.gil == "on" else self.gil.kind
 
     @property
     def output_dir(self) -> str:

@@ -109,6 +109,13 @@ class Calibration:
             return [float(x) for x in got]
         return [float(self.data["harness"].get(f"{name}_ms", 0.0))]
 
+    @property
+    def interpreter(self) -> dict[str, Any] | None:
+        """The interpreter it was measured in (path, version, build, gil_enabled); None in
+        a calibration written before it was recorded."""
+        got = self.data.get("interpreter")
+        return got if isinstance(got, dict) else None
+
     def manifest_entry(self) -> dict[str, Any]:
         """What a model run's manifest records about the calibration it used."""
         return {
@@ -116,6 +123,7 @@ class Calibration:
             "digest": self.digest,
             "created": self.data.get("created"),
             "machine": self.data.get("machine"),
+            "interpreter": self.interpreter,
             "switch_interval_ms": self.data.get("switch_interval_ms"),
         }
 

@@ -6,13 +6,22 @@ so an uncovered point fails the command up front instead of failing mid-sweep.
 
 from __future__ import annotations
 
+import platform
 from collections.abc import Sequence
 from pathlib import Path
 
 from sim.config import ExperimentConfig, Point
 from sim.model.calibration import Calibration, CalibrationError, load_calibration
+from sim.process.interpreter import InterpreterError, free_threaded_build, probe, resolve_python
 
-__all__ = ["check_point", "check_points", "chunk_range", "point_calibration"]
+__all__ = [
+    "check_interpreter",
+    "check_point",
+    "check_points",
+    "chunk_range",
+    "point_calibration",
+    "stands_for",
+]
 
 
 def point_calibration(
@@ -65,11 +74,63 @@ def chunk_range(cfg: ExperimentConfig, tokens: Sequence[int] | None = None) -> r
     return range(-(-lo // bs), -(-hi // bs) + 1)
 
 
+def stands_for(cfg: ExperimentConfig) -> tuple[str, str, str]:
+    """(version, build, name) of the interpreter a model point stands for: the one its
+    ``interpreter.python`` names (asked once, sim.process.interpreter.probe), else the one
+    kvsim runs in. CalibrationError when the named one cannot be asked."""
+    name = cfg.interpreter.python
+    if not name:
+        build = "free-threaded" if free_threaded_build() else "default"
+        return platform.python_version(), build, "kvsim's own python"
+    try:
+        found = probe(resolve_python(name))
+    except InterpreterError as exc:
+        raise CalibrationError(str(exc)) from None
+    return found.version, "free-threaded" if found.free_threaded else "default", name
+
+
+def _minor(version: str) -> str:
+    return ".".join(str(version).split(".")[:2])
+
+
+def check_interpreter(cfg: ExperimentConfig, cal: Calibration) -> None:
+    """CalibrationError unless ``cal`` was measured in the build and minor version of the
+    interpreter the point stands for: 3.13's free-threaded build runs pure Python ~2x
+    slower than 3.11, so a hold measured in one is not a hold of the other. A calibration
+    written before the interpreter was recorded serves kvsim's own only."""
+    version, build, name = stands_for(cfg)
+    if cfg.interpreter.gil == "off" and build != "free-threaded":
+        raise CalibrationError(
+            f"interpreter.gil: off needs a free-threaded python; {name} (Python {version}) "
+            "has a GIL (for the what-if on this build: gil.kind: none)"
+        )
+    how = (
+        f"calibrate under it: `kvsim calibrate gil --python {name} --out FILE`, then "
+        "machine.calibration: FILE"
+        if cfg.interpreter.python
+        else "recalibrate in it: `kvsim calibrate gil --force`"
+    )
+    got = cal.interpreter
+    if got is None:
+        if cfg.interpreter.python:
+            raise CalibrationError(
+                f"{cal.path}: records no interpreter (written before kvsim recorded one), and "
+                f"the point stands for {name} (Python {version}, {build} build); {how}"
+            )
+        return
+    if _minor(got.get("version", "")) != _minor(version) or got.get("build") != build:
+        raise CalibrationError(
+            f"{cal.path}: measured in Python {got.get('version')} ({got.get('build')} build); "
+            f"the point stands for {name} (Python {version}, {build} build); {how}"
+        )
+
+
 def check_point(
     cfg: ExperimentConfig, cal: Calibration, tokens: Sequence[int] | None = None
 ) -> None:
-    """CalibrationError unless ``cal`` covers the variant, geometry and engine of ``cfg``
-    (and the planned ``tokens``, when given)."""
+    """CalibrationError unless ``cal`` covers the interpreter, variant, geometry and engine
+    of ``cfg`` (and the planned ``tokens``, when given)."""
+    check_interpreter(cfg, cal)
     cal.check_covers(
         cfg.connector.variant,
         cfg.connector.handler,

@@ -34,6 +34,7 @@ import numpy as np
 
 from sim import columns
 from sim.config import Point
+from sim.instruments.threadtime import ThreadTimes
 from sim.model.calibration import Calibration
 from sim.model.cores import WAKE_BURST_S, Cores
 from sim.model.costs import Measured, ModelCosts, point_costs
@@ -123,8 +124,14 @@ class _Request(ModelJob):
         rec.cpu_done_s = job.end - p.origin
         rec.queue_ms = (job.start - self.arrival) * 1e3
         rec.stage_wall_ms = wall * 1e3
-        rec.gil_hold_ms = job.hold_s * 1e3
-        rec.gil_wait_ms = max(0.0, wall - job.hold_s - job.free_wall) * 1e3
+        rec.thread_cpu_ms = (job.hold_s + job.free_cpu_s) * 1e3
+        waited = max(0.0, wall - job.hold_s - job.free_wall) * 1e3
+        if p.gil_on:  # as real mode's columns (docs/columns.md §GIL off): the core wait is
+            rec.gil_hold_ms = job.hold_s * 1e3  # part of the GIL wait with the GIL on,
+            rec.gil_wait_ms = waited
+        else:  # and all the wait there is without one (no GIL hold or wait exists)
+            rec.core_wait_ms = waited
+        p.threads.add(rec)
         if req.draw < p.fail_prob:
             error = (
                 f"SyntheticFailure: injected failure: draw {req.draw:.4f} < "
@@ -176,7 +183,7 @@ class _Point:
         self.loop = loop = Loop()
         self.draw = draw
         self.cores = Cores(loop, cores, background, WAKE_BURST_S)
-        if cfg.gil.kind == "none":
+        if cfg.simulated_gil == "none":
             self.gil: SimGil = NoGil(loop, self.cores)
         else:
             self.gil = CPythonGil(
@@ -213,6 +220,9 @@ class _Point:
         self.sizes: dict[int, tuple[int, int, float]] = {}
         self.free_sleep_s = costs.free_sleep_s
         self.faulty = cfg.store.fail_prob > 0 or cfg.store.stall_prob > 0
+        #: Whether the simulated interpreter has a GIL; its thread columns as real mode's.
+        self.gil_on = cfg.simulated_gil != "none"
+        self.threads = ThreadTimes(self.gil_on)
         self.fail_prob = 0.0
         if cfg.connector.variant == "synthetic":
             self.fail_prob = float(cfg.connector.options.get("fail_prob", 0.0))
@@ -380,7 +390,8 @@ def _simulate(
     # end of a no-op job (the simulation thread's hand-over, the worker's wake-up)
     floor = (costs.timer_late.median + costs.wake.median + costs.arrival_s) * 1e3
     noise = {columns.NOISE_FLOOR_P50_MS.name: floor, columns.NOISE_FLOOR_P99_MS.name: floor}
-    result = point_result(point, repeat, sink, elapsed, (noise, workload.stats), addons)
+    figures = (noise, workload.stats, sim.threads.summary())
+    result = point_result(point, repeat, sink, elapsed, figures, addons)
     result.summary["model_switches"] = sim.gil.switches
     result.summary["model_forced_drops"] = sim.gil.forced_drops
     result.summary["model_cores"] = cores

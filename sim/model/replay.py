@@ -147,12 +147,16 @@ def figures(rows: Iterable[Mapping[str, Any]]) -> dict[str, float]:
 
 
 def measured(rep: RealRep) -> Measured:
-    """What a real repeat measured, as the model replays it: each request's GIL hold,
-    and the engine's build hold alone (its baseline steps' mean wall, in which nothing
-    else wanted the GIL)."""
+    """What a real repeat measured, as the model replays it: each request's GIL hold (with
+    the GIL off, where no hold exists, its thread CPU time: the model without a GIL runs
+    it on the cores; a variant's calibrated GIL-free CPU is then counted again, which is
+    0 for scalar and numpy), and the engine's build hold alone (its baseline steps' mean
+    wall, in which nothing else wanted the GIL)."""
     holds = {}
     for row in rep.requests:
         hold = _number(row.get(columns.GIL_HOLD_MS.name))
+        if not math.isfinite(hold):  # the GIL was off: no hold; its CPU ran on the cores
+            hold = _number(row.get(columns.THREAD_CPU_MS.name))
         rid = _number(row.get(columns.REQUEST_ID.name))
         if math.isfinite(hold) and math.isfinite(rid):
             holds[int(rid)] = hold / 1e3

@@ -245,8 +245,10 @@ def features(cfg: ExperimentConfig) -> frozenset[str]:
             tags.add("engine.heap")
     if cfg.store.fail_prob > 0 or cfg.store.stall_prob > 0:
         tags.add("store faults")
-    if cfg.gil.kind == "none":
+    if cfg.simulated_gil == "none":
         tags.add("gil.kind none")
+    if cfg.interpreter.python:  # another build's calibration (sim.model.coverage)
+        tags.add("interpreter.python")
     if cfg.gil.switch_interval_ms != 5.0:
         tags.add(f"switch interval {cfg.gil.switch_interval_ms:g} ms")
     if cfg.machine.cores is not None:

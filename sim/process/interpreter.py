@@ -42,6 +42,7 @@ __all__ = [
     "probe",
     "resolve_python",
     "setup_python",
+    "this_interpreter",
 ]
 
 #: The free-threaded python to use for ``python: freethreaded`` (and the ft tests).
@@ -207,6 +208,18 @@ def observed(requested: str, at_start: bool, at_end: bool) -> dict[str, Any]:
         "python_gil_env": os.environ.get("PYTHON_GIL", ""),
         "gil_enabled_at_start": at_start,
         columns.GIL_ENABLED.name: at_end,
+    }
+
+
+def this_interpreter() -> dict[str, Any]:
+    """What a calibration records of the interpreter it measured in: a model point that
+    stands for another build (a free-threaded one runs pure Python ~2x slower) refuses
+    it (sim.model.coverage)."""
+    return {
+        "path": sys.executable,
+        "version": platform.python_version(),
+        "build": "free-threaded" if free_threaded_build() else "default",
+        columns.GIL_ENABLED.name: gil_enabled(),
     }
 
 

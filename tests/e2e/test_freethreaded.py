@@ -91,3 +91,70 @@ def test_a_variant_whose_package_it_lacks_is_refused_at_validation(
     assert main(["validate", str(cfg)]) == 2
     err = capsys.readouterr().err.strip()
     assert "variant numba needs package numba" in err and len(err.splitlines()) == 1
+
+
+def _ft_calibration(tmp_path: Path) -> Path:
+    """A calibration measured in the free-threaded python, covering the tiny point."""
+    cal = tmp_path / "ft-cal.json"
+    grid = ["--variants", "scalar", "--chunks", "1,16", "--regions", "4", "--groups", "1,2"]
+    args = ["calibrate", "gil", "--python", "freethreaded", "--out", str(cal), *grid]
+    assert main([*args, "--reps", "2", "--no-engine"]) == 0
+    return cal
+
+
+def test_validate_model_judges_each_gil_state_against_its_real_runs(
+    ft_python: str, tmp_path: Path, capsys
+) -> None:
+    cal = _ft_calibration(tmp_path)
+    cfg = write(
+        tmp_path,
+        machine={"calibration": str(cal)},
+        interpreter={"python": "freethreaded", "gil": "on"},
+        sweep={"interpreter.gil": ["on", "off"]},
+    )
+    out = tmp_path / "validate"
+    assert main(["validate-model", str(cfg), "--repeats", "1", "--out", str(out)]) == 0
+    report = (out / "validation.md").read_text()
+    assert "## Mechanism" in report and "## Prediction" in report
+    rows = [line for line in report.splitlines() if line.startswith("scalar ")]
+    assert {line.split()[2] for line in rows} >= {"on", "off"}, report
+    # the model twins simulated the GIL each real side ran with
+    statuses = list((out / "model").glob("points/*/rep-0/status.json"))
+    assert len(statuses) == 2
+    assert all(json.loads(s.read_text())["status"] == "ok" for s in statuses)
+    with open(out / "model" / "summary.csv", newline="") as fh:
+        model = {r["gil"]: r for r in csv.DictReader(fh)}
+    assert (model["on"]["gil_enabled"], model["off"]["gil_enabled"]) == ("1", "0")
+    assert model["off"]["gil_wait_mean_ms"] == "" and model["on"]["gil_wait_mean_ms"] != ""
+    assert float(model["off"]["thread_cpu_mean_ms"]) > 0  # what takes the hold's place
+    assert "speed probe: not taken for points under interpreter.python" in capsys.readouterr().err
+
+
+def test_a_calibration_from_kvsims_own_python_is_refused_for_the_free_threaded_points(
+    ft_python: str, tmp_path: Path, capsys
+) -> None:
+    from sim.process.interpreter import this_interpreter
+    from tests.model.test_driver import write_calibration
+
+    cal = write_calibration(tmp_path / "own.json", **{"scalar/per_group": _SCALAR_ROWS})
+    data = json.loads(cal.read_text())
+    cal.write_text(json.dumps({**data, "interpreter": this_interpreter()}))
+    cfg = write(
+        tmp_path,
+        mode="model",
+        machine={"calibration": str(cal)},
+        interpreter={"python": "freethreaded", "gil": "off"},
+    )
+    assert main(["validate", str(cfg)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert "(default build)" in err and "free-threaded build" in err
+    assert "kvsim calibrate gil --python freethreaded" in err
+
+
+#: A made-up scalar entry covering the tiny point (the refusal comes before any cost is read).
+_SCALAR_ROWS = {
+    "hold": {"intercept": 0.05, "per_chunk_region": 5e-4, "per_chunk": 1e-3, "per_group": 0.01},
+    "free": {"intercept": 0.0, "per_chunk_region": 0.0, "per_chunk": 0.0, "per_group": 0.0},
+    "range": {"chunks": [1, 64], "regions": [1, 8], "groups": [1, 2]},
+}

@@ -26,7 +26,7 @@ COMMANDS: dict[str, str] = {
     "report": "report",
     "search": "search",
     "plot": "plot",
-    "validate": "validate",
+    "validate": "validate_config",
     "variants": "variants",
     "check": "check",
     "bench": "bench",

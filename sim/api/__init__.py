@@ -6,9 +6,10 @@
 against the reference; ``sim.search`` finds the highest
 rate (or best worker count) meeting an SLO, ``sim.validate_model`` measures the
 model's error against real runs, and ``sim.calibrate`` measures what model mode
-needs. The ``kvsim`` commands are thin layers over these functions: they parse
-their arguments, call one, and print. Everything is imported when first used, so
-``import sim`` stays fast.
+needs. The ``kvsim`` commands are thin layers over these functions: each turns
+its arguments into one frozen ``XArgs`` of the module it calls (``RunArgs`` in
+run_config, ``CompareArgs`` in compare_runs, …), calls it, and prints. Everything
+is imported when first used, so ``import sim`` stays fast.
 """
 
 from __future__ import annotations

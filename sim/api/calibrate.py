@@ -13,10 +13,18 @@ import importlib.util
 import json
 import subprocess
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["HANDLERS", "calibrate"]
+from sim.api.cli_args import namespace_fields
+
+if TYPE_CHECKING:
+    import argparse
+
+    from sim.analysis.store_fit import StoreFit
+
+__all__ = ["HANDLERS", "CalibrateArgs", "GilArgs", "StoreFitArgs", "calibrate", "fit_store"]
 
 #: What a calibration under another python runs there: this module's calibrate, with the
 #: same arguments (JSON), its progress on stdout a line each.
@@ -34,6 +42,76 @@ except ConfigError as exc:
 HANDLERS = ("per_group", "per_chunk")
 
 
+@dataclass(frozen=True)
+class GilArgs:
+    """What ``kvsim calibrate [gil]`` was asked: :func:`calibrate`'s arguments, with the
+    ``--plugin`` files whose variants are calibrated as built-in ones are."""
+
+    out: str | None
+    python: str
+    variants: tuple[str, ...] | None
+    handlers: tuple[str, ...]
+    chunks: tuple[int, ...]
+    regions: tuple[int, ...]
+    groups: tuple[int, ...]
+    reps: int
+    engine: bool
+    force: bool
+    plugins: tuple[str, ...]
+
+    @classmethod
+    def from_cli_args(cls, args: argparse.Namespace) -> GilArgs:
+        variants = tuple(v.strip() for v in args.variants.split(",")) if args.variants else None
+        handlers = tuple(h.strip() for h in args.handlers.split(",") if h.strip())
+        return cls(
+            **namespace_fields(
+                cls,
+                args,
+                variants=variants,
+                handlers=handlers,
+                engine=not args.no_engine,
+                plugins=tuple(args.plugin),
+            )
+        )
+
+
+@dataclass(frozen=True)
+class StoreFitArgs:
+    """What ``kvsim calibrate store`` was asked: :func:`fit_store`'s run and worker count,
+    and whether to print the fit as JSON."""
+
+    run_dir: str
+    workers: int | None
+    json: bool
+
+    @classmethod
+    def from_cli_args(cls, args: argparse.Namespace) -> StoreFitArgs:
+        return cls(**namespace_fields(cls, args))
+
+
+@dataclass(frozen=True)
+class CalibrateArgs:
+    """What ``kvsim calibrate`` was asked: one target's arguments (``gil`` by default)."""
+
+    gil: GilArgs | None = None
+    store: StoreFitArgs | None = None
+
+    @classmethod
+    def from_cli_args(cls, args: argparse.Namespace) -> CalibrateArgs:
+        if getattr(args, "target", None) == "store":
+            return cls(store=StoreFitArgs.from_cli_args(args))
+        return cls(gil=GilArgs.from_cli_args(args))
+
+
+def fit_store(run_dir: str | Path, workers: int | None = None) -> StoreFit:
+    """The modelled store's latency and bandwidth fitted to the gets of a real-store
+    (``store.kind: mooncake``) run's points with ``workers`` load threads (default: the
+    fewest in the run); RunDirError, one line, when it cannot."""
+    from sim.analysis.store_fit import fit_store as fit  # numpy: not at import sim
+
+    return fit(run_dir, workers)
+
+
 def calibrate(
     out: str | Path,
     *,
@@ -47,6 +125,7 @@ def calibrate(
     force: bool = False,
     python: str = "",
     say: Callable[[str], None] | None = None,
+    plugins: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Measure and write the calibration file ``out``; return its document.
 
@@ -59,7 +138,9 @@ def calibrate(
     (PYTHON_GIL=1: the holds are read through the GIL meter); the file records which
     interpreter it was, and model mode refuses it for a point that stands for another
     build (sim.model.coverage). By default the variants whose packages the interpreter
-    lacks are skipped (said); named ones are refused. Bad names are one-line ConfigErrors.
+    lacks are skipped (said); named ones are refused. ``plugins``: files whose variants
+    are calibrated as built-in ones are (``--plugin``; in kvsim's own python only). Bad
+    names are one-line ConfigErrors.
     """
     if python:
         return _calibrate_under(
@@ -77,52 +158,58 @@ def calibrate(
             ),
             say or (lambda _msg: None),
         )
-    from connectors import registry
-    from sim.calibration.measure import DEFAULT_CHUNKS, DEFAULT_GROUPS, DEFAULT_REGIONS, check_grid
-    from sim.calibration.measure import calibrate as measure_all
-    from sim.config import ConfigError
-    from sim.rundir.claim import claim_outputs
-    from sim.rundir.outputs import write_json
+    from connectors import registry  # the variants' registry: not at import sim
+    from sim.api.plugin_files import command_plugins  # pydantic: not at import sim
 
-    path = Path(out)
-    claim_outputs([path], force)  # before minutes of measuring
-    names = registry.address_variant_names()
-    wanted = list(variants) if variants else names
-    unknown = [v for v in wanted if v not in names]
-    if unknown:
-        raise ConfigError(
-            f"--variants: unknown variant {unknown[0]!r}; allowed: {', '.join(names)}"
+    # the measurements: only when they run
+    from sim.calibration.measure import DEFAULT_CHUNKS, DEFAULT_GROUPS, DEFAULT_REGIONS, check_grid
+
+    # the measurements: only when they run
+    from sim.calibration.measure import calibrate as measure_all
+    from sim.config import ConfigError  # pydantic: not at import sim
+    from sim.rundir.claim import claim_outputs  # the run directory's code: not at import sim
+    from sim.rundir.outputs import write_json  # the run directory's code: not at import sim
+
+    with command_plugins(plugins):  # a plug-in's variants are calibrated as built-in ones
+        path = Path(out)
+        claim_outputs([path], force)  # before minutes of measuring
+        names = registry.address_variant_names()
+        wanted = list(variants) if variants else names
+        unknown = [v for v in wanted if v not in names]
+        if unknown:
+            raise ConfigError(
+                f"--variants: unknown variant {unknown[0]!r}; allowed: {', '.join(names)}"
+            )
+        lacking = {v: _missing(registry.get_address_variant(v)) for v in wanted}
+        lacking = {v: pkgs for v, pkgs in lacking.items() if pkgs}
+        if lacking and variants:
+            v, pkgs = next(iter(lacking.items()))
+            raise ConfigError(f"--variants: {v} needs package {pkgs[0]}, which this python lacks")
+        for v, pkgs in lacking.items():
+            (say or (lambda _msg: None))(f"variant {v} skipped: this python lacks {pkgs[0]}")
+        wanted = [v for v in wanted if v not in lacking]
+        bad = [h for h in handlers if h not in HANDLERS]
+        if bad or not handlers:
+            raise ConfigError(
+                f"--handlers: {bad[0] if bad else '(none)'}; allowed: {', '.join(HANDLERS)}"
+            )
+        if not 1 <= reps <= 1000:
+            raise ConfigError(f"--reps {reps}: allowed 1 to 1000 requests per geometry")
+        grid = (list(chunks or DEFAULT_CHUNKS), list(regions or DEFAULT_REGIONS))
+        grid_groups = list(groups or DEFAULT_GROUPS)
+        check_grid(*grid, grid_groups)
+        doc = measure_all(
+            wanted,
+            list(handlers),
+            *grid,
+            grid_groups,
+            reps,
+            engine=engine,
+            say=say or (lambda _msg: None),
         )
-    lacking = {v: _missing(registry.get_address_variant(v)) for v in wanted}
-    lacking = {v: pkgs for v, pkgs in lacking.items() if pkgs}
-    if lacking and variants:
-        v, pkgs = next(iter(lacking.items()))
-        raise ConfigError(f"--variants: {v} needs package {pkgs[0]}, which this python lacks")
-    for v, pkgs in lacking.items():
-        (say or (lambda _msg: None))(f"variant {v} skipped: this python lacks {pkgs[0]}")
-    wanted = [v for v in wanted if v not in lacking]
-    bad = [h for h in handlers if h not in HANDLERS]
-    if bad or not handlers:
-        raise ConfigError(
-            f"--handlers: {bad[0] if bad else '(none)'}; allowed: {', '.join(HANDLERS)}"
-        )
-    if not 1 <= reps <= 1000:
-        raise ConfigError(f"--reps {reps}: allowed 1 to 1000 requests per geometry")
-    grid = (list(chunks or DEFAULT_CHUNKS), list(regions or DEFAULT_REGIONS))
-    grid_groups = list(groups or DEFAULT_GROUPS)
-    check_grid(*grid, grid_groups)
-    doc = measure_all(
-        wanted,
-        list(handlers),
-        *grid,
-        grid_groups,
-        reps,
-        engine=engine,
-        say=say or (lambda _msg: None),
-    )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_json(path, doc)
-    return doc
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json(path, doc)
+        return doc
 
 
 def _missing(cls: type) -> list[str]:

@@ -3,13 +3,50 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from sim.api.cli_args import namespace_fields
+from sim.errors import UsageError
+
 if TYPE_CHECKING:
+    import argparse
+
     from sim.conformance.check import CheckResult
 
-__all__ = ["check"]
+__all__ = ["CheckArgs", "check"]
+
+
+@dataclass(frozen=True)
+class CheckArgs:
+    """What ``kvsim check`` was asked: ``check(name, plugins=, options=, threads=)``, then
+    with ``audit`` sim.api.check_audit.audit_variant for an address variant."""
+
+    name: str
+    plugins: tuple[str, ...]
+    #: The ``--option KEY=VALUE`` pairs, each value read as YAML.
+    options: Mapping[str, Any]
+    threads: int
+    audit: bool
+
+    @classmethod
+    def from_cli_args(cls, args: argparse.Namespace) -> CheckArgs:
+        options = MappingProxyType(_options(args.option))
+        return cls(**namespace_fields(cls, args, plugins=tuple(args.plugin), options=options))
+
+
+def _options(pairs: Sequence[str]) -> dict[str, Any]:
+    from sim.config.yaml_reader import read_yaml_value  # the YAML reader: only for options
+
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--option {pair!r}: expected KEY=VALUE")
+        out[key] = read_yaml_value(value, f"--option {key}") if value.strip() else None
+    return out
 
 
 def check(
@@ -27,22 +64,15 @@ def check(
     first mismatch in one line, ``.summary()``). ConfigError for a broken plug-in file,
     UsageError for an unknown name or options the variant does not take.
     """
-    import difflib
+    import difflib  # stdlib, on this path only: not at import sim
 
-    from connectors import registry
-    from sim.config.plugins import plugin_error, plugin_scope, read_plugin
-    from sim.conformance import check_index_variant, check_variant
-    from sim.errors import ConfigError, UsageError
+    from connectors import registry  # the variants' registry: not at import sim
+    from sim.api.plugin_files import command_plugins  # pydantic: not at import sim
+    from sim.conformance import check_index_variant, check_variant  # numpy: not at import sim
 
     if not 1 <= threads <= 64:
         raise UsageError(f"threads {threads}: between 1 and 64")
-    read = []
-    for path in plugins:
-        try:
-            read.append(read_plugin(str(path), Path.cwd()))
-        except ValueError as exc:
-            raise ConfigError(plugin_error(path, exc)) from None
-    with plugin_scope(read):
+    with command_plugins(plugins):
         address, index = registry.address_variant_names(), registry.index_variant_names()
         if name in index and name not in address:
             return check_index_variant(name)

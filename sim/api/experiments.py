@@ -10,19 +10,21 @@ in memory needs no file on disk at any point.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sim.api.runs import Run
+
 if TYPE_CHECKING:  # the heavy parts load only when used
-    from sim.api.runs import Run
     from sim.config import ExperimentConfig, Point
     from sim.events import SweepEvents
     from sim.sweep.executors import ExecutorChoice
     from sim.sweep.run_plan import RunPlan
 
-__all__ = ["Experiment", "Overrides", "build", "load"]
+__all__ = ["Experiment", "Overrides", "build", "load", "open_config"]
 
 #: Field changes: ``{"connector.workers": 8}``, or ``["connector.workers=8"]`` as on the CLI.
 Overrides = Mapping[str, Any] | Sequence[str]
@@ -30,8 +32,8 @@ Overrides = Mapping[str, Any] | Sequence[str]
 
 def _as_json(key: str, value: Any) -> str:
     """``value`` as the text of a ``--set`` (JSON is YAML); ConfigError when it has none."""
-    from sim.config import ConfigError
-    from sim.files.read import excerpt
+    from sim.config import ConfigError  # pydantic: not at import sim
+    from sim.files.read import excerpt  # read only on this path: not at import sim
 
     try:
         return json.dumps(value)
@@ -87,7 +89,7 @@ class Experiment:
     @property
     def axes(self) -> list[str]:
         """Axis columns every result table carries (always variant and workers)."""
-        from sim.sweep.experiment import axis_columns
+        from sim.sweep.experiment import axis_columns  # the sweep: only when a run is planned
 
         return axis_columns(self.points)
 
@@ -108,7 +110,7 @@ class Experiment:
         """Where the run goes: ``out``, else ``output.dir``, else ``results/<name>``
         (``results/<name>-model`` in model mode; ``~`` expanded, ``..`` folded, made
         absolute)."""
-        from sim.rundir.guard import normalize_dir
+        from sim.rundir.guard import normalize_dir  # the run directory's code: not at import sim
 
         return normalize_dir(out or self.config.output_dir).absolute()
 
@@ -118,7 +120,7 @@ class Experiment:
         The plan lists every point × repeat with its state in that directory
         (done, failed, interrupted, pending) and the requests each point plans.
         """
-        from sim.sweep.session import plan_run
+        from sim.sweep.session import plan_run  # the sweep: only when a run is planned
 
         return plan_run(
             self.config,
@@ -135,8 +137,11 @@ class Experiment:
         force: bool = False,
         resume: bool = False,
         isolate: bool = True,
-        events: SweepEvents | None = None,
+        events: SweepEvents
+        | Callable[[RunPlan], AbstractContextManager[SweepEvents | None]]
+        | None = None,
         executor: ExecutorChoice | None = None,
+        plan: RunPlan | None = None,
     ) -> Run:
         """Run every point × repeat, each in its own child process; return the :class:`Run`.
 
@@ -146,17 +151,22 @@ class Experiment:
         runs points in this process (debuggers; a crash then ends the sweep).
         ``events`` (:class:`sim.SweepEvents`) hears what happens: a point run
         ``started(rep, host)``, its ``progress(rep, done, total)`` in requests, it
-        ``finished(rep, outcome)``, and ``note(text)``.
+        ``finished(rep, outcome)``, and ``note(text)``; or, given the plan, a context
+        that yields them, entered once the run directory is held (a progress display).
         ``executor`` (``sim.sweep.executors.ExecutorChoice``) runs points elsewhere,
         e.g. on a Ray cluster; default: here, one after the other.
+        ``plan``: what :meth:`plan` gave for ``out``, not made again.
         A point that fails does not stop the sweep: see ``Run.outcome``.
         """
-        from sim.api.runs import Run
-        from sim.sweep.session import open_session
+        from sim.sweep.session import open_session  # the sweep: only when a run is planned
 
-        plan = self.plan(out)
-        with open_session(plan, force=force, resume=resume, isolate=isolate) as session:
-            outcome = session.run(plan, events, executor)
+        plan = plan if plan is not None else self.plan(out)
+        shown = events if callable(events) else lambda _plan: nullcontext(events)
+        with (
+            open_session(plan, force=force, resume=resume, isolate=isolate) as session,
+            shown(plan) as heard,
+        ):
+            outcome = session.run(plan, heard, executor)
         return Run(plan.out_dir, outcome)
 
 
@@ -172,6 +182,30 @@ def load(path: str | Path, overrides: Overrides | None = None) -> Experiment:
     sets = _override_strings(overrides)
     cfg, points = parse_checked(path, sets)
     return Experiment(cfg, tuple(points), Path(path), sets)
+
+
+@contextmanager
+def open_config(
+    path: str | Path,
+    sets: Sequence[str] = (),
+    plugins: Sequence[str] = (),
+    *,
+    conformance: bool = True,
+    quiet: bool = False,
+) -> Iterator[Experiment]:
+    """:func:`load` for a command: ``--set`` items, ``--plugin`` files, and the config's
+    plug-in variants registered until the block ends; with ``conformance`` a plug-in
+    computing wrong addresses is refused before anything is measured (``quiet``: no line
+    for those that pass)."""
+    from sim.config.plugins import plugin_scope  # the plug-ins load only for a command
+    from sim.conformance import refuse_wrong_plugin_points  # numpy: not on `import sim`
+    from sim.preflight import parse_checked  # numpy: not on `import sim`
+
+    cfg, points = parse_checked(path, tuple(sets), tuple(plugins))
+    with plugin_scope(cfg.plugins):
+        if conformance:
+            refuse_wrong_plugin_points(points, quiet=quiet)
+        yield Experiment(cfg, tuple(points), Path(path), tuple(sets))
 
 
 def build(

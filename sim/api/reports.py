@@ -12,11 +12,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from sim.api.cli_args import namespace_fields
+from sim.errors import UsageError
+
 if TYPE_CHECKING:
+    import argparse
+
     from sim.analysis.compare import Cell, Comparison
     from sim.rundir.reader import RunResults
 
-__all__ = ["Report", "compare", "plot", "with_warnings"]
+__all__ = ["PlotArgs", "PrReportArgs", "Report", "compare", "plot", "pr_report", "with_warnings"]
 
 
 class OpenRun(Protocol):
@@ -96,7 +101,7 @@ class Report:
 
     def rows(self) -> tuple[list[str], list[dict[str, Any]]]:
         """(columns, rows) of compare.csv: one row per level × value × metric."""
-        from sim.analysis.report import comparison_rows
+        from sim.analysis.report import comparison_rows  # numpy: not at import sim
 
         return comparison_rows(self.comparison)
 
@@ -106,7 +111,9 @@ class Report:
         A file already there is replaced only when a kvsim run lists it as its own, or
         with ``force`` (``sim.rundir.claim``); inside a run directory they are recorded
         as kvsim's (the run's ``--force`` may remove them)."""
-        from sim.rundir.claim import claim_outputs
+        from sim.rundir.claim import claim_outputs  # the run directory's code: not at import sim
+
+        # the run directory's code: not at import sim
         from sim.rundir.outputs import atomic_write_text, write_csv
 
         stem = Path(stem).absolute()
@@ -142,11 +149,10 @@ def compare(
     ``metrics`` are names such as ``latency_p99_ms``, any summary.csv column, or
     ``TABLE.COLUMN:STAT[@COL=VALUE]``; by default the known ones the run has data for.
     """
-    from sim.analysis.compare import compare as compare_results
-    from sim.analysis.completeness import completeness_warnings
-    from sim.analysis.hosts import host_warnings
-    from sim.analysis.report import comparison_markdown
-    from sim.errors import UsageError
+    from sim.analysis.compare import compare as compare_results  # numpy: not at import sim
+    from sim.analysis.completeness import completeness_warnings  # numpy: not at import sim
+    from sim.analysis.hosts import host_warnings  # numpy: not at import sim
+    from sim.analysis.report import comparison_markdown  # numpy: not at import sim
 
     if not 100 <= bootstrap <= 1_000_000:
         raise UsageError(f"--bootstrap {bootstrap}: allowed 100 to 1000000 resamples")
@@ -175,11 +181,10 @@ def plot(
     hardware, say so (see ``Run.warnings``). A file already there is replaced only
     when a kvsim run lists it as its own, or with ``force``; figures written inside
     the run are recorded as kvsim's (``--force`` may remove them)."""
-    from sim.analysis.completeness import completeness_warnings
-    from sim.analysis.hosts import host_warnings
-    from sim.analysis.plot import plot_results
-    from sim.errors import UsageError
-    from sim.rundir.layout import figures_dir
+    from sim.analysis.completeness import completeness_warnings  # numpy: not at import sim
+    from sim.analysis.hosts import host_warnings  # numpy: not at import sim
+    from sim.analysis.plot import plot_results  # numpy: not at import sim
+    from sim.rundir.layout import figures_dir  # the run directory's code: not at import sim
 
     res = _results(run)
     where = Path(out) if out is not None else figures_dir(res.dir)
@@ -190,3 +195,58 @@ def plot(
         return plot_results(res, where, x, seed=seed, note=note, force=force)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+
+
+@dataclass(frozen=True)
+class PlotArgs:
+    """What ``kvsim plot`` was asked: ``plot(open_run(results), out, x, seed=, force=)``."""
+
+    results: str
+    out: str | None
+    x: str | None
+    seed: int
+    force: bool
+
+    @classmethod
+    def from_cli_args(cls, args: argparse.Namespace) -> PlotArgs:
+        return cls(**namespace_fields(cls, args))
+
+
+@dataclass(frozen=True)
+class PrReportArgs:
+    """What ``kvsim report`` was asked (the arguments of :func:`pr_report`)."""
+
+    run: str
+    baseline: str | None
+    bench: Path | None
+    out: Path | None
+    seed: int
+    force: bool
+
+    @classmethod
+    def from_cli_args(cls, args: argparse.Namespace) -> PrReportArgs:
+        return cls(**namespace_fields(cls, args))
+
+
+def pr_report(args: PrReportArgs) -> tuple[str, Path]:
+    """Write the one Markdown page for a pull request (sim.analysis.pr_report) of run
+    ``args.run``, with a ``kvsim bench connectors`` CSV's holds when ``args.bench``;
+    the page and where it went (default ``<run>/report.md``)."""
+    from sim.analysis.pr_report import bench_rows, pr_markdown  # numpy: not at import sim
+    from sim.rundir.claim import claim_outputs  # the run directory's code: not at import sim
+    from sim.rundir.layout import report_file  # the run directory's code: not at import sim
+    from sim.rundir.outputs import atomic_write_text  # the run directory's code: not at import sim
+    from sim.rundir.reader import load_results  # the run directory's code: not at import sim
+
+    res = load_results(args.run)
+    try:
+        bench = bench_rows(args.bench) if args.bench else None
+        text = pr_markdown(
+            res, args.baseline, bench, seed=args.seed, bench_path=str(args.bench) if bench else None
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    out = (args.out or report_file(res.dir)).absolute()
+    claim_outputs([out], args.force)  # new, the run's own, or --force; listed before written
+    atomic_write_text(out, text)
+    return text, out

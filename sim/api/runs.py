@@ -43,6 +43,7 @@ class Run:
     def results(self) -> RunResults:
         """The directory read back (manifest, summary, tables); RunDirError if unusable."""
         if self._results is None:
+            # the run directory's code: not at import sim
             from sim.rundir.reader import load_results
 
             self._results = load_results(self.dir)
@@ -99,8 +100,8 @@ class Run:
         ``by`` would set points measured on different hardware side by side (empty: none).
 
         RunDirError when its points were measured with different code."""
-        from sim.analysis.completeness import completeness_warnings
-        from sim.analysis.hosts import host_warnings
+        from sim.analysis.completeness import completeness_warnings  # numpy: not at import sim
+        from sim.analysis.hosts import host_warnings  # numpy: not at import sim
 
         return completeness_warnings(self.results) + host_warnings(self.results, by)
 

@@ -8,19 +8,62 @@ directory, run through the one sweep path (``sim.sweep.session``), so
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sim.api.cli_args import namespace_fields, set_items
+from sim.errors import UsageError
+from sim.events import SweepEvents
+
 if TYPE_CHECKING:  # the search and the sweep load only when a search runs
+    import argparse
+
     from sim.api.experiments import Experiment
-    from sim.events import SweepEvents
     from sim.slo_search.series import Series
     from sim.slo_search.slo import SLO
     from sim.slo_search.strategy import Outcome
 
-__all__ = ["SearchResult", "search", "search_dir"]
+__all__ = ["SearchArgs", "SearchResult", "search", "search_dir"]
+
+
+@dataclass(frozen=True)
+class SearchArgs:
+    """What ``kvsim search`` was asked, checked at the door (:meth:`from_cli_args`):
+    ``search(exp, args.over, args.slo, args.out, goal=args.goal, …)`` with the config,
+    ``--set`` items and ``--plugin`` files opened as ``exp`` (sim.api.open_config)."""
+
+    config: str
+    slo: tuple[str, ...]
+    over: str
+    goal: str | None
+    lo: float | None
+    hi: float | None
+    tol: float
+    max_runs: int
+    out: str | None
+    force: bool
+    resume: bool
+    quiet: bool
+    in_process: bool
+    #: ``--set`` items with ``--mode`` and ``--audit`` as items of their own
+    sets: tuple[str, ...]
+    plugins: tuple[str, ...]
+
+    @classmethod
+    def from_cli_args(cls, args: argparse.Namespace) -> SearchArgs:
+        """The arguments, or a one-line UsageError for a number out of range."""
+        if not 0 < args.tol < 10:
+            raise UsageError(f"--tol {args.tol}: allowed above 0 and below 10 (relative)")
+        if not 1 <= args.max_runs <= 100:
+            raise UsageError(f"--max-runs {args.max_runs}: allowed 1 to 100")
+        for flag in ("lo", "hi"):
+            v = getattr(args, flag)
+            if v is not None and not (math.isfinite(v) and v > 0):
+                raise UsageError(f"--{flag} {v}: must be a positive number")
+        return cls(**namespace_fields(cls, args, sets=set_items(args), plugins=tuple(args.plugin)))
 
 
 @dataclass(frozen=True)
@@ -43,15 +86,15 @@ class SearchResult:
 
     def lines(self) -> list[str]:
         """One sentence per series: what it sustains under the objectives."""
-        from sim.slo_search.report import outcome_line
+        from sim.slo_search.report import outcome_line  # the search: only when one runs
 
         return [outcome_line(s, o, self.slos, self.axis) for s, o in self.results]
 
 
 def search_dir(exp: Experiment, out: str | Path | None = None) -> Path:
     """Where a search of ``exp`` goes: ``out``, else ``results/<name>-search``."""
-    from sim.rundir.guard import normalize_dir
-    from sim.slo_search.driver import search_name
+    from sim.rundir.guard import normalize_dir  # the run directory's code: not at import sim
+    from sim.slo_search.driver import search_name  # the search: only when one runs
 
     return normalize_dir(out or f"results/{search_name(exp.config)}").absolute()
 
@@ -83,13 +126,11 @@ def search(
     sweeps, and each verdict as a note (``✓ numpy @ 50 req/s: latency_p99_ms 41.2``).
     Bad objectives or bounds are UsageErrors/ConfigErrors of one line.
     """
-    from sim.errors import UsageError
-    from sim.events import SweepEvents
-    from sim.point.metrics import SUMMARY_METRICS, extra_latency_columns
-    from sim.slo_search.driver import plan_search, run_search
-    from sim.slo_search.measured import unmeasured
-    from sim.slo_search.slo import parse_slo
-    from sim.sweep.session import open_session, plan_run
+    from sim.point.metrics import SUMMARY_METRICS, extra_latency_columns  # numpy: not at import sim
+    from sim.slo_search.driver import plan_search, run_search  # the search: only when one runs
+    from sim.slo_search.measured import unmeasured  # the search: only when one runs
+    from sim.slo_search.slo import parse_slo  # the search: only when one runs
+    from sim.sweep.session import open_session, plan_run  # the sweep: only when a run is planned
 
     cfg = exp.config
     known = [*SUMMARY_METRICS, *extra_latency_columns(cfg.output.percentiles)]
@@ -134,7 +175,7 @@ def search(
 
 
 def _draw(out_dir: Path) -> tuple[Path | None, str]:
-    from sim.slo_search.figure import draw_search
+    from sim.slo_search.figure import draw_search  # the search: only when one runs
 
     try:
         return draw_search(out_dir), ""

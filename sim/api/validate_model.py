@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sim.api.validate_conditions import loadavg_note, read_json
+from sim.api.validation_conditions import loadavg_note, read_json
 from sim.rundir.validation_layout import TOP_FILES, ValidationLayout
 
 if TYPE_CHECKING:  # the sweep and the model load only when a validation runs
@@ -88,7 +88,7 @@ def validate_model(
     measured around the real runs as a note. A grid the calibration does not cover is
     refused before anything runs (CalibrationError naming the config file).
     """
-    from sim.api.validate_runs import check_coverage, run_all, run_real
+    from sim.api.validation_runs import check_coverage, run_all, run_real
     from sim.errors import ConfigError
     from sim.events import SweepEvents
     from sim.rundir.outputs import atomic_write_text, write_csv

@@ -1,28 +1,14 @@
-"""``kvsim bench TARGET``: side-by-side micro-benchmarks (targets in ``sim.benches``)."""
+"""``kvsim bench TARGET``: side-by-side micro-benchmarks (sim.api.bench, sim.benches)."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
 
-from connectors import registry
-from sim.commands.plugin_args import add_plugin_argument, command_plugins
-from sim.conformance import refuse_wrong_plugins
+from sim.api.bench import PLUGGABLE, TARGETS, BenchArgs, bench
+from sim.commands.common_args import add_plugin_argument
 
 HELP = "benchmark connector variants or index variants side by side"
-
-#: target name -> module under sim.benches
-TARGETS: dict[str, str] = {
-    "index": "index",
-    "connectors": "connectors",
-    "harness": "harness",
-    "model": "model",
-    "startup": "startup",
-    "verdicts": "verdicts",
-}
-
-#: Targets that measure variants, so take ``--plugin FILE``.
-PLUGGABLE = ("index", "connectors")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -36,17 +22,5 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
             add_plugin_argument(tp)
 
 
-def main(args: argparse.Namespace) -> int:
-    mod = importlib.import_module(f"sim.benches.{TARGETS[args.target]}")
-    with command_plugins(getattr(args, "plugin", [])):
-        if getattr(args, "plugin", []):
-            _refuse_wrong_plugins(args.target)
-        return int(mod.main(args) or 0)
-
-
-def _refuse_wrong_plugins(target: str) -> None:
-    """Check every plug-in variant the bench could time before it times anything."""
-    if target == "connectors":
-        refuse_wrong_plugins([(n, {}) for n in registry.address_variant_names()])
-    else:
-        refuse_wrong_plugins(index=registry.index_variant_names())
+def main(cli_args: argparse.Namespace) -> int:
+    return bench(BenchArgs.from_cli_args(cli_args))

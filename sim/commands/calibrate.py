@@ -17,15 +17,14 @@ from pathlib import Path
 
 import yaml
 
-import sim
-from sim.analysis.store_fit import fit_store
+from sim.api.calibrate import CalibrateArgs, GilArgs, StoreFitArgs, calibrate, fit_store
 from sim.calibration.measure import DEFAULT_CHUNKS, DEFAULT_GROUPS, DEFAULT_REGIONS
-from sim.commands.plugin_args import add_plugin_argument, command_plugins
+from sim.commands.common_args import add_plugin_argument
 
 HELP = "measure on this machine the costs model mode simulates (writes a calibration file)"
 
-#: target name -> (help, add_arguments, main); the default target is "gil".
-TARGETS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable]] = {}
+#: target name -> (help, add_arguments); the default target is "gil".
+TARGETS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {}
 
 
 def _ints(text: str) -> list[int]:
@@ -77,32 +76,32 @@ def _gil_arguments(p: argparse.ArgumentParser) -> None:
     add_plugin_argument(p)  # a plug-in's variants are calibrated as built-in ones are
 
 
-def _gil_main(args: argparse.Namespace) -> int:
+def _gil_main(args: GilArgs) -> int:
     def say(msg: str) -> None:
         print(f"calibrate: {msg}", file=sys.stderr, flush=True)
 
     out = Path(args.out or default_out(args.python))
-    if args.python and args.plugin:
+    if args.python and args.plugins:
         print(
             "kvsim calibrate: --plugin with --python: a plug-in's variants are calibrated in "
             "kvsim's own python only; calibrate them without --python",
             file=sys.stderr,
         )
         return 2
-    with command_plugins(args.plugin):
-        doc = sim.calibrate(
-            out,
-            variants=[v.strip() for v in args.variants.split(",")] if args.variants else None,
-            handlers=[h.strip() for h in args.handlers.split(",") if h.strip()],
-            chunks=args.chunks,
-            regions=args.regions,
-            groups=args.groups,
-            reps=args.reps,
-            engine=not args.no_engine,
-            force=args.force,
-            python=args.python,
-            say=say,
-        )
+    doc = calibrate(
+        out,
+        variants=args.variants,
+        handlers=args.handlers,
+        chunks=args.chunks,
+        regions=args.regions,
+        groups=args.groups,
+        reps=args.reps,
+        engine=args.engine,
+        force=args.force,
+        python=args.python,
+        say=say,
+        plugins=args.plugins,
+    )
     h = doc["harness"]
     print(
         f"wrote {out} ({doc['elapsed_s']:.0f} s; {doc['machine']['cores']} cores, "
@@ -166,7 +165,6 @@ def hold_fit_text(fit: dict[str, float]) -> str:
 TARGETS["gil"] = (
     "the simulated GIL's costs: holds per variant and geometry, harness, engine (default)",
     _gil_arguments,
-    _gil_main,
 )
 
 
@@ -180,7 +178,7 @@ def _store_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the fit as one JSON object")
 
 
-def _store_main(args: argparse.Namespace) -> int:
+def _store_main(args: StoreFitArgs) -> int:
     fit = fit_store(args.run_dir, args.workers)
     if args.json:
         print(json.dumps(fit.as_dict()))
@@ -204,18 +202,17 @@ def _store_main(args: argparse.Namespace) -> int:
 TARGETS["store"] = (
     "the modelled store's latency and bandwidth, fitted to a real-store (store.kind: mooncake) run",
     _store_arguments,
-    _store_main,
 )
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="target", metavar="TARGET")
-    for name, (help_text, add, _main) in TARGETS.items():
+    for name, (help_text, add) in TARGETS.items():
         sp = sub.add_parser(name, help=help_text, description=help_text)
         add(sp)
     _gil_arguments(p)  # `kvsim calibrate` alone is `kvsim calibrate gil`
 
 
-def main(args: argparse.Namespace) -> int:
-    target = getattr(args, "target", None) or "gil"
-    return int(TARGETS[target][2](args) or 0)
+def main(cli_args: argparse.Namespace) -> int:
+    args = CalibrateArgs.from_cli_args(cli_args)
+    return _store_main(args.store) if args.store else _gil_main(args.gil)

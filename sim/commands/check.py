@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
-import sim
-from sim.commands.check_audit import audit_variant
-from sim.commands.plugin_args import add_plugin_argument, command_plugins
-from sim.config.yaml_reader import read_yaml_value
-from sim.errors import UsageError
+from sim.api.check import CheckArgs, check
+from sim.api.check_audit import audit_variant
+from sim.commands.common_args import add_plugin_argument
 
 HELP = "check a variant's addresses (or index) against the reference on a fixed corpus"
 
@@ -38,26 +35,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _options(pairs: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise UsageError(f"--option {pair!r}: expected KEY=VALUE")
-        out[key] = read_yaml_value(value, f"--option {key}") if value.strip() else None
-    return out
-
-
-def main(args: argparse.Namespace) -> int:
-    result = sim.check(
-        args.name, plugins=args.plugin, options=_options(args.option), threads=args.threads
-    )
+def main(cli_args: argparse.Namespace) -> int:
+    args = CheckArgs.from_cli_args(cli_args)
+    result = check(args.name, plugins=args.plugins, options=args.options, threads=args.threads)
     print(result.summary())
     if not result.ok:
         return 1
     if args.audit and result.reference == "scalar":  # an address variant
-        with command_plugins(args.plugin) as plugins:
-            return audit_variant(args.name, _options(args.option), plugins)
+        agrees, line = audit_variant(args.name, args.options, args.plugins)
+        print(line)
+        return 0 if agrees else 1
     if args.audit:  # said, not skipped in silence: the user asked for it
         print(
             "audit: not run: it checks an address variant's gil_free declarations; "

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from sim.api import open_run, plot
+from sim.api.reports import PlotArgs
 
 HELP = "draw PNG figures of a finished run (latency CDF, p99 vs workers, GIL hold)"
 
@@ -28,7 +29,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def main(args: argparse.Namespace) -> int:
+def main(cli_args: argparse.Namespace) -> int:
+    args = PlotArgs.from_cli_args(cli_args)
     run = open_run(args.results)
     if run.results.note:
         print(run.results.note, file=sys.stderr)

@@ -1,16 +1,12 @@
-"""``kvsim report RUN``: one Markdown page for a pull request (sim.analysis.pr_report)."""
+"""``kvsim report RUN``: one Markdown page for a pull request (sim.api.reports.pr_report)."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from sim.analysis.pr_report import bench_rows, pr_markdown
-from sim.errors import UsageError
-from sim.rundir.claim import claim_outputs
-from sim.rundir.layout import REPORT_FILE, report_file
-from sim.rundir.outputs import atomic_write_text
-from sim.rundir.reader import load_results
+from sim.api.reports import PrReportArgs, pr_report
+from sim.rundir.layout import REPORT_FILE
 
 HELP = "write one Markdown page for a pull request: ratios, intervals, verdicts"
 
@@ -39,18 +35,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def main(args: argparse.Namespace) -> int:
-    res = load_results(args.run)
-    try:
-        bench = bench_rows(args.bench) if args.bench else None
-        text = pr_markdown(
-            res, args.baseline, bench, seed=args.seed, bench_path=str(args.bench) if bench else None
-        )
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    out = (args.out or report_file(res.dir)).absolute()
-    claim_outputs([out], args.force)  # new, the run's own, or --force; listed before written
-    atomic_write_text(out, text)
+def main(cli_args: argparse.Namespace) -> int:
+    text, out = pr_report(PrReportArgs.from_cli_args(cli_args))
     print(text, end="")
     print(f"\n(written: {out})")
     return 0

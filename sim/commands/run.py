@@ -1,16 +1,17 @@
 """``kvsim run CONFIG``: run every point (each in its own process), print the comparison.
 
 ``--resume`` finishes an interrupted run (finished points are kept); ``--dry-run``
-lists the points and what the run directory already holds, running nothing.
+lists the points and what the run directory already holds, running nothing. The work
+is the library's (``sim.api.run_config``): this parses, calls it and shows the sweep.
 """
 
 from __future__ import annotations
 
 import argparse
-import difflib
 import shlex
 import sys
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from rich.progress import (
@@ -23,25 +24,17 @@ from rich.progress import (
 )
 
 from sim.analysis.condense import MAX_TABLE_ROWS
+from sim.api.run_config import RunArgs, plan_config
+from sim.commands.common_args import add_mode_argument, add_plugin_argument, add_set_argument
 from sim.commands.interrupt import hint_on_interrupt
-from sim.commands.plugin_args import add_plugin_argument
-from sim.commands.run_args import RunArgs
-from sim.commands.run_hosts import run_on_hosts
+from sim.commands.run_hosts import hosts_display
 from sim.commands.run_report import report
-from sim.config.experiment import Point
-from sim.config.plugins import plugin_scope
-from sim.conformance import refuse_wrong_plugin_points
 from sim.console import error_console, output_console
-from sim.errors import UsageError
 from sim.events import SweepEvents
-from sim.model.validated import unvalidated_note
-from sim.preflight import parse_checked
-from sim.rundir.guard import normalize_dir
 from sim.rundir.layout import RepRun
-from sim.sweep.executors import ExecutorChoice, ExecutorError, preflight
+from sim.sweep.executors import ExecutorChoice
 from sim.sweep.run_plan import RunPlan, plan_lines, plan_table, repeats_line
 from sim.sweep.runner import RepOutcome
-from sim.sweep.session import Session, SweepOutcome, open_session, plan_run
 
 HELP = "run an experiment and print a comparison of its points"
 
@@ -103,48 +96,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_set_argument(p)
     add_mode_argument(p)
     add_plugin_argument(p)
-
-
-def add_mode_argument(p: argparse.ArgumentParser) -> None:
-    """``--mode``: a ``--set`` item with a flag of its own (:func:`set_items`)."""
-    p.add_argument(
-        "--mode",
-        choices=("real", "model"),
-        help="override the config's mode: real threads on this machine, or the calibrated "
-        "discrete-event model (docs/model-mode.md); same as --set mode=...",
-    )
-
-
-def add_set_argument(p: argparse.ArgumentParser) -> None:
-    """``--set``, and ``--audit``, a ``--set`` item with a flag of its own (:func:`set_items`)."""
-    p.add_argument(
-        "--audit",
-        action="store_true",
-        help="audit the GIL meter with py-spy on every point (same as --set gil.audit=pyspy)",
-    )
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override one config field (repeatable), e.g. --set connector.workers=8 or "
-        "--set sweep.connector.variant=[scalar,numpy]; a swept field gets that value only",
-    )
-
-
-def check_baseline(baseline: str | None, points: list[Point]) -> None:
-    """Refuse a ``--baseline`` that is not among the variants, before any work is done."""
-    if baseline is None:
-        return
-
-    variants = list(dict.fromkeys(str(p.axes.get("variant")) for p in points))
-    if baseline not in variants:
-        close = difflib.get_close_matches(baseline, variants, n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
-        raise UsageError(
-            f"--baseline {baseline!r}: not a variant this config runs; {hint}"
-            f"allowed: {', '.join(variants)}"
-        )
 
 
 def _dry_run(plan: RunPlan) -> int:
@@ -213,10 +164,8 @@ class _ProgressBar:
             bar.console.print(f"[red]✗[/] {rep.label}  {outcome.status}: {outcome.error}")
 
 
-def _run_with_progress(
-    session: Session, plan: RunPlan, resume: bool, choice: ExecutorChoice
-) -> SweepOutcome:
-    err = error_console()
+@contextmanager
+def _progress(plan: RunPlan, resume: bool) -> Iterator[SweepEvents]:
     with Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -224,10 +173,10 @@ def _run_with_progress(
         TimeElapsedColumn(),
         TextColumn("ETA"),
         TimeRemainingColumn(),
-        console=err,
+        console=error_console(),
         transient=False,
     ) as bar:
-        return session.run(plan, _ProgressBar(bar, plan, resume).events(), choice)
+        yield _ProgressBar(bar, plan, resume).events()
 
 
 def _say_removed(out_dir: Path, gone: list[Path]) -> None:
@@ -241,81 +190,42 @@ def _say_removed(out_dir: Path, gone: list[Path]) -> None:
         )
 
 
-def _say_unvalidated(points: list[Point]) -> None:
-    """One line when model-mode points combine features no validation covered."""
-    note = unvalidated_note(points)
-    if note:
-        print(f"kvsim: note: {note}", file=sys.stderr)
-
-
-def _executor_choice(args: RunArgs) -> ExecutorChoice:
-    """The executor chosen on the command line; one-line UsageError when it is not usable."""
-    if args.executor != "local" and args.in_process:
-        raise UsageError(
-            f"--in-process runs points here; it cannot go with --executor {args.executor}"
-        )
-    try:
-        choice = ExecutorChoice(args.executor, args.address, args.retries)
-    except ExecutorError as exc:
-        raise UsageError(f"--executor {args.executor}: {exc}") from None
-    preflight(choice)  # no cluster: say so before the run directory is touched
-    return choice
-
-
-def _interpreter_here(points: list[Point], args: RunArgs) -> None:
-    """A point under another interpreter (``interpreter:``) runs in a child on this machine:
-    refused in one line, before the run directory is touched, where it would not be."""
-    if all(p.config.interpreter.is_default or p.config.mode != "real" for p in points):
-        return
-    if args.in_process:
-        raise UsageError(
-            "--in-process runs points in kvsim's own interpreter; the config "
-            "names another (interpreter:), which needs a child process"
-        )
-    if args.executor != "local":
-        raise UsageError(
-            f"--executor {args.executor}: the config's interpreter: runs points "
-            "under a python of this machine; run it with the local executor"
-        )
-
-
 def main(cli_args: argparse.Namespace) -> int:
     args = RunArgs.from_cli_args(cli_args)
-    with ExitStack() as plugins:
-        return _main(args, plugins)
+    with plan_config(args) as planned:
+        if planned.unvalidated:
+            print(f"kvsim: note: {planned.unvalidated}", file=sys.stderr)
+        if args.dry_run:
+            return _dry_run(planned.plan)
+        choice = planned.executor()
+        again = shlex.join(args.rerun_command())
+        with hint_on_interrupt(
+            f"finished point runs are kept in {planned.out_dir}; `{again} --resume` runs the rest"
+        ):
+            outcome = planned.run(choice, _display(args, choice)).outcome
+        assert outcome is not None  # this process ran it
+        _say_removed(planned.out_dir, outcome.removed)
+        return report(planned.experiment.config, args, planned.out_dir, outcome)
 
 
-def _main(args: RunArgs, plugins: ExitStack) -> int:
-    cfg, points = parse_checked(args.config, args.sets, args.plugins)
-    plugins.enter_context(plugin_scope(cfg.plugins))  # their variants, until the command ends
-    # a plug-in computing wrong addresses is not measured
-    refuse_wrong_plugin_points(points, quiet=args.quiet)
-    check_baseline(args.baseline, points)
-    # ``~`` expanded, ``..`` folded (no stray directories), absolute: never ambiguous.
-    out_dir = normalize_dir(args.out or cfg.output_dir).absolute()
-    # refuses model points the calibration lacks
-    plan = plan_run(cfg, points, out_dir, source=Path(args.config), overrides=args.sets)
-    _say_unvalidated(points)
-    if args.dry_run:
-        return _dry_run(plan)
-    _interpreter_here(points, args)
-    choice = _executor_choice(args)
-    isolate = not args.in_process
-    again = shlex.join(args.rerun_command())
-    with (
-        open_session(plan, force=args.force, resume=args.resume, isolate=isolate) as session,
-        hint_on_interrupt(
-            f"finished point runs are kept in {out_dir}; `{again} --resume` runs the rest"
-        ),
-    ):
+def _display(
+    args: RunArgs, choice: ExecutorChoice
+) -> Callable[[RunPlan], AbstractContextManager[SweepEvents | None]]:
+    """What shows the sweep while it runs: nothing (``--quiet``), a line per host (Ray),
+    else the repeats' cost and one bar of requests."""
+
+    @contextmanager
+    def shown(plan: RunPlan) -> Iterator[SweepEvents | None]:
         if args.quiet:
-            outcome = session.run(plan, None, choice)
+            yield None
         elif choice.name != "local":
-            outcome = run_on_hosts(session, plan, args.resume, choice)
+            with hosts_display(plan, args.resume, choice) as events:
+                yield events
         else:
             line = repeats_line(plan, args.resume)
             if line:
                 print(line, file=sys.stderr)
-            outcome = _run_with_progress(session, plan, args.resume, choice)
-    _say_removed(out_dir, outcome.removed)
-    return report(cfg, args, out_dir, outcome)
+            with _progress(plan, args.resume) as events:
+                yield events
+
+    return shown

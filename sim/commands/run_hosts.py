@@ -7,6 +7,9 @@ A run whose host was lost and that is retried is reported as a line above.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -22,16 +25,14 @@ from sim.rundir.layout import RepRun
 from sim.sweep.executors import ExecutorChoice
 from sim.sweep.run_plan import RunPlan
 from sim.sweep.runner import RepOutcome
-from sim.sweep.session import Session, SweepOutcome
 
-__all__ = ["run_on_hosts"]
+__all__ = ["hosts_display"]
 
 
-def run_on_hosts(
-    session: Session, plan: RunPlan, resume: bool, choice: ExecutorChoice
-) -> SweepOutcome:
-    """Run ``plan`` in ``session`` through ``choice`` (an ExecutorChoice) with a per-host
-    display; the sweep's outcome."""
+@contextmanager
+def hosts_display(plan: RunPlan, resume: bool, choice: ExecutorChoice) -> Iterator[SweepEvents]:
+    """A per-host display of ``plan`` run through ``choice`` (an ExecutorChoice), live
+    for the block: the events that feed it."""
     err = error_console()
     with Progress(
         TextColumn("[bold]{task.description}"),
@@ -42,8 +43,7 @@ def run_on_hosts(
         transient=False,
     ) as bar:
         sweep = bar.add_task(f"sweep via {choice.name}", total=len(plan.to_run(resume)))
-        display = _HostsDisplay(bar, sweep, plan.requests)
-        return session.run(plan, display.events(), choice)
+        yield _HostsDisplay(bar, sweep, plan.requests).events()
 
 
 class _HostsDisplay:

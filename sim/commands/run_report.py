@@ -20,7 +20,7 @@ from sim.analysis.gil_onoff import gil_onoff_report
 from sim.analysis.point_notes import audit_line, point_warnings
 from sim.analysis.report import comparison_table, pick_baseline
 from sim.analysis.stage_report import has_stages, stage_table
-from sim.commands.run_args import RunArgs
+from sim.api.run_config import RunArgs
 from sim.config.experiment import ExperimentConfig
 from sim.console import output_console
 from sim.rundir.layout import (

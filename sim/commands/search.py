@@ -13,21 +13,12 @@ import argparse
 import math
 import shlex
 import sys
-from contextlib import ExitStack
-from dataclasses import dataclass
-from pathlib import Path
 
 import sim
-from sim.api.experiments import Experiment
-from sim.api.search import SearchResult, search_dir
+from sim.api.experiments import Experiment, open_config
+from sim.api.search import SearchArgs, SearchResult, search_dir
+from sim.commands.common_args import add_mode_argument, add_plugin_argument, add_set_argument
 from sim.commands.interrupt import hint_on_interrupt
-from sim.commands.plugin_args import add_plugin_argument
-from sim.commands.run import add_mode_argument, add_set_argument
-from sim.commands.run_args import set_items
-from sim.config.plugins import plugin_scope
-from sim.conformance import refuse_wrong_plugin_points
-from sim.errors import UsageError
-from sim.preflight import parse_checked
 from sim.rundir.layout import RESULTS_FILE, SEARCH_FILE, SUMMARY_FILE
 
 HELP = "find the highest rate (or best worker count) that meets a latency or stall SLO"
@@ -91,68 +82,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_plugin_argument(p)
 
 
-@dataclass(frozen=True)
-class SearchArgs:
-    """What ``kvsim search`` was asked, checked at the door (:meth:`from_cli_args`)."""
-
-    config: str
-    slo: tuple[str, ...]
-    over: str
-    goal: str | None
-    lo: float | None
-    hi: float | None
-    tol: float
-    max_runs: int
-    out: str | None
-    force: bool
-    resume: bool
-    quiet: bool
-    in_process: bool
-    #: ``--set`` items with ``--mode`` and ``--audit`` as items of their own
-    sets: tuple[str, ...]
-    plugins: tuple[str, ...]
-
-    @classmethod
-    def from_cli_args(cls, args: argparse.Namespace) -> SearchArgs:
-        """The arguments, or a one-line UsageError for a number out of range."""
-        if not 0 < args.tol < 10:
-            raise UsageError(f"--tol {args.tol}: allowed above 0 and below 10 (relative)")
-        if not 1 <= args.max_runs <= 100:
-            raise UsageError(f"--max-runs {args.max_runs}: allowed 1 to 100")
-        for flag in ("lo", "hi"):
-            v = getattr(args, flag)
-            if v is not None and not (math.isfinite(v) and v > 0):
-                raise UsageError(f"--{flag} {v}: must be a positive number")
-        return cls(
-            config=args.config,
-            slo=tuple(args.slo),
-            over=args.over,
-            goal=args.goal,
-            lo=args.lo,
-            hi=args.hi,
-            tol=args.tol,
-            max_runs=args.max_runs,
-            out=args.out,
-            force=args.force,
-            resume=args.resume,
-            quiet=args.quiet,
-            in_process=args.in_process,
-            sets=tuple(set_items(args)),
-            plugins=tuple(args.plugin),
-        )
-
-
 def main(cli_args: argparse.Namespace) -> int:
     args = SearchArgs.from_cli_args(cli_args)
-    with ExitStack() as plugins:
-        return _main(args, plugins)
+    with open_config(args.config, args.sets, args.plugins) as exp:
+        _search(args, exp)
+    return 0
 
 
-def _main(args: SearchArgs, plugins: ExitStack) -> int:
-    cfg, points = parse_checked(args.config, args.sets, args.plugins)
-    plugins.enter_context(plugin_scope(cfg.plugins))  # their variants, until the command ends
-    refuse_wrong_plugin_points(points)  # a plug-in computing wrong addresses is not measured
-    exp = Experiment(cfg, tuple(points), Path(args.config), args.sets)
+def _search(args: SearchArgs, exp: Experiment) -> None:
     argv = [a for a in sys.argv[1:] if a not in ("--force", "--resume")]
     hint = (
         f"points tried so far are kept in {search_dir(exp, args.out)}; "
@@ -177,7 +114,6 @@ def _main(args: SearchArgs, plugins: ExitStack) -> int:
             events=events,
         )
     _print(found)
-    return 0
 
 
 def _print(found: SearchResult) -> None:

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 
 import sim
 from sim.api.validate_model import LEVELS, MIN_REPEATS
-from sim.commands.run import add_set_argument
-from sim.commands.run_args import set_items
+from sim.api.validate_model_args import ValidateModelArgs
+from sim.commands.common_args import add_set_argument
 
 if TYPE_CHECKING:
     from sim.rundir.layout import RepRun
@@ -75,8 +75,9 @@ def _repeats(text: str) -> int:
     return n
 
 
-def main(args: argparse.Namespace) -> int:
-    exp = sim.load(args.config, set_items(args))  # --audit as its --set item, both modes
+def main(cli_args: argparse.Namespace) -> int:
+    args = ValidateModelArgs.from_cli_args(cli_args)
+    exp = sim.load(args.config, args.sets)  # --audit as its --set item, both modes
 
     def say(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
@@ -92,7 +93,7 @@ def main(args: argparse.Namespace) -> int:
         args.out,
         force=args.force,
         resume=args.resume,
-        run=not args.no_run,
+        run=args.run,
         boot=args.boot,
         repeats=args.repeats,
         aa=args.aa,

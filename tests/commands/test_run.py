@@ -69,7 +69,7 @@ def test_the_last_line_after_a_data_file_changed_does_not_offer_a_resume_that_re
     """A point run that found its data file changed since planning fails; --resume then
     refuses the run (the file differs from the manifest's), so "--resume runs them again"
     alone sent the user into a second error."""
-    from sim.commands.run_args import RunArgs
+    from sim.api.run_config import RunArgs
     from sim.commands.run_report import _unfinished_line
     from sim.sweep.spec import CHANGED_SINCE_PLANNED
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from sim.api.validate_config import requests_phrase
 from sim.cli import main
-from sim.commands.validate import requests_phrase
 from sim.workload.trace import write_trace
 
 #: 5 trace requests; with 128-token chunks 3 of them load something (lines 2, 3, 5).

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-import sim
 from sim import columns
+from sim.api.experiments import build
+from sim.api.plugin_files import command_plugins
 from sim.rundir.numbers import as_float
 
 __all__ = ["AUDIT_POINT", "audit_variant"]
@@ -37,22 +39,24 @@ AUDIT_POINT: dict[str, Any] = {
 AGREE_WITHIN = 0.2
 
 
-def audit_variant(name: str, options: dict[str, Any], plugins: list[dict[str, str]]) -> int:
-    """Run the audited point for ``name``; print what the audit says. 0 when it agrees."""
-    data = {**AUDIT_POINT, "plugins": plugins}
-    data["connector"] = {**AUDIT_POINT["connector"], "variant": name, "options": options}
-    exp = sim.build(data)
-    with tempfile.TemporaryDirectory(prefix="kvsim-check-audit-") as out:
-        run = exp.run(out)
-        rows = run.points
+def audit_variant(
+    name: str, options: Mapping[str, Any], plugins: Sequence[str] = ()
+) -> tuple[bool, str]:
+    """Run the audited point for ``name`` (its variant from the ``plugins`` files when
+    not built in); whether the audit agrees, and the line that says what it saw."""
+    with command_plugins(plugins) as read:
+        data = {**AUDIT_POINT, "plugins": read}
+        data["connector"] = {**AUDIT_POINT["connector"], "variant": name, "options": dict(options)}
+        exp = build(data)
+        with tempfile.TemporaryDirectory(prefix="kvsim-check-audit-") as out:
+            rows = exp.run(out).points
     row = rows[0] if rows else {}
     status = str(row.get(columns.AUDIT_STATUS.name) or "no result")
     wall = as_float(row.get(columns.AUDIT_VS_METER.name))
     oncore = as_float(row.get(columns.AUDIT_VS_METER_ONCORE.name))
     hold = as_float(row.get(columns.GIL_HOLD_MEAN_MS.name))
     if status != "ok" or wall != wall:
-        print(f"audit: did not run ({status})")
-        return 1
+        return False, f"audit: did not run ({status})"
     if oncore != oncore:
         oncore = wall
     load = os.getloadavg()[0]
@@ -62,18 +66,15 @@ def audit_variant(name: str, options: dict[str, Any], plugins: list[dict[str, st
         f"per request, 40 requests, 1 load thread, load average {load:.1f})"
     )
     if wall < 1 - AGREE_WITHIN:
-        print(
+        return False, (
             f"{said}: the variant holds less of the GIL than metered; it runs a GIL-free "
             "section it does not declare (wrap it in connectors.base.gil_free)"
         )
-        return 1
     if oncore > 1 + AGREE_WITHIN:
-        print(
+        return False, (
             f"{said}: the variant holds more of the GIL than metered; a section it "
             "declares gil_free holds the GIL"
         )
-        return 1
     # The run does not record whether anything was declared: a variant with no gil_free
     # section passes here too, so the line says what was shown, not that sections exist.
-    print(f"{said}: the meter and py-spy agree; any section declared gil_free holds up")
-    return 0
+    return True, f"{said}: the meter and py-spy agree; any section declared gil_free holds up"

@@ -14,7 +14,8 @@ import statistics
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sim.api.validate_conditions import loadavg, read_json, write_conditions
+from sim.api.validation_conditions import loadavg, read_json, write_conditions
+from sim.events import SweepEvents
 from sim.rundir.validation_layout import ValidationLayout
 
 if TYPE_CHECKING:  # the sweep and the model load only when a validation runs
@@ -31,8 +32,8 @@ def check_coverage(exp: Experiment) -> None:
     model twin of ``exp``: checked before any real point runs (a grid of minutes is not run
     to find that out), naming the user's config file and the field, not the conditions
     file the model runs are later given."""
-    from sim.model.calibration import CalibrationError
-    from sim.model.coverage import check_points
+    from sim.model.calibration import CalibrationError  # the model: only when it is used
+    from sim.model.coverage import check_points  # the model: only when it is used
 
     try:
         check_points(exp.with_overrides(["mode=model"]).points)
@@ -53,8 +54,8 @@ def run_real(
     """The real grid into ``real/``, the background load and (``probe``) the machine's speed
     measured before and after each repeat; returns (loads, speeds) by point index, kept
     from a resumed validation's earlier repeats, and written beside the runs."""
-    from sim.model.coverage import point_calibration
-    from sim.rundir.outputs import write_json
+    from sim.model.coverage import point_calibration  # the model: only when it is used
+    from sim.rundir.outputs import write_json  # the run directory's code: not at import sim
 
     loads, speeds = _kept(where.loads, resume), _kept(where.speeds, resume)
     cal = point_calibration(exp.config) if probe else None
@@ -72,11 +73,12 @@ def run_all(
     model under those conditions at the speed probed beside each real point, model on an
     idle machine as calibrated, model at the real points' own speed; with ``aa`` the real
     grid again, last, so that minutes lie between its two runs."""
+    # the measurements: only when they run
     from sim.calibration.measure_harness import measure_conditions
-    from sim.model.coverage import point_calibration
-    from sim.rundir.outputs import write_json
-    from sim.rundir.reader import load_results
-    from sim.validation.paired import speed_scales
+    from sim.model.coverage import point_calibration  # the model: only when it is used
+    from sim.rundir.outputs import write_json  # the run directory's code: not at import sim
+    from sim.rundir.reader import load_results  # the run directory's code: not at import sim
+    from sim.validation.paired import speed_scales  # the judgement: only when a validation runs
 
     cal = point_calibration(exp.config)
     cal_file = where.conditions
@@ -138,10 +140,10 @@ def _run(
     ``loads`` holds for it, ``machine.cpu_scale`` the median of its ``speeds``, times its
     ``scales`` entry (by its axis values) when given. A point run again (a later repeat, or
     a resumed run) adds its measurements to those kept."""
+    # the measurements: only when they run
     from sim.calibration.measure_harness import measure_background_load
-    from sim.config import Point
-    from sim.events import SweepEvents
-    from sim.sweep.session import open_session, plan_run
+    from sim.config import Point  # pydantic: not at import sim
+    from sim.sweep.session import open_session, plan_run  # the sweep: only when a run is planned
 
     measure = cal is not None
     failed: set[str] = set()  # variants whose probe could not run (said once each)
@@ -175,8 +177,8 @@ def _run(
 def _probe(cfg: Any, cal: Any, events: Any, failed: set[str]) -> float | None:
     """The machine's speed for ``cfg``'s point (sim.calibration.speed), its plug-ins
     registered while it runs; None, said once per variant, when the probe cannot run."""
-    from sim.calibration.speed import speed_ratio
-    from sim.config.plugins import plugin_scope
+    from sim.calibration.speed import speed_ratio  # the measurements: only when they run
+    from sim.config.plugins import plugin_scope  # pydantic: not at import sim
 
     variant = cfg.connector.variant
     if cfg.interpreter.python:  # the probe measures in this process: another interpreter's
@@ -206,7 +208,7 @@ def _conditioned(
     """The point's model config with its real twin's mean background load, and its
     ``machine.cpu_scale`` times the median speed probed beside the twin and times its
     ``scales`` entry (each only where there is one)."""
-    from sim.validation.paired import axis_key
+    from sim.validation.paired import axis_key  # the judgement: only when a validation runs
 
     cfg = point.config
     update: dict[str, Any] = {}

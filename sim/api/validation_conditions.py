@@ -13,6 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from sim.errors import RunDirError
+
 __all__ = ["loadavg", "loadavg_note", "merge_conditions", "read_json", "write_conditions"]
 
 
@@ -26,9 +28,9 @@ def write_conditions(
     events: Any,
 ) -> None:
     """The calibration with the conditions measured around the real runs, for the model."""
-    import json
+    import json  # stdlib, on this path only: not at import sim
 
-    from sim.rundir.outputs import write_json
+    from sim.rundir.outputs import write_json  # the run directory's code: not at import sim
 
     cond = merge_conditions(before, after)
     data = json.loads(json.dumps(cal.data))
@@ -53,7 +55,7 @@ def write_conditions(
 
 
 def loadavg() -> list[float] | None:
-    import os
+    import os  # stdlib, on this path only: not at import sim
 
     return [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
 
@@ -75,7 +77,7 @@ def loadavg_note(cal_file: Path) -> str:
 
 def merge_conditions(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     """Conditions measured before and after the real runs, pooled."""
-    import statistics
+    import statistics  # stdlib, on this path only: not at import sim
 
     out: dict[str, Any] = {
         "background_load": (a["background_load"] + b["background_load"]) / 2,
@@ -91,10 +93,9 @@ def merge_conditions(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 
 def read_json(path: Path) -> dict[str, Any]:
     """A JSON object validate-model wrote beside its runs (RunDirError if it is not one)."""
-    import json
+    import json  # stdlib, on this path only: not at import sim
 
-    from sim.errors import RunDirError
-    from sim.files.read import read_bounded
+    from sim.files.read import read_bounded  # read only on this path: not at import sim
 
     raw = read_bounded(path, what="record", limit=16 << 20, error=RunDirError, within=path.parent)
     try:

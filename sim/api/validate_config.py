@@ -1,35 +1,88 @@
-"""``kvsim validate CONFIG``: check a config without running it."""
+"""``kvsim validate``'s workflow: a config checked as a run would check it, running nothing.
+
+What it would run is said line by line: the points and their requests, a real
+store's memory, rounding of token counts, each trace replay's planned workload, the
+budget, model-mode time, and where the modelled store cannot keep up. (Model
+validation is another thing: sim.api.validate_model.)
+"""
 
 from __future__ import annotations
 
-import argparse
 import math
-from collections.abc import Mapping, Sequence
-from contextlib import ExitStack
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from sim import columns
-from sim.commands.plugin_args import add_plugin_argument
-from sim.commands.run import add_mode_argument, add_set_argument
-from sim.commands.run_args import set_items
+from sim.api.cli_args import namespace_fields, set_items
+from sim.api.experiments import open_config
 from sim.config.experiment import ExperimentConfig, Point
-from sim.config.plugins import plugin_scope
 from sim.config.workload import FixedTokens, TraceArrival, UniformTokens
-from sim.preflight import budget, parse_checked
+from sim.preflight import budget
 from sim.preflight.budget import human_seconds
 from sim.preflight.machine import check_covered, check_runnable
 from sim.preflight.model_time import estimate_model_time
 from sim.rundir.guard import normalize_dir
 from sim.workload.plan import WorkloadPreview, preview_workload
 
-HELP = "check a config file and list its points without running anything"
+if TYPE_CHECKING:
+    import argparse
+
+__all__ = ["ValidateConfigArgs", "requests_phrase", "validate_config"]
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("config", help="experiment YAML file")
-    add_set_argument(p)
-    add_mode_argument(p)
-    add_plugin_argument(p)
+@dataclass(frozen=True)
+class ValidateConfigArgs:
+    """What ``kvsim validate`` was asked: a config, its ``--set`` items (``--mode`` and
+    ``--audit`` among them) and ``--plugin`` files."""
+
+    config: str
+    sets: tuple[str, ...]
+    plugins: tuple[str, ...]
+
+    @classmethod
+    def from_cli_args(cls, args: argparse.Namespace) -> ValidateConfigArgs:
+        return cls(**namespace_fields(cls, args, sets=set_items(args), plugins=tuple(args.plugin)))
+
+
+def validate_config(args: ValidateConfigArgs) -> Iterator[str]:
+    """Check the config of ``args`` as a run would, running nothing; the lines that say
+    what it would run (its points, their requests, notes, the budget), each as soon as
+    it is known. One-line ConfigErrors where it cannot run."""
+    with open_config(args.config, args.sets, args.plugins, conformance=False) as exp:
+        yield from _lines(args.config, exp.config, list(exp.points))
+
+
+def _lines(config: str, cfg: ExperimentConfig, points: list[Point]) -> Iterator[str]:
+    # a real store's memory, a GPU an engine asks for, then the calibration of model points
+    memory_lines = check_runnable(config, points)
+    check_covered(points)
+    memo: dict[str, Any] = {}  # points sharing a trace replay it once
+    previews = [preview_workload(p.config, memo) for p in points]
+    counts = [w.requests for w in previews]
+    stats = [w.stats for w in previews]
+    yield (
+        f"{config}: ok — experiment '{cfg.name}', {len(points)} point(s) × "
+        f"{cfg.repeats} repeat(s), {requests_phrase(counts, stats)}, "
+        f"output {normalize_dir(cfg.output_dir).absolute()}"
+    )
+    varies = len(set(counts)) > 1
+    for p, n, s in zip(points, counts, stats, strict=True):
+        line = f"  {p.index:3d}  {p.label}"
+        if varies:
+            line += f"  ({n} requests"
+            if not math.isnan(s.get(columns.TRACE_REQUESTS.name, math.nan)):
+                line += f"; {s['trace_requests']:.0f} read, {s['skipped_requests']:.0f} skipped"
+            line += ")"
+        yield line
+    yield from memory_lines
+    yield from rounding_notes(points)
+    yield from trace_lines(points, previews)
+    yield budget_line(cfg, points, previews)
+    line = model_time_line(cfg, points, counts)
+    if line:
+        yield line
+    yield from store_bound_lines(points, previews)
 
 
 def requests_phrase(counts: Sequence[int], stats: Sequence[Mapping[str, float]]) -> str:
@@ -51,50 +104,6 @@ def requests_phrase(counts: Sequence[int], stats: Sequence[Mapping[str, float]])
     else:
         detail = "read and skipped per point below"
     return f"{text} (from trace: {detail})"
-
-
-def main(args: argparse.Namespace) -> int:
-    with ExitStack() as plugins:
-        return _main(args, plugins)
-
-
-def _main(args: argparse.Namespace, plugins: ExitStack) -> int:
-    cfg, points = parse_checked(args.config, set_items(args), args.plugin)
-    plugins.enter_context(plugin_scope(cfg.plugins))  # their variants, until the command ends
-    # a real store's memory, a GPU an engine asks for, then the calibration of model points
-    memory_lines = check_runnable(args.config, points)
-    check_covered(points)
-    memo: dict[str, Any] = {}  # points sharing a trace replay it once
-    previews = [preview_workload(p.config, memo) for p in points]
-    counts = [w.requests for w in previews]
-    stats = [w.stats for w in previews]
-    print(
-        f"{args.config}: ok — experiment '{cfg.name}', {len(points)} point(s) × "
-        f"{cfg.repeats} repeat(s), {requests_phrase(counts, stats)}, "
-        f"output {normalize_dir(cfg.output_dir).absolute()}"
-    )
-    varies = len(set(counts)) > 1
-    for p, n, s in zip(points, counts, stats, strict=True):
-        line = f"  {p.index:3d}  {p.label}"
-        if varies:
-            line += f"  ({n} requests"
-            if not math.isnan(s.get(columns.TRACE_REQUESTS.name, math.nan)):
-                line += f"; {s['trace_requests']:.0f} read, {s['skipped_requests']:.0f} skipped"
-            line += ")"
-        print(line)
-    for line in memory_lines:
-        print(line)
-    for line in rounding_notes(points):
-        print(line)
-    for line in trace_lines(points, previews):
-        print(line)
-    print(budget_line(cfg, points, previews))
-    line = model_time_line(cfg, points, counts)
-    if line:
-        print(line)
-    for line in store_bound_lines(points, previews):
-        print(line)
-    return 0
 
 
 def store_bound_lines(points: Sequence[Point], loads: Sequence[WorkloadPreview]) -> list[str]:

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import yaml
 
+from sim.benches.model_point import point_config
+
 __all__ = ["SMALL_REQUESTS", "TARGET_RATIO", "TreePeak", "print_tree", "sample_tree", "tree_config"]
 
 #: The run the larger one is compared with: requests a point.
@@ -138,8 +140,6 @@ def tree_config(calibration: str, requests: int, out: Path) -> dict:
     default), the probe on and the default outputs. No hold of the variant's own: the
     point keeps up with its arrivals (with a 5 ms hold at 200/s the GIL is busy all the
     time, the queue and so the memory grow with the run, as they would for real)."""
-    from sim.benches.model_point import point_config  # its module runs as a child too
-
     cfg = point_config(calibration, requests, 200.0, regions=61, rows="all", hold_ms=0.0)
     cfg["model"] = {**cfg["model"], "block_len": [147456], "num_blocks": 16384}
     cfg["store"] = {"bandwidth_gb_per_s": 400, "latency_ms": 0.5, "concurrency": 8}

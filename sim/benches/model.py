@@ -50,6 +50,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "machine's other load only ever slows a run down)",
     )
     p.add_argument(
+        "--tree",
+        type=int,
+        default=0,
+        metavar="REQUESTS",
+        help="also run a 3-repeat point through kvsim run at 10,000 and at REQUESTS a point "
+        "and print each run's peak memory, every process counted, and their ratio "
+        "(sim.benches.process_tree; 1000000: ~10 min on 2 cores; default 0: skip)",
+    )
+    p.add_argument(
         "--sweep-points",
         type=int,
         default=100,
@@ -148,6 +157,7 @@ def main(args: argparse.Namespace) -> int:
                 f"rate sweep runs at --requests {MAX_SWEEP_REQUESTS:,} or fewer"
             )
             print(_point_line(cal, args.requests, args.rate, tmp))
+            _print_tree(cal, args.tree, tmp)
             _print_load()
             return 0
 
@@ -186,12 +196,20 @@ def main(args: argparse.Namespace) -> int:
                 f"  target {TARGET_RPS:,} requests/s {label}: {verdict} ({rate / TARGET_RPS:.2f}×)"
             )
         print(_point_line(cal, args.requests, args.rate, tmp))
+        _print_tree(cal, args.tree, tmp)
         _print_load()
         if args.sweep_points > 0:
             from sim.benches.model_sweep import print_sweep
 
             print_sweep(cal, args.sweep_points, args.requests, args.rate, tmp)
     return 0
+
+
+def _print_tree(cal: str, requests: int, tmp: Path) -> None:
+    if requests > 0:
+        from sim.benches.process_tree import print_tree  # only with --tree
+
+        print_tree(cal, requests, tmp)
 
 
 def _print_load() -> None:

@@ -92,6 +92,16 @@ def _tags(model: type[BaseModel]) -> set[Any]:
     return {f.default for name, f in model.model_fields.items() if name in ("kind", "dist")}
 
 
+def close_matches(word: str, names: Sequence[str]) -> list[str]:
+    """difflib's closest of ``names`` to ``word`` (at most one), without comparing a word
+    over four times the longest name: its ratio to any of them is at most 2/5, under
+    difflib's 0.6 cutoff, so none would match, and a megabyte-long word took ~10 s of
+    difflib's time (tests/e2e/test_hostile_corpus.py)."""
+    if not names or len(word) > 4 * max(len(n) for n in names):
+        return []
+    return difflib.get_close_matches(word, names, n=1)
+
+
 def _describe(err: dict[str, Any]) -> tuple[tuple[Any, ...], str]:
     loc = tuple(x for x in err["loc"] if not (isinstance(x, str) and x in _UNION_TAGS))
     kind = err["type"]
@@ -99,7 +109,7 @@ def _describe(err: dict[str, Any]) -> tuple[tuple[Any, ...], str]:
         key = loc[-1]
         model = _model_at(tuple(err["loc"]))
         known = list(getattr(model, "model_fields", {})) if model else []
-        close = difflib.get_close_matches(str(key), known, n=1)
+        close = close_matches(str(key), known)
         hint = f"did you mean '{close[0]}'?" if close else f"allowed: {', '.join(known)}"
         return loc, f"unknown key {excerpt(str(key))}; {hint}"
     if kind == "missing":
@@ -226,7 +236,7 @@ def _check_variant(
     at = _blame(path, line, "connector.variant", overridden)
     names = registry.address_variant_names()
     if cfg.connector.variant not in names:
-        close = difflib.get_close_matches(cfg.connector.variant, names, n=1)
+        close = close_matches(cfg.connector.variant, names)
         hint = f"did you mean '{close[0]}'? " if close else ""
         raise ConfigError(
             f"{at}: connector.variant: unknown variant {excerpt(cfg.connector.variant)}; "

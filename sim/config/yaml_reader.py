@@ -257,7 +257,9 @@ def _load(path: _Text, text: str) -> tuple[Any, yaml.Node | None]:
         return None, None
     _walk(path, node)
     try:
-        data = _Loader(text).get_single_data()
+        # From the tree composed above, not the text again: scanning is PyYAML's slow part
+        # (pure Python, a character at a time: a 3 MB value took ~10 s a pass).
+        data = _Loader("").construct_document(node)
     except yaml.YAMLError as exc:
         raise _yaml_error(path, exc) from None
     except (ValueError, TypeError, OverflowError, RecursionError) as exc:

@@ -23,13 +23,12 @@ sweep_config = _outputs.sweep_config  # the same small model sweep
 
 @pytest.fixture
 def two_workers(monkeypatch):
-    monkeypatch.setattr(parallel, "MIN_PARALLEL_RUNS", 2)
     monkeypatch.setattr(parallel, "MIN_PARALLEL_REQUESTS", 0)
     monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
 
 
 def _serial(monkeypatch) -> None:
-    monkeypatch.setattr(parallel, "MIN_PARALLEL_RUNS", 10**9)
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_REQUESTS", 10**12)
 
 
 def test_parallel_points_give_the_serial_run_directory(
@@ -104,20 +103,17 @@ def test_few_or_real_points_stay_serial(sweep_config, tmp_path, monkeypatch) -> 
     monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     path = sweep_config()
     _, points = parse_config(path)
-    monkeypatch.setattr(parallel, "MIN_PARALLEL_REQUESTS", 24 * parallel.MIN_PARALLEL_RUNS)
-    reps = rep_runs(tmp_path, points, parallel.MIN_PARALLEL_RUNS)  # 24 requests each
-    assert parallel.model_workers(reps[: parallel.MIN_PARALLEL_RUNS - 1]) == 1
+    reps = rep_runs(tmp_path, points, 4)  # 24 requests each
+    planned = 24 * len(reps)
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_REQUESTS", planned)
     assert parallel.model_workers(reps) == 2
-    # two long runs (a day's variants) are worth their workers; one is not
-    monkeypatch.setattr(parallel, "MIN_PARALLEL_REQUESTS", 0)
-    monkeypatch.setattr(parallel, "LARGE_RUN_REQUESTS", 24)
-    assert parallel.model_workers(reps[:2]) == 2
-    assert parallel.model_workers(reps[:1]) == 1
-    monkeypatch.setattr(parallel, "LARGE_RUN_REQUESTS", 25)
-    assert parallel.model_workers(reps[:2]) == 1
-    monkeypatch.setattr(parallel, "MIN_PARALLEL_REQUESTS", 24 * parallel.MIN_PARALLEL_RUNS)
-    monkeypatch.setattr(parallel, "MIN_PARALLEL_REQUESTS", 24 * len(reps) + 1)
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_REQUESTS", planned + 1)
     assert parallel.model_workers(reps) == 1  # too few requests to pay for the workers
+    # Requests in all decide, not how many runs hold them (issue 42: the process shape,
+    # and the run's memory, must not change with the request count past the floor).
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_REQUESTS", 48)
+    assert parallel.model_workers(reps[:2]) == 2
+    assert parallel.model_workers(reps[:1]) == 1  # one run: nothing to share
     monkeypatch.setattr(parallel, "MIN_PARALLEL_REQUESTS", 0)
     real = points[0].config.model_copy(update={"mode": "real"})
     real_rep = RepRun(Point(0, points[0].axes, real), 0, reps[0].dir)

@@ -26,7 +26,6 @@ pytestmark = pytest.mark.realthreads
 _DRIVER = """
 import sys
 from sim.sweep.executors import parallel
-parallel.MIN_PARALLEL_RUNS = 2
 parallel.MIN_PARALLEL_REQUESTS = 0
 parallel.os.sched_getaffinity = lambda pid: {0, 1}
 from sim.cli import main

@@ -44,35 +44,30 @@ from sim.sweep.identity import DataDigests
 from sim.sweep.runner import TERMINATE_GRACE_S, run_rep
 
 __all__ = [
-    "LARGE_RUN_REQUESTS",
     "MIN_PARALLEL_REQUESTS",
-    "MIN_PARALLEL_RUNS",
     "ParallelModelExecutor",
     "model_workers",
 ]
 
-#: Fewer model-mode point runs, or fewer planned requests in all, than these run in
-#: the sweep's process: starting the workers (a fresh interpreter each, 1–2 s) would
-#: cost more than it saves (model mode simulates some 10,000 requests a second).
-MIN_PARALLEL_RUNS = 8
-MIN_PARALLEL_REQUESTS = 40_000
-#: Runs planning this many requests each on average (seconds to minutes apiece) pay for
-#: their workers however few they are: the two 10-million-request variants of
-#: configs/day_model.yaml take half the time on two cores.
-LARGE_RUN_REQUESTS = 200_000
+#: Fewer planned requests in all than this run in the sweep's process. Two workers pay
+#: for their start (a fresh interpreter each, ~1 s) once N/r > s + N/(2r), N > 2rs: at
+#: model mode's ~10,000 requests a second, 20,000. The rule counts the requests in all,
+#: never how many runs hold them or how long each is: then the sweep's process shape, and
+#: with it the run's memory (every process counted), is the same from that floor on at any
+#: request count (issue 42: a 3-repeat point ran serially up to 600,000 requests and in
+#: two workers past them, and its tree's peak RSS went from 87 to 231 MB). A sweep of
+#: few runs on more cores than it has loses at most one run's share to the imbalance.
+MIN_PARALLEL_REQUESTS = 20_000
 
 
 def model_workers(reps: Sequence[RepRun]) -> int:
-    """How many worker processes ``reps`` should run in: the usable cores when every run
-    is a model-mode point, they plan MIN_PARALLEL_REQUESTS in all, and there are at least
-    MIN_PARALLEL_RUNS of them or at least two of LARGE_RUN_REQUESTS each on average;
-    else 1 (serial)."""
+    """How many worker processes ``reps`` should run in: the usable cores (at most one a
+    run) when every run is a model-mode point, there are two or more, and they plan
+    MIN_PARALLEL_REQUESTS in all; else 1 (serial)."""
     if len(reps) < 2 or any(r.point.config.mode != "model" for r in reps):
         return 1
     planned = sum(r.point.config.workload.requests for r in reps)
     if planned < MIN_PARALLEL_REQUESTS:
-        return 1
-    if len(reps) < MIN_PARALLEL_RUNS and planned < LARGE_RUN_REQUESTS * len(reps):
         return 1
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return max(1, min(cores or 1, len(reps)))

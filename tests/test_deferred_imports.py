@@ -73,7 +73,7 @@ def test_every_deferred_import_says_why() -> None:
 
 
 def test_the_checker_tells_a_reason_from_none() -> None:
-    source = '''
+    source = """
 import os  # top level: runs at import, needs no reason
 import sys
 
@@ -100,5 +100,5 @@ def g():
         import torch
     x = 1  # a comment not above an import
     import re
-'''
+"""
     assert unexplained(source) == [14, 15, 17, 25, 27]

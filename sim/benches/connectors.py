@@ -28,6 +28,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from connectors import registry
+from connectors.token_database import TokenDatabase
 from sim.benches.connector_args import (
     SEED_CHUNKS,
     BenchGeometry,
@@ -36,8 +40,22 @@ from sim.benches.connector_args import (
     int_list,
     parse_variant_spec,
 )
-from sim.benches.connector_report import BASELINE, CSV_COLUMNS
+from sim.benches.connector_floor import FLOOR, FLOOR_PROMOTE, Floor
+from sim.benches.connector_report import (
+    BASELINE,
+    CSV_COLUMNS,
+    LEGEND,
+    RowMeasure,
+    result_rows,
+    table,
+)
+from sim.benches.connector_timing import METRICS, gc_harness, measure_once, measure_sustained
+from sim.conformance.check import first_difference
+from sim.conformance.corpus import Case, Geometry
 from sim.console import output_console
+from sim.rundir.claim import claim_outputs
+from sim.rundir.manifest import machine_info, package_versions
+from sim.rundir.outputs import write_csv
 
 __all__ = [
     "CSV_COLUMNS",
@@ -93,7 +111,6 @@ def _as_lists(part: Any) -> Any:
     """Arrays (the ``array`` what-if) as lists, so that every variant compares with scalar."""
     if isinstance(part, (list, tuple)):
         return [x if isinstance(x, int) else _as_lists(x) for x in part]
-    import numpy as np
 
     return np.asarray(part).tolist()
 
@@ -113,10 +130,6 @@ class _Candidate:
 
 
 def _variant_candidate(insts: list[Any], chunks: list[tuple[int, int]], handler: str) -> _Candidate:
-    import numpy as np
-
-    from sim.benches.connector_floor import FLOOR, FLOOR_PROMOTE
-
     buffers = bool(type(insts[0]).buffer_inputs)
     native_chunks: Any = np.asarray(chunks, dtype=np.int64).reshape(-1, 2) if buffers else chunks
 
@@ -134,10 +147,6 @@ def _check_against_scalar(
     candidates: dict[str, _Candidate], dbs: Sequence[Any], chunks: list[Any], tables: list[Any]
 ) -> None:
     """Refuse to time a variant whose addresses differ from scalar's (on its native inputs)."""
-    from connectors import registry
-    from sim.conformance.check import first_difference
-    from sim.conformance.corpus import Case, Geometry
-
     ref = registry.get_address_variant(BASELINE)
     want = [ref(db).prepare_values(chunks, t) for db, t in zip(dbs, tables, strict=True)]
     for label, cand in candidates.items():
@@ -171,14 +180,6 @@ def run_bench(
     seed: int = 0,
 ) -> list[dict[str, Any]]:
     """One row per variant and per floor; ratios from the medians measured here."""
-    import numpy as np
-
-    from connectors import registry
-    from connectors.token_database import TokenDatabase
-    from sim.benches.connector_floor import FLOOR, FLOOR_PROMOTE, Floor
-    from sim.benches.connector_report import RowMeasure, result_rows
-    from sim.benches.connector_timing import METRICS, gc_harness, measure_once, measure_sustained
-
     if repeats < 1:
         raise ValueError(f"--repeats must be >= 1, got {repeats}")
     geo = bg.geometry
@@ -257,8 +258,6 @@ def run_bench(
 
 
 def default_specs() -> list[VariantSpec]:
-    from connectors import registry
-
     names = [
         n
         for n in registry.address_variant_names()
@@ -269,11 +268,6 @@ def default_specs() -> list[VariantSpec]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from sim.benches.connector_report import LEGEND, table
-    from sim.rundir.claim import claim_outputs
-    from sim.rundir.manifest import machine_info, package_versions
-    from sim.rundir.outputs import write_csv
-
     claim_outputs([args.csv], args.force, option="--csv")  # before minutes of measuring
     console = output_console()
     try:

@@ -19,8 +19,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sim.benches.model_sweep import WORKERS, synthetic_config
+from sim.benches.model_point import measure_point, point_config
+from sim.benches.model_sweep import WORKERS, print_sweep, synthetic_config
+from sim.config import ExperimentConfig, Point
 from sim.files.scratch import scratch_dir
+from sim.native import native_state
 
 HELP = "simulated requests per second of model mode (target: 20,000)"
 
@@ -79,8 +82,6 @@ def _stand_in_calibration(path: Path) -> Path:
 
 
 def _points(cal: str, requests: int, rate: float, probe: bool) -> list[Any]:
-    from sim.config import ExperimentConfig, Point
-
     base = synthetic_config(cal, requests, rate, probe)
     out = []
     for hold in _HOLDS:
@@ -94,8 +95,8 @@ def _points(cal: str, requests: int, rate: float, probe: bool) -> list[Any]:
 
 def _rate(points: list[Any]) -> tuple[float, float, int, float]:
     """(requests per wall second, per CPU second of this process, requests, wall s)."""
-    from sim.model.coverage import point_calibration
-    from sim.model.driver import run_model_point
+    from sim.model.coverage import point_calibration  # the model: only when this bench runs
+    from sim.model.driver import run_model_point  # heavy (simpy): only when this bench runs
 
     cal = point_calibration(points[0].config)
     n = 0
@@ -115,8 +116,7 @@ def _point_line(cal: str, requests: int, rate: float, tmp: Path) -> str:
     """One point of ``requests`` in a fresh process (sim.benches.model_point): the point's
     own wall time to three figures (one decimal said "0.0 s" for 500 requests) and the
     process's, start-up and imports included, which a sweep's point child also pays."""
-    from sim.benches.model_point import measure_point, point_config
-    from sim.config import ExperimentConfig
+    # the pre-flight estimate (workload, store) loads only for a point line
     from sim.preflight.budget import estimate_point, human_seconds
 
     t0 = time.perf_counter()
@@ -139,8 +139,6 @@ def main(args: argparse.Namespace) -> int:
     # bench left (sim.files.scratch)
     with scratch_dir("bench-model") as tmp:
         cal = args.calibration or str(_stand_in_calibration(tmp / "calibration.json"))
-        from sim.native import native_state
-
         if args.requests > MAX_SWEEP_REQUESTS:
             print(
                 f"model mode ({native_state()} core): one synthetic point (hold 5 ms, "
@@ -188,8 +186,6 @@ def main(args: argparse.Namespace) -> int:
         print(_point_line(cal, args.requests, args.rate, tmp))
         _print_load()
         if args.sweep_points > 0:
-            from sim.benches.model_sweep import print_sweep
-
             print_sweep(cal, args.sweep_points, args.requests, args.rate, tmp)
     return 0
 

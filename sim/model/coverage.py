@@ -10,7 +10,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sim.config import ExperimentConfig, Point
+from sim.config.workload import EmpiricalTokens, FixedTokens, TraceArrival, UniformTokens
+from sim.errors import ConfigError
 from sim.model.calibration import Calibration, CalibrationError, load_calibration
+from sim.workload.plan import preview_workload
+from sim.workload.trace import read_trace
 
 __all__ = ["check_point", "check_points", "chunk_range", "point_calibration"]
 
@@ -32,11 +36,6 @@ def chunk_range(cfg: ExperimentConfig, tokens: Sequence[int] | None = None) -> r
     else from the config: a trace's replay plan (its smallest and largest load), a fixed
     or uniform spec, an empirical one's lengths; a lognormal one from one chunk to its
     ``max`` (the draws can reach both). None only when the replay cannot be planned."""
-    from sim.config.workload import EmpiricalTokens, FixedTokens, TraceArrival, UniformTokens
-    from sim.errors import ConfigError
-    from sim.workload.plan import preview_workload
-    from sim.workload.trace import read_trace
-
     bs = cfg.model.block_size
     gran = cfg.model.chunk_granularity
     spec = cfg.workload.tokens

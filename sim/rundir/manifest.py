@@ -17,6 +17,7 @@ from typing import Any
 
 from sim.errors import RunDirError
 from sim.files.read import read_bounded
+from sim.rundir.outputs import write_json
 
 __all__ = [
     "MANIFEST_TOOL",
@@ -93,6 +94,7 @@ MAX_MANIFEST_BYTES = 64 << 20
 
 
 def manifest_path(run_dir: Path) -> Path:
+    # the layout loads the config models and numpy: --version and host records need neither
     from sim.rundir.layout import MANIFEST_FILE
 
     return run_dir / MANIFEST_FILE
@@ -116,6 +118,4 @@ def is_kvsim_manifest(data: Any) -> bool:
 
 
 def write_manifest(run_dir: Path, data: dict[str, Any]) -> None:
-    from sim.rundir.outputs import write_json
-
     write_json(manifest_path(run_dir), data)

@@ -49,13 +49,9 @@ from sim.benches.connector_report import (
     result_rows,
     table,
 )
-from sim.benches.connector_timing import METRICS, gc_harness, measure_once, measure_sustained
 from sim.conformance.check import first_difference
 from sim.conformance.corpus import Case, Geometry
 from sim.console import output_console
-from sim.rundir.claim import claim_outputs
-from sim.rundir.manifest import machine_info, package_versions
-from sim.rundir.outputs import write_csv
 
 __all__ = [
     "CSV_COLUMNS",
@@ -180,6 +176,9 @@ def run_bench(
     seed: int = 0,
 ) -> list[dict[str, Any]]:
     """One row per variant and per floor; ratios from the medians measured here."""
+    # the GIL meter (sim.instruments): not with `kvsim bench --help`
+    from sim.benches.connector_timing import METRICS, gc_harness, measure_once, measure_sustained
+
     if repeats < 1:
         raise ValueError(f"--repeats must be >= 1, got {repeats}")
     geo = bg.geometry
@@ -268,6 +267,11 @@ def default_specs() -> list[VariantSpec]:
 
 
 def main(args: argparse.Namespace) -> int:
+    # The run directory's modules load only when results are written, not with --help.
+    from sim.rundir.claim import claim_outputs  # the run directory: not with --help
+    from sim.rundir.manifest import machine_info, package_versions  # not with --help
+    from sim.rundir.outputs import write_csv  # the run directory: not with --help
+
     claim_outputs([args.csv], args.force, option="--csv")  # before minutes of measuring
     console = output_console()
     try:

@@ -31,9 +31,6 @@ from connectors import registry
 from connectors.token_index import MetadataFactory, StepMetadata, reference_index
 from sim.config.engine import EngineConfig
 from sim.console import output_console
-from sim.rundir.claim import claim_outputs
-from sim.rundir.manifest import machine_info
-from sim.rundir.outputs import write_csv
 
 __all__ = ["HELP", "BenchCase", "add_arguments", "default_cases", "main", "run_bench"]
 
@@ -313,6 +310,11 @@ def _table(rows: Sequence[dict[str, Any]], title: str) -> Any:
 
 
 def main(args: argparse.Namespace) -> int:
+    # the run directory's guard: only when results are written
+    from sim.rundir.claim import claim_outputs
+    from sim.rundir.manifest import machine_info  # the run directory: only when results are written
+    from sim.rundir.outputs import write_csv  # the run directory: only when results are written
+
     if args.csv is not None:
         claim_outputs([args.csv], args.force, option="--csv")  # before minutes of measuring
 

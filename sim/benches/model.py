@@ -19,11 +19,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sim.benches.model_point import measure_point, point_config
 from sim.benches.model_sweep import WORKERS, print_sweep, synthetic_config
 from sim.config import ExperimentConfig, Point
 from sim.files.scratch import scratch_dir
-from sim.native import native_state
 
 HELP = "simulated requests per second of model mode (target: 20,000)"
 
@@ -116,8 +114,9 @@ def _point_line(cal: str, requests: int, rate: float, tmp: Path) -> str:
     """One point of ``requests`` in a fresh process (sim.benches.model_point): the point's
     own wall time to three figures (one decimal said "0.0 s" for 500 requests) and the
     process's, start-up and imports included, which a sweep's point child also pays."""
-    # the pre-flight estimate (workload, store) loads only for a point line
-    from sim.preflight.budget import estimate_point, human_seconds
+    # Not with `kvsim bench --help`: the point's launcher, and the pre-flight estimate.
+    from sim.benches.model_point import measure_point, point_config  # not with --help
+    from sim.preflight.budget import estimate_point, human_seconds  # workload, store
 
     t0 = time.perf_counter()
     res = measure_point(cal, requests, rate, tmp)
@@ -139,6 +138,9 @@ def main(args: argparse.Namespace) -> int:
     # bench left (sim.files.scratch)
     with scratch_dir("bench-model") as tmp:
         cal = args.calibration or str(_stand_in_calibration(tmp / "calibration.json"))
+        # the native core's state: not with `kvsim bench --help`
+        from sim.native import native_state
+
         if args.requests > MAX_SWEEP_REQUESTS:
             print(
                 f"model mode ({native_state()} core): one synthetic point (hold 5 ms, "

@@ -19,8 +19,6 @@ from pathlib import Path
 
 import yaml
 
-from sim.rundir.layout import RepRun, read_status, rep_runs
-
 __all__ = [
     "TARGET_SWEEP_S",
     "WORKERS",
@@ -107,6 +105,7 @@ def time_sweep(
     """Run the sweep into ``work``/run (``work`` must exist) and time it."""
     # The sweep's packages load only when a sweep is timed, not with `kvsim bench`.
     from sim.preflight import parse_checked  # the pre-flight checks: only when timed
+    from sim.rundir.layout import RepRun, read_status, rep_runs  # the run directory: idem
     from sim.sweep.executors.parallel import model_workers  # the sweep: only when timed
     from sim.sweep.session import open_session, plan_run  # heavy (simpy): only when timed
 

@@ -40,12 +40,8 @@ from typing import Any
 import numpy as np
 
 from sim import columns
-from sim.analysis.bootstrap import ratio_interval, statistic
-from sim.analysis.verdict import MIN_REPEATS, marks, ratio_verdict
 from sim.config import ExperimentConfig
 from sim.console import output_console
-from sim.rundir.layout import REQUESTS_FILE
-from sim.rundir.outputs import read_csv
 
 __all__ = ["HELP", "Tally", "add_arguments", "main", "run_trials", "trial_config"]
 
@@ -118,6 +114,8 @@ def _run(
 ) -> dict[tuple[float, float], dict[str, dict[str, Any]]]:
     """Run one sweep; per (hold, name): {round: {column: values}}."""
     from sim.preflight import parse_checked_mapping  # the pre-flight checks: only here
+    from sim.rundir.layout import REQUESTS_FILE  # the run directory: only when a sweep runs
+    from sim.rundir.outputs import read_csv  # the run directory: only when a sweep runs
     from sim.sweep.session import open_session, plan_run  # heavy (simpy): only when run
 
     cfg, points = parse_checked_mapping(raw)
@@ -159,6 +157,9 @@ def _judge(
     seed: int,
     n_boot: int,
 ) -> None:
+    from sim.analysis.bootstrap import ratio_interval  # not with `kvsim bench --help`
+    from sim.analysis.verdict import marks, ratio_verdict  # not with `kvsim bench --help`
+
     for i, (kind, b, a) in enumerate(_PAIRS):
         for label, col, stat in METRICS:
             sb, sa = _series(cells, b, col), _series(cells, a, col)
@@ -178,6 +179,8 @@ def _judge(
 
 def _spread(b: dict[str, np.ndarray], a: dict[str, np.ndarray], stat: str) -> float:
     """sd of the log of B/A round by round (NaN below two rounds)."""
+    from sim.analysis.bootstrap import statistic  # not with `kvsim bench --help`
+
     logs = [
         math.log(float(statistic(b[k], stat)) / float(statistic(a[k], stat))) for k in b if k in a
     ]
@@ -204,6 +207,9 @@ def _judge_across(
 ) -> None:
     """Two runs made at different times: the new method unpaired (as compare A B does),
     the old one its request bootstrap."""
+    from sim.analysis.bootstrap import ratio_interval  # not with `kvsim bench --help`
+    from sim.analysis.verdict import marks, ratio_verdict  # not with `kvsim bench --help`
+
     for i, (kind, b, a) in enumerate(_ACROSS):
         for label, col, stat in METRICS:
             sb, sa = _series(cur, b, col), _series(prev, a, col)
@@ -304,6 +310,8 @@ def _noise_line(tally: Tally) -> str:
 
 def _argument_error(args: argparse.Namespace) -> str | None:
     """The first bad argument, named with what is allowed (None when all are good)."""
+    from sim.analysis.verdict import MIN_REPEATS  # the verdicts: not with `kvsim bench --help`
+
     if args.trials < 1:
         return f"--trials: allowed 1 or more (got {args.trials})"
     if args.repeats is not None and not MIN_REPEATS <= args.repeats <= 1000:

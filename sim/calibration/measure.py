@@ -27,10 +27,8 @@ from sim import columns
 from sim.calibration.measure_engine import measure_engine
 from sim.calibration.measure_harness import measure_harness
 from sim.config import ConfigError, ExperimentConfig
-from sim.instruments.gilmeter import measure
 from sim.model.calibration import CALIBRATION_KIND, PARAMETRIC, LinearFit
 from sim.rundir.manifest import machine_info
-from sim.workload.plan import PlannedRequest
 
 __all__ = [
     "DEFAULT_CHUNKS",
@@ -108,8 +106,10 @@ def _job_samples(cfg: Any, reps: int) -> tuple[list[float], list[float]]:
     request warms up what a run's warm-up would (imports, first-call set-up), and each
     starts after :data:`IDLE_GAP_S` of sleep, as a run's do.
     """
+    from sim.instruments.gilmeter import measure  # not with `kvsim calibrate --help`
     from sim.runtime.pipeline import cpu_stages  # heavy: the real-mode runtime (simpy)
     from sim.runtime.point import build_variants  # heavy: the real-mode runtime (simpy)
+    from sim.workload.plan import PlannedRequest  # the workload: not with `kvsim calibrate --help`
 
     variants = build_variants(cfg)
     tokens = cfg.workload.tokens.value

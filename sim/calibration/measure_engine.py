@@ -14,9 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from connectors import registry
-from connectors.token_index import MetadataFactory
 from sim.config import EngineConfig
-from sim.instruments.engine import build_step
 
 __all__ = ["ENGINE_BATCH_SIZES", "measure_engine"]
 
@@ -34,6 +32,9 @@ def measure_engine(
     As in a run: each build comes after a forward's GIL-free sleep (cold caches, as the
     load requests after 20 ms asleep), and the mean keeps the collections a build sets
     off now and then. It times the real engine's own build (sim.instruments.engine)."""
+    from connectors.token_index import MetadataFactory  # not with `kvsim calibrate --help`
+    from sim.instruments.engine import build_step  # not with `kvsim calibrate --help`
+
     default = EngineConfig(device="cpu")
     out: dict[str, dict[str, Any]] = {}
     for name in registry.index_variant_names():

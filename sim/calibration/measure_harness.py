@@ -18,11 +18,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from connectors.address_synthetic import spin_cpu
 from sim import columns
 from sim.config import ExperimentConfig, Point
-from sim.instruments.probe import SentinelProbe
-from sim.runtime.inbox import Inbox
 
 __all__ = [
     "LATENCIES",
@@ -69,6 +66,8 @@ def _wake_ms(n: int = 200) -> list[float]:
 
 def _timer_late_ms(n: int = 100, wait_s: float = 0.0005) -> list[float]:
     """How late a timed wait on an empty inbox returns (the simulation thread's timers)."""
+    from sim.runtime.inbox import Inbox  # the runtime: not with `kvsim calibrate --help`
+
     inbox: Inbox[int] = Inbox()
     late = []
     for _ in range(n):
@@ -89,6 +88,8 @@ def _sleep_late_ms(n: int = 100, wait_s: float = 0.001) -> list[float]:
 
 def _probe_costs(seconds: float = 0.3) -> tuple[list[float], float]:
     """(latenesses, CPU per wake-up) of the sentinel probe on an idle GIL, in ms."""
+    from sim.instruments.probe import SentinelProbe  # the probe: not with `kvsim calibrate --help`
+
     probe = SentinelProbe(0.002, seed=1)
     c0 = time.process_time()
     probe.start()
@@ -141,6 +142,9 @@ def measure_background_load(seconds: float = 1.0, burst_s: float = 0.005) -> flo
     sleeps rather than by spinning. A stretch near 1 shows no load that matters to one
     thread: 0 then (more threads of ours could still meet some; it cannot tell).
     """
+    # a variant: not with `kvsim calibrate --help`
+    from connectors.address_synthetic import spin_cpu
+
     n = os.cpu_count() or 1
     end = time.perf_counter() + seconds
     wall = cpu = 0.0

@@ -17,7 +17,6 @@ from typing import Any
 
 from sim.errors import RunDirError
 from sim.files.read import read_bounded
-from sim.rundir.outputs import write_json
 
 __all__ = [
     "MANIFEST_TOOL",
@@ -118,4 +117,6 @@ def is_kvsim_manifest(data: Any) -> bool:
 
 
 def write_manifest(run_dir: Path, data: dict[str, Any]) -> None:
+    from sim.rundir.outputs import write_json  # the writer: not with `kvsim --version`
+
     write_json(manifest_path(run_dir), data)

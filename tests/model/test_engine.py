@@ -250,7 +250,7 @@ def test_calibration_times_the_real_engines_build_after_a_forward(monkeypatch) -
         calls.append(len(lens))
         return real_build(factory, variant, lens)
 
-    monkeypatch.setattr(measure, "build_step", build)  # the name the calibration calls
+    monkeypatch.setattr(real_engine, "build_step", build)
     slept: list[float] = []
     monkeypatch.setattr(measure.time, "sleep", slept.append)
     got = measure.measure_engine(reps=2, batch_sizes=(8,))

@@ -111,7 +111,7 @@ def kernel() -> Callable[..., tuple[int, int, int]]:
     if not _compiled:
         with _compile_lock:
             if not _compiled:
-                import numba
+                import numba  # heavy: numba loads only when a kernel compiles
 
                 fn = numba.njit(nogil=True, cache=True)(_address_kernel)
                 _compiled.append(fn)

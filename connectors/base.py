@@ -8,6 +8,7 @@ their CPU time from the thread's.
 
 from __future__ import annotations
 
+import difflib
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -137,6 +138,7 @@ class AddressVariant:
             if raw:
                 raise ValueError(f"variant {cls.name!r} takes no options (got {sorted(raw)})")
             return None
+        # pydantic: only a variant with options needs it (connectors.base imports no library)
         from pydantic import ValidationError
 
         try:
@@ -146,8 +148,6 @@ class AddressVariant:
             field = ".".join(str(x) for x in err["loc"])
             allowed = list(cls.Options.model_fields)
             if err["type"] == "extra_forbidden":
-                import difflib
-
                 close = difflib.get_close_matches(field, allowed, n=1)
                 hint = f"did you mean {close[0]!r}? " if close else ""
                 raise ValueError(

@@ -26,7 +26,7 @@ class DeviceIndex(IndexVariant):
     )
 
     def _setup(self) -> None:
-        import torch
+        import torch  # heavy: torch loads only when the device index is set up
 
         self._searchsorted = torch.searchsorted
         self._buffer = torch.zeros(self.max_tokens, dtype=torch.int32, device=self.device)

@@ -30,6 +30,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+import connectors
+
 __all__ = [
     "ADDRESS_VARIANTS",
     "ENTRY_POINT_GROUP",
@@ -190,8 +192,6 @@ class Registry:
 
 def discover_variants() -> None:
     """Import the built-in variant modules and load the entry-point plugins."""
-    import connectors
-
     for mod in pkgutil.iter_modules(connectors.__path__):
         if mod.name.startswith(("address_", "index_")):
             importlib.import_module(f"connectors.{mod.name}")

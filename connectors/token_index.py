@@ -34,7 +34,7 @@ __all__ = [
 
 def resolve_device(want: str = "auto") -> str:
     """``"cuda"`` or ``"cpu"``: ``auto`` takes CUDA when torch sees a device."""
-    import torch
+    import torch  # heavy: torch loads only for the device index variants
 
     if want == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
@@ -103,7 +103,7 @@ class StagedBuffer:
     """
 
     def __init__(self, capacity: int, device: str) -> None:
-        import torch
+        import torch  # heavy: torch loads only for the device index variants
 
         self.device = device
         self.tensor = torch.zeros(capacity, dtype=torch.int32, device=device)
@@ -151,7 +151,7 @@ class MetadataFactory:
         self._qsl = StagedBuffer(max_reqs + 1, device)
         self._host = np.zeros(max_reqs + 1, dtype=np.int32)
         self._cuda = device == "cuda"
-        import torch
+        import torch  # heavy: torch loads only for the device index variants
 
         self._host_t = torch.from_numpy(self._host)
 
@@ -234,7 +234,7 @@ class IndexVariant:
     def synchronize(self) -> None:
         """Wait for queued device work (a no-op on the CPU)."""
         if self.device == "cuda":
-            import torch
+            import torch  # heavy: torch loads only for the device index variants
 
             torch.cuda.synchronize()
 

@@ -71,7 +71,7 @@ def __getattr__(name: str) -> object:
 
         return getattr(sim.api, name)
     if name in _LAZY_ANALYSIS:
-        from sim.analysis import verdict
+        from sim.analysis import verdict  # numpy: `import sim` loads none (tests/e2e/test_api.py)
 
         return getattr(verdict, name)
     raise AttributeError(f"module 'sim' has no attribute {name!r}")

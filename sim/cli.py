@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import signal
 import sys
 from collections.abc import Sequence
 
+from sim import __version__
 from sim.commands.interrupt import interrupt_hint
 from sim.errors import KvsimError
 from sim.process.signals import Terminated, sigterm_unwinds
@@ -53,10 +55,9 @@ _HELP: dict[str, str] = {
 
 def _version() -> str:
     """``kvsim 0.1.0 (commit abc1234)``: the package version, and the commit when known."""
-    from sim import __version__
-
     text = f"kvsim {__version__}"
     try:
+        # only --version: keeps `kvsim --help` from loading the run directory
         from sim.rundir.manifest import machine_info
 
         commit = machine_info().get("git_commit")
@@ -196,8 +197,6 @@ def _broken_pipe() -> int:
     stdout is pointed at /dev/null so that the interpreter's final flush does not
     raise (and print) a second BrokenPipeError.
     """
-    import os
-
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

@@ -38,7 +38,7 @@ def pipe_console(file: IO[str] | None = None) -> Console:
     """What a pipe or file gets (``file``: None for stdout): tables laid out in
     :data:`TABLE_WIDTH` columns, as in a 100-column terminal (headers wrap, no cell is cut),
     and text never wrapped (soft_wrap), so that each sentence stays one line; no colour."""
-    from rich.console import Console
+    from rich.console import Console  # rich loads only for commands that print tables
 
     return Console(file=file, width=TABLE_WIDTH, soft_wrap=True, color_system=None)
 
@@ -46,7 +46,7 @@ def pipe_console(file: IO[str] | None = None) -> Console:
 def error_console() -> Console:
     """A rich console on stderr (progress bars, notes): the terminal's own; on a pipe or
     file, every line whole (bars at their natural width, text unwrapped), no colour."""
-    from rich.console import Console
+    from rich.console import Console  # rich loads only for commands that print tables
 
     console = Console(stderr=True)
     if console.is_terminal:

@@ -203,8 +203,8 @@ def build() -> Path:
 
 def _compile(work: Path) -> None:
     """The child's part of :func:`build`: mypyc, then the C compiler, into ``work``."""
-    from mypyc.build import mypycify
-    from setuptools import Distribution
+    from mypyc.build import mypycify  # heavy: mypyc loads only when the native modules are built
+    from setuptools import Distribution  # heavy: only when the native modules are built
 
     ext = mypycify(
         [

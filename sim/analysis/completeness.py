@@ -8,14 +8,14 @@ to finish the run.
 
 from __future__ import annotations
 
+import shlex
+
 from sim.rundir.reader import RunResults, as_float
 
 __all__ = ["completeness_warnings"]
 
 
 def _resume_hint(res: RunResults) -> str:
-    import shlex
-
     cmd = ["kvsim", "run", str(res.manifest.get("config_path") or "CONFIG")]
     for s in res.manifest.get("overrides") or []:
         cmd += ["--set", str(s)]

@@ -26,7 +26,7 @@ _LINESTYLES = ("-", "--", ":", "-.")
 
 
 def _colour(i: int) -> Any:
-    import matplotlib
+    import matplotlib  # heavy: matplotlib loads only when a figure is drawn
 
     return matplotlib.colormaps["tab10"](i % 10)
 

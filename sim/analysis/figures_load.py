@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from sim import columns
+from sim.analysis.figures import _grid, _short
 from sim.analysis.layout import Layout, label, rows_by_point
 from sim.rundir.reader import RunResults, as_float, column
 
@@ -40,7 +41,7 @@ _MAX_PANELS = 12
 
 
 def _colour(i: int) -> Any:
-    import matplotlib
+    import matplotlib  # heavy: matplotlib loads only when a figure is drawn
 
     return matplotlib.colormaps["tab10"](i % 10)
 
@@ -64,7 +65,11 @@ def plain_log_x(ax: Any) -> None:
     with one label ("100"): the ticks are as dense as the data's span needs (1-2-5 within
     three decades, every digit within one). Call it after the data is drawn.
     """
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    from matplotlib.ticker import (  # heavy: matplotlib loads only when a figure is drawn
+        FuncFormatter,
+        LogLocator,
+        NullFormatter,
+    )
 
     ax.set_xscale("log")
     lo, hi = ax.dataLim.intervalx
@@ -177,8 +182,6 @@ def _rate_point(
 
 def latency_ccdf(plt: Any, res: RunResults, layout: Layout) -> Any:
     """1 − CDF of latency per point, log-log, one panel per value of the panel axes."""
-    from sim.analysis.figures import _grid, _short
-
     panels = layout.keys(res, layout.panel_axes)[:12]
     line_axes = ["variant"] + ([layout.x] if layout.x != "variant" else [])
     lines = layout.keys(res, line_axes)

@@ -23,6 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from sim.analysis import figures, figures_load, stage_figure
 from sim.analysis.layout import (
     STYLE,
     Layout,
@@ -31,6 +32,7 @@ from sim.analysis.layout import (
     label,
     rows_by_point,
 )
+from sim.rundir.claim import claim_outputs
 from sim.rundir.layout import (
     FIG_ENGINE_STEPS,
     FIG_GIL_HOLD,
@@ -77,14 +79,10 @@ def plot_results(
     Every path is claimed (``sim.rundir.claim``: new, the run's own, or ``force``)
     after drawing and before the first is written, so a refusal writes nothing.
     """
-    import matplotlib
-
-    from sim.rundir.claim import claim_outputs
+    import matplotlib  # heavy: matplotlib loads only when figures are drawn
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from sim.analysis import figures, figures_load
+    import matplotlib.pyplot as plt  # heavy: pyplot, after the Agg backend is chosen
 
     layout = Layout(list(res.axes), choose_x_axis(res, x))
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -95,7 +93,6 @@ def plot_results(
             drawn.append((FIG_LATENCY_CCDF, figures_load.latency_ccdf(plt, res, layout)))
             drawn.append((FIG_P99_LATENCY, figures.p99_vs_x(plt, res, layout, n_boot, seed)))
             drawn.append((FIG_GIL_HOLD, figures.gil_hold(plt, res, layout)))
-        from sim.analysis import stage_figure
 
         if stage_figure.has_stage_columns(res):
             drawn.append((FIG_HOLD_STAGES, stage_figure.hold_stages(plt, res, layout)))

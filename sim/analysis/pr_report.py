@@ -27,6 +27,7 @@ from sim.analysis.compare import Comparison, compare
 from sim.analysis.gil_onoff import gil_onoff_lines
 from sim.analysis.point_notes import point_warnings
 from sim.analysis.report import no_verdict_line
+from sim.config.yaml_reader import read_yaml
 from sim.files.read import MAX_DATA_BYTES, open_bounded
 from sim.rundir.reader import RunResults, as_float
 
@@ -139,8 +140,6 @@ def bench_command(rows: Sequence[dict[str, str]], plugins: Sequence[str], csv_pa
 
 def _listed_plugins(config: str) -> set[str]:
     """Absolute paths of the plug-ins the config file itself names (others came by --plugin)."""
-    from sim.config.yaml_reader import read_yaml
-
     try:
         raw, _node = read_yaml(Path(config))
     except Exception:  # the file moved or changed: every plug-in is spelled out

@@ -91,8 +91,8 @@ def comparison_table(
     ``step p99`` / ``step ×alone`` when the engine loop did: the interference the
     tool exists to show is otherwise only in summary.csv.
     """
-    from rich import box
-    from rich.table import Table
+    from rich import box  # rich loads only when a table is printed
+    from rich.table import Table  # rich loads only when a table is printed
 
     hold_ratio = baseline_ratios(rows, axes, baseline, columns.GIL_HOLD_MEAN_MS.name)
     p99_ratio = baseline_ratios(rows, axes, baseline, columns.LATENCY_P99_MS.name)
@@ -191,7 +191,7 @@ def comparison_table(
 
 
 def _plain(markup: str) -> str:
-    from rich.text import Text
+    from rich.text import Text  # rich loads only when a table is printed
 
     return Text.from_markup(markup).plain
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sim import columns
+from sim.analysis.condense import condense, elided_cells, table_axes
 from sim.rundir.numbers import as_float
 
 __all__ = ["STAGE_HEADS", "has_stages", "stage_cells", "stage_table"]
@@ -59,10 +60,8 @@ def stage_table(
 ) -> Any:
     """Rich table: the mean hold per request split by stage, one row per point; over
     ``max_rows`` rows, condensed as the comparison table is (sim.analysis.condense)."""
-    from rich import box
-    from rich.table import Table
-
-    from sim.analysis.condense import condense, elided_cells, table_axes
+    from rich import box  # rich loads only when a table is printed
+    from rich.table import Table  # rich loads only when a table is printed
 
     shown, fixed = table_axes(rows, axes)  # as the end table: mode=real in the title
     table = Table(

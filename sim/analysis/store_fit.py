@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from sim import columns
+from sim.config.sections import StoreConfig
 from sim.rundir.guard import RunDirError
 from sim.rundir.reader import as_float, column, load_results
 
@@ -29,8 +30,6 @@ __all__ = ["StoreFit", "bandwidth_field", "fit_store"]
 
 def bandwidth_field() -> str:
     """The modelled store's bandwidth setting (GB/s), by name as the config defines it."""
-    from sim.config.sections import StoreConfig
-
     names = [n for n in StoreConfig.model_fields if n.startswith("bandwidth")]
     return names[0] if names else "bandwidth_gb_per_s"
 

@@ -11,6 +11,12 @@ import argparse
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
+from sim.config import GeometryConfig, load_config
+from sim.config.workload import FixedTokens
+from sim.config.yaml_reader import read_yaml_value
+
 __all__ = [
     "SEED_CHUNKS",
     "BenchGeometry",
@@ -44,8 +50,6 @@ class VariantSpec:
 def parse_variant_spec(text: str) -> VariantSpec:
     """``rows:share_size_rows=true`` -> VariantSpec; values are read as YAML scalars
     (under a config file's bounds: ConfigError)."""
-    from sim.config.yaml_reader import read_yaml_value
-
     name, *pairs = (p.strip() for p in text.strip().split(":"))
     options: dict[str, Any] = {}
     for pair in pairs:
@@ -72,11 +76,6 @@ def int_list(text: str) -> tuple[int, ...]:
 
 def bench_geometry(args: argparse.Namespace) -> BenchGeometry:
     """The geometry from --config and/or flags (flags win); ValueError with the field at fault."""
-    from pydantic import ValidationError
-
-    from sim.config import GeometryConfig, load_config
-    from sim.config.workload import FixedTokens
-
     raw: dict[str, Any] = {}
     tokens = None
     if args.config is not None:

@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from itertools import repeat
 from typing import Any
 
+import numpy as np
+
 __all__ = ["FLOOR", "FLOOR_PROMOTE", "Floor"]
 
 FLOOR = "floor"
@@ -29,8 +31,6 @@ class Floor:
     """Building exactly the outputs of one request from precomputed int64 values."""
 
     def __init__(self, dbs: Sequence[Any], chunks: list[tuple[int, int]], promote: bool) -> None:
-        import numpy as np
-
         self._np = np
         self._dbs = dbs
         self._chunks = chunks

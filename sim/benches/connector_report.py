@@ -121,8 +121,8 @@ LEGEND = (
 
 def table(rows: Sequence[dict[str, Any]], title: str) -> Any:
     """The rich table printed by the command."""
-    from rich import box
-    from rich.table import Table
+    from rich import box  # rich loads only when the table is printed
+    from rich.table import Table  # rich loads only when the table is printed
 
     t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     t.add_column("variant", overflow="fold", min_width=14)

@@ -33,6 +33,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from connectors.base import free_time
+from sim.instruments.gilmeter import measure
+
 __all__ = ["METRICS", "GcClock", "gc_harness", "measure_once", "measure_sustained"]
 
 #: Per-call samples, in ms: hold, wall, declared GIL-free CPU, GC inside, GC debt.
@@ -75,8 +78,6 @@ def _fresh_heap(clock: GcClock) -> None:
 
 def measure_once(fn: Callable[[], Any], samples: dict[str, list[float]], clock: GcClock) -> None:
     """One request: its timing, the GC it ran inside, and the GC it left behind."""
-    from sim.instruments.gilmeter import measure
-
     _fresh_heap(clock)
     result, error, t = measure(fn)
     if error is not None:
@@ -99,8 +100,6 @@ def measure_sustained(
     them. The collection count is what ``kvsim run`` records per request as
     ``gc_gen0 + gc_gen1 + gc_gen2``: a check, free of timing, that the bench and the run
     see the same allocations (tests/e2e/test_gc_agreement.py)."""
-    from connectors.base import free_time
-
     _fresh_heap(clock)
     behind: Any = None
     c0, f0 = time.thread_time_ns(), free_time.cpu_ns

@@ -28,6 +28,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from connectors import registry
+from connectors.token_database import TokenDatabase
 from sim.benches.connector_args import (
     SEED_CHUNKS,
     BenchGeometry,
@@ -36,7 +40,17 @@ from sim.benches.connector_args import (
     int_list,
     parse_variant_spec,
 )
-from sim.benches.connector_report import BASELINE, CSV_COLUMNS
+from sim.benches.connector_floor import FLOOR, FLOOR_PROMOTE, Floor
+from sim.benches.connector_report import (
+    BASELINE,
+    CSV_COLUMNS,
+    LEGEND,
+    RowMeasure,
+    result_rows,
+    table,
+)
+from sim.conformance.check import first_difference
+from sim.conformance.corpus import Case, Geometry
 from sim.console import output_console
 
 __all__ = [
@@ -93,7 +107,6 @@ def _as_lists(part: Any) -> Any:
     """Arrays (the ``array`` what-if) as lists, so that every variant compares with scalar."""
     if isinstance(part, (list, tuple)):
         return [x if isinstance(x, int) else _as_lists(x) for x in part]
-    import numpy as np
 
     return np.asarray(part).tolist()
 
@@ -113,10 +126,6 @@ class _Candidate:
 
 
 def _variant_candidate(insts: list[Any], chunks: list[tuple[int, int]], handler: str) -> _Candidate:
-    import numpy as np
-
-    from sim.benches.connector_floor import FLOOR, FLOOR_PROMOTE
-
     buffers = bool(type(insts[0]).buffer_inputs)
     native_chunks: Any = np.asarray(chunks, dtype=np.int64).reshape(-1, 2) if buffers else chunks
 
@@ -134,10 +143,6 @@ def _check_against_scalar(
     candidates: dict[str, _Candidate], dbs: Sequence[Any], chunks: list[Any], tables: list[Any]
 ) -> None:
     """Refuse to time a variant whose addresses differ from scalar's (on its native inputs)."""
-    from connectors import registry
-    from sim.conformance.check import first_difference
-    from sim.conformance.corpus import Case, Geometry
-
     ref = registry.get_address_variant(BASELINE)
     want = [ref(db).prepare_values(chunks, t) for db, t in zip(dbs, tables, strict=True)]
     for label, cand in candidates.items():
@@ -171,12 +176,7 @@ def run_bench(
     seed: int = 0,
 ) -> list[dict[str, Any]]:
     """One row per variant and per floor; ratios from the medians measured here."""
-    import numpy as np
-
-    from connectors import registry
-    from connectors.token_database import TokenDatabase
-    from sim.benches.connector_floor import FLOOR, FLOOR_PROMOTE, Floor
-    from sim.benches.connector_report import RowMeasure, result_rows
+    # the GIL meter (sim.instruments): not with `kvsim bench --help`
     from sim.benches.connector_timing import METRICS, gc_harness, measure_once, measure_sustained
 
     if repeats < 1:
@@ -257,8 +257,6 @@ def run_bench(
 
 
 def default_specs() -> list[VariantSpec]:
-    from connectors import registry
-
     names = [
         n
         for n in registry.address_variant_names()
@@ -269,10 +267,10 @@ def default_specs() -> list[VariantSpec]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from sim.benches.connector_report import LEGEND, table
-    from sim.rundir.claim import claim_outputs
-    from sim.rundir.manifest import machine_info, package_versions
-    from sim.rundir.outputs import write_csv
+    # The run directory's modules load only when results are written, not with --help.
+    from sim.rundir.claim import claim_outputs  # the run directory: not with --help
+    from sim.rundir.manifest import machine_info, package_versions  # not with --help
+    from sim.rundir.outputs import write_csv  # the run directory: not with --help
 
     claim_outputs([args.csv], args.force, option="--csv")  # before minutes of measuring
     console = output_console()

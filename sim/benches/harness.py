@@ -24,6 +24,7 @@ from typing import Any
 
 from sim import columns
 from sim.analysis.behind import LAG_P99_LIMIT_MS
+from sim.config import ExperimentConfig, Point
 from sim.console import output_console
 
 __all__ = [
@@ -55,8 +56,6 @@ HOT_RATE_RPS = 100_000.0
 
 def harness_point(rate_rps: float, requests: int, workers: int = 1) -> Any:
     """A point of tiny noop requests at a constant rate (no probe, no engine)."""
-    from sim.config import ExperimentConfig, Point
-
     cfg = ExperimentConfig.model_validate(
         {
             "name": "bench-harness",
@@ -77,6 +76,7 @@ def harness_point(rate_rps: float, requests: int, workers: int = 1) -> Any:
 
 def measure_rate(rate_rps: float, seconds: float, min_requests: int = 200) -> dict[str, float]:
     """Run ``noop`` at ``rate_rps`` for about ``seconds``; the summary figures that matter."""
+    # heavy: the real-mode runtime (simpy, threads), only when this bench runs
     from sim.runtime.point import run_point
 
     n = max(min_requests, int(rate_rps * seconds))
@@ -155,8 +155,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from rich import box
-    from rich.table import Table
+    from rich import box  # rich loads only when the table is printed
+    from rich.table import Table  # rich loads only when the table is printed
 
     console = output_console()
     try:

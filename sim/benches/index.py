@@ -25,6 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from connectors import registry
+from connectors.token_index import MetadataFactory, StepMetadata, reference_index
 from sim.config.engine import EngineConfig
 from sim.console import output_console
 
@@ -182,10 +186,6 @@ def _time_block(variant: Any, make_meta: Any, iters: int) -> float:
 
 def _check(variant: Any, meta: Any) -> None:
     """Refuse to report a figure for a variant that builds a wrong index."""
-    import numpy as np
-
-    from connectors.token_index import reference_index
-
     want = reference_index(meta.query_start_loc_cpu.numpy(), meta.num_tokens)
     for k, got in enumerate(variant.step(meta)):
         if not np.array_equal(got.cpu().numpy(), want):
@@ -204,10 +204,7 @@ def run_bench(
     pad_multiple: int = 8,
 ) -> list[dict[str, Any]]:
     """One row per case and variant: median µs per step and speedup over per_component."""
-    import torch
-
-    from connectors import registry
-    from connectors.token_index import MetadataFactory, StepMetadata
+    import torch  # heavy: torch loads only when the index bench runs
 
     if repeats < 1 or iters < 1 or components < 1 or pad_multiple < 1:
         raise ValueError("repeats, iters, components and pad-multiple must be >= 1")
@@ -267,8 +264,6 @@ def run_bench(
 
 
 def _p10_p90(samples: Sequence[float]) -> tuple[float, float]:
-    import numpy as np
-
     lo, hi = np.percentile(np.asarray(samples, dtype=float), [10, 90])
     return float(lo), float(hi)
 
@@ -284,8 +279,8 @@ def _ratio_text(ratio: float) -> str:
 
 
 def _table(rows: Sequence[dict[str, Any]], title: str) -> Any:
-    from rich import box
-    from rich.table import Table
+    from rich import box  # rich loads only when the table is printed
+    from rich.table import Table  # rich loads only when the table is printed
 
     # No vertical rules: the widest case (233.52× (233.5× slower)) fits 100 columns.
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
@@ -315,10 +310,10 @@ def _table(rows: Sequence[dict[str, Any]], title: str) -> Any:
 
 
 def main(args: argparse.Namespace) -> int:
-    from connectors import registry
+    # the run directory's guard: only when results are written
     from sim.rundir.claim import claim_outputs
-    from sim.rundir.manifest import machine_info
-    from sim.rundir.outputs import write_csv
+    from sim.rundir.manifest import machine_info  # the run directory: only when results are written
+    from sim.rundir.outputs import write_csv  # the run directory: only when results are written
 
     if args.csv is not None:
         claim_outputs([args.csv], args.force, option="--csv")  # before minutes of measuring

@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sim.benches.model_sweep import WORKERS, synthetic_config
+from sim.benches.model_sweep import WORKERS, print_sweep, synthetic_config
+from sim.config import ExperimentConfig, Point
 from sim.files.scratch import scratch_dir
 
 HELP = "simulated requests per second of model mode (target: 20,000)"
@@ -88,8 +89,6 @@ def _stand_in_calibration(path: Path) -> Path:
 
 
 def _points(cal: str, requests: int, rate: float, probe: bool) -> list[Any]:
-    from sim.config import ExperimentConfig, Point
-
     base = synthetic_config(cal, requests, rate, probe)
     out = []
     for hold in _HOLDS:
@@ -103,8 +102,8 @@ def _points(cal: str, requests: int, rate: float, probe: bool) -> list[Any]:
 
 def _rate(points: list[Any]) -> tuple[float, float, int, float]:
     """(requests per wall second, per CPU second of this process, requests, wall s)."""
-    from sim.model.coverage import point_calibration
-    from sim.model.driver import run_model_point
+    from sim.model.coverage import point_calibration  # the model: only when this bench runs
+    from sim.model.driver import run_model_point  # heavy (simpy): only when this bench runs
 
     cal = point_calibration(points[0].config)
     n = 0
@@ -124,9 +123,9 @@ def _point_line(cal: str, requests: int, rate: float, tmp: Path) -> str:
     """One point of ``requests`` in a fresh process (sim.benches.model_point): the point's
     own wall time to three figures (one decimal said "0.0 s" for 500 requests) and the
     process's, start-up and imports included, which a sweep's point child also pays."""
-    from sim.benches.model_point import measure_point, point_config
-    from sim.config import ExperimentConfig
-    from sim.preflight.budget import estimate_point, human_seconds
+    # Not with `kvsim bench --help`: the point's launcher, and the pre-flight estimate.
+    from sim.benches.model_point import measure_point, point_config  # not with --help
+    from sim.preflight.budget import estimate_point, human_seconds  # workload, store
 
     t0 = time.perf_counter()
     res = measure_point(cal, requests, rate, tmp)
@@ -148,6 +147,7 @@ def main(args: argparse.Namespace) -> int:
     # bench left (sim.files.scratch)
     with scratch_dir("bench-model") as tmp:
         cal = args.calibration or str(_stand_in_calibration(tmp / "calibration.json"))
+        # the native core's state: not with `kvsim bench --help`
         from sim.native import native_state
 
         if args.requests > MAX_SWEEP_REQUESTS:
@@ -199,8 +199,6 @@ def main(args: argparse.Namespace) -> int:
         _print_tree(cal, args.tree, tmp)
         _print_load()
         if args.sweep_points > 0:
-            from sim.benches.model_sweep import print_sweep
-
             print_sweep(cal, args.sweep_points, args.requests, args.rate, tmp)
     return 0
 

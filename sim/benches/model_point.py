@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sim.native import ENV as NATIVE_ENV
+from sim.native import native_state
 from sim.process.lifeline import PARENT_PID_ENV, die_with_parent, parent_pid
 
 __all__ = ["PointMemory", "measure_point", "point_config"]
@@ -54,6 +55,7 @@ def point_config(
     request count before it was folded as it goes (sim.model.probe). Fewer ``regions``,
     fewer ``rows`` and no hold make it cheaper per request where only its memory is asked
     (tests/benches/test_model_point.py)."""
+    # yaml and the run directory's layout: in the point's child, only after die_with_parent
     from sim.benches.model_sweep import synthetic_config
 
     cfg = synthetic_config(calibration, requests, rate, probe)
@@ -124,10 +126,10 @@ def _main(argv: list[str]) -> int:
     # on for minutes under another parent (sim.process.lifeline).
     if not die_with_parent(parent_pid()):
         return 1
-    from sim.config import ExperimentConfig, Point
-    from sim.model.driver import run_model_point
-    from sim.native import native_state
-    from sim.sweep.point_tables import RequestsFile
+    # Loaded after die_with_parent, so that a parent killed meanwhile takes this along.
+    from sim.config import ExperimentConfig, Point  # after die_with_parent (above)
+    from sim.model.driver import run_model_point  # heavy (simpy): after die_with_parent
+    from sim.sweep.point_tables import RequestsFile  # after die_with_parent (above)
 
     calibration, requests, rate, out = argv[0], int(argv[1]), float(argv[2]), Path(argv[3])
     probe = argv[7] == "probe"

@@ -12,9 +12,12 @@ and imports are not in it (this process has them already).
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+import yaml
 
 __all__ = [
     "TARGET_SWEEP_S",
@@ -100,12 +103,11 @@ def time_sweep(
     calibration: str, points: int, requests: int, rate: float, work: Path
 ) -> SweepTiming:
     """Run the sweep into ``work``/run (``work`` must exist) and time it."""
-    import yaml
-
-    from sim.preflight import parse_checked
-    from sim.rundir.layout import RepRun, read_status, rep_runs
-    from sim.sweep.executors.parallel import model_workers
-    from sim.sweep.session import open_session, plan_run
+    # The sweep's packages load only when a sweep is timed, not with `kvsim bench`.
+    from sim.preflight import parse_checked  # the pre-flight checks: only when timed
+    from sim.rundir.layout import RepRun, read_status, rep_runs  # the run directory: idem
+    from sim.sweep.executors.parallel import model_workers  # the sweep: only when timed
+    from sim.sweep.session import open_session, plan_run  # heavy (simpy): only when timed
 
     path = work / "sweep.yaml"
     path.write_text(yaml.safe_dump(sweep_config(calibration, points, requests, rate)))
@@ -129,8 +131,6 @@ def time_sweep(
 
 
 def _cores() -> int:
-    import os
-
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 

@@ -29,6 +29,10 @@ import sys
 import time
 from pathlib import Path
 
+import yaml
+
+from sim.benches.model import _stand_in_calibration
+from sim.benches.model_sweep import synthetic_config
 from sim.files.scratch import scratch_dir
 
 HELP = "a point child's start-up: imports, its config rebuilt, before the point (target 0.3 s)"
@@ -68,11 +72,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _plan(tmp: Path) -> Path:
     """A one-point, one-request model run planned into ``tmp``; its spec's path."""
-    import yaml
-
-    from sim.benches.model import _stand_in_calibration
-    from sim.benches.model_sweep import synthetic_config
-
     cal = str(_stand_in_calibration(tmp / "calibration.json"))
     cfg = {**synthetic_config(cal, 1, 10.0, True), "repeats": 1, "name": "bench-startup"}
     cfg["output"] = {**cfg.get("output", {}), "dir": str(tmp / "run")}

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from sim import columns
+from sim.config import ExperimentConfig
 from sim.console import output_console
 
 __all__ = ["HELP", "Tally", "add_arguments", "main", "run_trials", "trial_config"]
@@ -112,10 +113,10 @@ def _run(
     raw: dict[str, Any], out: Path, isolate: bool
 ) -> dict[tuple[float, float], dict[str, dict[str, Any]]]:
     """Run one sweep; per (hold, name): {round: {column: values}}."""
-    from sim.preflight import parse_checked_mapping
-    from sim.rundir.layout import REQUESTS_FILE
-    from sim.rundir.outputs import read_csv
-    from sim.sweep.session import open_session, plan_run
+    from sim.preflight import parse_checked_mapping  # the pre-flight checks: only here
+    from sim.rundir.layout import REQUESTS_FILE  # the run directory: only when a sweep runs
+    from sim.rundir.outputs import read_csv  # the run directory: only when a sweep runs
+    from sim.sweep.session import open_session, plan_run  # heavy (simpy): only when run
 
     cfg, points = parse_checked_mapping(raw)
     plan = plan_run(cfg, points, out)
@@ -156,8 +157,8 @@ def _judge(
     seed: int,
     n_boot: int,
 ) -> None:
-    from sim.analysis.bootstrap import ratio_interval
-    from sim.analysis.verdict import marks, ratio_verdict
+    from sim.analysis.bootstrap import ratio_interval  # not with `kvsim bench --help`
+    from sim.analysis.verdict import marks, ratio_verdict  # not with `kvsim bench --help`
 
     for i, (kind, b, a) in enumerate(_PAIRS):
         for label, col, stat in METRICS:
@@ -178,7 +179,7 @@ def _judge(
 
 def _spread(b: dict[str, np.ndarray], a: dict[str, np.ndarray], stat: str) -> float:
     """sd of the log of B/A round by round (NaN below two rounds)."""
-    from sim.analysis.bootstrap import statistic
+    from sim.analysis.bootstrap import statistic  # not with `kvsim bench --help`
 
     logs = [
         math.log(float(statistic(b[k], stat)) / float(statistic(a[k], stat))) for k in b if k in a
@@ -206,8 +207,8 @@ def _judge_across(
 ) -> None:
     """Two runs made at different times: the new method unpaired (as compare A B does),
     the old one its request bootstrap."""
-    from sim.analysis.bootstrap import ratio_interval
-    from sim.analysis.verdict import marks, ratio_verdict
+    from sim.analysis.bootstrap import ratio_interval  # not with `kvsim bench --help`
+    from sim.analysis.verdict import marks, ratio_verdict  # not with `kvsim bench --help`
 
     for i, (kind, b, a) in enumerate(_ACROSS):
         for label, col, stat in METRICS:
@@ -309,7 +310,7 @@ def _noise_line(tally: Tally) -> str:
 
 def _argument_error(args: argparse.Namespace) -> str | None:
     """The first bad argument, named with what is allowed (None when all are good)."""
-    from sim.analysis.verdict import MIN_REPEATS
+    from sim.analysis.verdict import MIN_REPEATS  # the verdicts: not with `kvsim bench --help`
 
     if args.trials < 1:
         return f"--trials: allowed 1 or more (got {args.trials})"
@@ -330,10 +331,8 @@ def _argument_error(args: argparse.Namespace) -> str | None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from rich import box
-    from rich.table import Table
-
-    from sim.config import ExperimentConfig
+    from rich import box  # rich loads only when the table is printed
+    from rich.table import Table  # rich loads only when the table is printed
 
     console = output_console()
     bad = _argument_error(args)

@@ -21,11 +21,15 @@ from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
+from pydantic import ValidationError
 
 from sim import columns
 from sim.calibration.measure_engine import measure_engine
 from sim.calibration.measure_harness import measure_harness
+from sim.config import ConfigError, ExperimentConfig
 from sim.model.calibration import CALIBRATION_KIND, PARAMETRIC, LinearFit
+from sim.process.interpreter import this_interpreter
+from sim.rundir.manifest import machine_info
 
 __all__ = [
     "DEFAULT_CHUNKS",
@@ -56,8 +60,6 @@ Say = Callable[[str], None]
 
 
 def _config(variant: str, handler: str, chunks: int, regions: int, groups: int, options=None):
-    from sim.config import ExperimentConfig
-
     return ExperimentConfig.model_validate(
         {
             "name": "calibrate",
@@ -82,10 +84,6 @@ def check_grid(chunks: Sequence[int], regions: Sequence[int], groups: Sequence[i
     """Refuse (ConfigError, one line naming the argument) a grid whose largest or smallest
     geometry is not a valid config, before minutes of measuring (``--chunks 1000000000``
     asked for 1.28e11 tokens a request)."""
-    from pydantic import ValidationError
-
-    from sim.config import ConfigError
-
     for c, r, g in ((max(chunks), max(regions), max(groups)), (min(chunks), min(regions), 1)):
         try:
             _config("scalar", "per_group", c, r, g)
@@ -109,10 +107,10 @@ def _job_samples(cfg: Any, reps: int) -> tuple[list[float], list[float]]:
     request warms up what a run's warm-up would (imports, first-call set-up), and each
     starts after :data:`IDLE_GAP_S` of sleep, as a run's do.
     """
-    from sim.instruments.gilmeter import measure
-    from sim.runtime.pipeline import cpu_stages
-    from sim.runtime.point import build_variants
-    from sim.workload.plan import PlannedRequest
+    from sim.instruments.gilmeter import measure  # not with `kvsim calibrate --help`
+    from sim.runtime.pipeline import cpu_stages  # heavy: the real-mode runtime (simpy)
+    from sim.runtime.point import build_variants  # heavy: the real-mode runtime (simpy)
+    from sim.workload.plan import PlannedRequest  # the workload: not with `kvsim calibrate --help`
 
     variants = build_variants(cfg)
     tokens = cfg.workload.tokens.value
@@ -232,9 +230,6 @@ def calibrate(
     say: Say = lambda _msg: None,
 ) -> dict[str, Any]:
     """The whole calibration document (not yet written)."""
-    from sim.process.interpreter import this_interpreter
-    from sim.rundir.manifest import machine_info
-
     t0 = time.perf_counter()
     say("harness: simulation thread, wake-ups, timers, probe")
     harness = measure_harness()

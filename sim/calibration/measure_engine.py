@@ -13,6 +13,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from connectors import registry
+from sim.config import EngineConfig
+
 __all__ = ["ENGINE_BATCH_SIZES", "measure_engine"]
 
 #: Decode batch sizes the engine's build is measured at (padded tokens, default padding).
@@ -29,10 +32,8 @@ def measure_engine(
     As in a run: each build comes after a forward's GIL-free sleep (cold caches, as the
     load requests after 20 ms asleep), and the mean keeps the collections a build sets
     off now and then. It times the real engine's own build (sim.instruments.engine)."""
-    from connectors import registry
-    from connectors.token_index import MetadataFactory
-    from sim.config import EngineConfig
-    from sim.instruments.engine import build_step
+    from connectors.token_index import MetadataFactory  # not with `kvsim calibrate --help`
+    from sim.instruments.engine import build_step  # not with `kvsim calibrate --help`
 
     default = EngineConfig(device="cpu")
     out: dict[str, dict[str, Any]] = {}

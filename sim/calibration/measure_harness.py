@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sim import columns
+from sim.config import ExperimentConfig, Point
 
 __all__ = [
     "LATENCIES",
@@ -65,7 +66,7 @@ def _wake_ms(n: int = 200) -> list[float]:
 
 def _timer_late_ms(n: int = 100, wait_s: float = 0.0005) -> list[float]:
     """How late a timed wait on an empty inbox returns (the simulation thread's timers)."""
-    from sim.runtime.inbox import Inbox
+    from sim.runtime.inbox import Inbox  # the runtime: not with `kvsim calibrate --help`
 
     inbox: Inbox[int] = Inbox()
     late = []
@@ -87,7 +88,7 @@ def _sleep_late_ms(n: int = 100, wait_s: float = 0.001) -> list[float]:
 
 def _probe_costs(seconds: float = 0.3) -> tuple[list[float], float]:
     """(latenesses, CPU per wake-up) of the sentinel probe on an idle GIL, in ms."""
-    from sim.instruments.probe import SentinelProbe
+    from sim.instruments.probe import SentinelProbe  # the probe: not with `kvsim calibrate --help`
 
     probe = SentinelProbe(0.002, seed=1)
     c0 = time.process_time()
@@ -102,7 +103,7 @@ def _probe_costs(seconds: float = 0.3) -> tuple[list[float], float]:
 
 def _sim_cpu_per_request_ms(requests: int = 200) -> dict[str, float]:
     """The simulation thread's CPU per request, from a real no-op point with the probe."""
-    from sim.config import ExperimentConfig, Point
+    # heavy: the real-mode runtime (simpy), only when a point is measured
     from sim.runtime.point import run_point
 
     cfg = ExperimentConfig.model_validate(
@@ -141,6 +142,7 @@ def measure_background_load(seconds: float = 1.0, burst_s: float = 0.005) -> flo
     sleeps rather than by spinning. A stretch near 1 shows no load that matters to one
     thread: 0 then (more threads of ours could still meet some; it cannot tell).
     """
+    # a variant: not with `kvsim calibrate --help`
     from connectors.address_synthetic import spin_cpu
 
     n = os.cpu_count() or 1

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from connectors import registry
+from connectors.token_index import MetadataFactory, reference_index
 from sim.conformance.check import THREAD_TIMEOUT_S, CheckResult, describe_raise
 
 __all__ = ["INDEX_CASES", "check_index_variant"]
@@ -62,8 +63,6 @@ def check_index_variant(
 
 def _run_cases(cls: type, components: int, state: dict[str, Any]) -> None:
     """The cases one after another; ``state`` says where it is, what passed, what failed."""
-    from connectors.token_index import MetadataFactory, reference_index
-
     try:  # the variant's bug (its _setup runs here), said in one line
         variant = cls(components, 64, "cpu")
         state["at"] = "warm_up()"

@@ -25,10 +25,12 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from connectors import registry
 from connectors.base import gil_free
 from connectors.plugin_trace import ending, plugin_line
+from connectors.token_index import MetadataFactory, resolve_device
 from sim import columns
-from sim.errors import PluginFault
+from sim.errors import ConfigError, PluginFault
 from sim.instruments.gilmeter import ENGINE, measure
 from sim.stats import percentiles
 
@@ -109,12 +111,9 @@ def check_device(source: str, points: Sequence[Point]) -> None:
     """Refuse (ConfigError, before the run directory is touched) a real-mode point whose
     engine asks for ``engine.device: cuda`` on a machine where torch sees no GPU: the run
     would start and every such point fail. Imports torch only for such a point."""
-    from sim.config import ConfigError
-
     wanted = [p for p in points if p.config.mode == "real" and p.config.engine.enabled]
     if not any(p.config.engine.device == "cuda" for p in wanted):
         return
-    from connectors.token_index import resolve_device
 
     try:
         resolve_device("cuda")
@@ -163,10 +162,6 @@ class EngineLoop:
     def prepare(self) -> None:
         """The engine's start-up: the index variant (torch, its buffers) built and warmed
         up; run_point calls it before the heap is settled (sim.point.addons.StartsUp)."""
-        from connectors import registry
-        from connectors.token_index import MetadataFactory, resolve_device
-        from sim.config import ConfigError
-
         if self._factory is not None:
             return
         cfg = self._cfg

@@ -15,6 +15,7 @@ from itertools import repeat
 
 import numpy as np
 
+from connectors import registry
 from sim.config import ExperimentConfig
 from sim.model.calibration import PARAMETRIC, Calibration, LinearFit
 
@@ -170,8 +171,6 @@ def point_costs(
     hold_fit = free_fit = None
     fixed_hold = free_cpu = free_sleep = 0.0
     if conn.variant in PARAMETRIC:
-        from connectors import registry
-
         opts = registry.get_address_variant(conn.variant).validate_options(conn.options)
         # its hold and GIL-free CPU are what the config asks for (CPU time, whatever the
         # host's speed); only the measured overhead runs faster or slower

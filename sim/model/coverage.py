@@ -11,8 +11,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sim.config import ExperimentConfig, Point
+from sim.config.workload import EmpiricalTokens, FixedTokens, TraceArrival, UniformTokens
+from sim.errors import ConfigError
 from sim.model.calibration import Calibration, CalibrationError, load_calibration
 from sim.process.interpreter import InterpreterError, free_threaded_build, probe, resolve_python
+from sim.workload.plan import preview_workload
+from sim.workload.trace import read_trace
 
 __all__ = [
     "check_interpreter",
@@ -41,11 +45,6 @@ def chunk_range(cfg: ExperimentConfig, tokens: Sequence[int] | None = None) -> r
     else from the config: a trace's replay plan (its smallest and largest load), a fixed
     or uniform spec, an empirical one's lengths; a lognormal one from one chunk to its
     ``max`` (the draws can reach both). None only when the replay cannot be planned."""
-    from sim.config.workload import EmpiricalTokens, FixedTokens, TraceArrival, UniformTokens
-    from sim.errors import ConfigError
-    from sim.workload.plan import preview_workload
-    from sim.workload.trace import read_trace
-
     bs = cfg.model.block_size
     gran = cfg.model.chunk_granularity
     spec = cfg.workload.tokens

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 from sim.config.experiment import Point
 from sim.config.workload import TraceArrival
+from sim.model.coverage import point_calibration
+from sim.native import native_state
 
 __all__ = [
     "POINT_SETUP_CPU_S",
@@ -83,10 +85,8 @@ def estimate_model_time(points: Sequence[Point], counts: Sequence[int]) -> Model
     """The expected CPU of each model-mode point of ``points`` (``counts``: the requests
     each plans); None when there is none. Trace replays are not sampled (their
     requests come from the trace): they take the slowest per-request cost sampled."""
-    # deferred: the model's loop and driver load only when a config has model points
-    from sim.model.coverage import point_calibration
+    # deferred: the model's loop and driver (simpy) load only when a config has model points
     from sim.model.driver import run_model_point
-    from sim.native import native_state
 
     model = [(p, n) for p, n in zip(points, counts, strict=True) if p.config.mode == "model"]
     if not model:

@@ -13,6 +13,8 @@ child and the Mooncake master (``sim.store.mooncake``) all do it through here.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
 import signal
 import sys
@@ -38,12 +40,9 @@ def ask_to_die_with_parent(sig: int = signal.SIGTERM) -> None:
     Safe between fork and exec (a ``preexec_fn``): it only calls ``prctl``."""
     if not sys.platform.startswith("linux"):
         return
-    try:
-        import ctypes
-
+    # without it, the next write to the parent's pipe ends the process
+    with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, sig)
-    except (OSError, AttributeError):
-        pass  # without it, the next write to the parent's pipe ends the process
 
 
 def parent_pid() -> int:

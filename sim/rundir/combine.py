@@ -235,6 +235,7 @@ class Combiner:
     def write(self) -> dict[str, dict[str, Any]]:
         """Rewrite every top-level table (atomically, each, after naming it in the run's
         ledger); return the size and checksum of each, by file name."""
+        # the guard (lock, manifest): a point child imports this module, never writes here
         from sim.rundir.guard import record_owned
 
         lead = [*self._axes, "repeat"]

@@ -14,16 +14,15 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
+from sim.rundir.guard import owned_files
 from sim.rundir.layout import COMPARE_STEM, FIGURES_DIR, figures_dir
+from sim.rundir.verify import first_link
 
 __all__ = ["derived_files", "remove_derived_since", "remove_stale_derived"]
 
 
 def derived_files(run_dir: Path) -> list[Path]:
     """The compare and figure files kvsim wrote in ``run_dir`` and that are still there."""
-    from sim.rundir.guard import owned_files
-    from sim.rundir.verify import first_link
-
     found = [
         run_dir / name
         for name in owned_files(run_dir)

@@ -93,6 +93,7 @@ MAX_MANIFEST_BYTES = 64 << 20
 
 
 def manifest_path(run_dir: Path) -> Path:
+    # the layout loads the config models and numpy: --version and host records need neither
     from sim.rundir.layout import MANIFEST_FILE
 
     return run_dir / MANIFEST_FILE
@@ -116,6 +117,6 @@ def is_kvsim_manifest(data: Any) -> bool:
 
 
 def write_manifest(run_dir: Path, data: dict[str, Any]) -> None:
-    from sim.rundir.outputs import write_json
+    from sim.rundir.outputs import write_json  # the writer: not with `kvsim --version`
 
     write_json(manifest_path(run_dir), data)

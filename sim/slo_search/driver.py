@@ -31,6 +31,7 @@ from sim.config.paths import CONFIG_DIR
 from sim.errors import RunError
 from sim.events import SweepEvents
 from sim.files.read import read_bounded
+from sim.rundir.guard import record_owned
 from sim.rundir.layout import SEARCH_FILE, SUMMARY_FILE, search_file
 from sim.rundir.outputs import read_csv, write_json
 from sim.slo_search.report import verdict_line
@@ -179,8 +180,6 @@ class Search:
                 self.next_index = max(self.next_index, int(index) + 1)
 
     def write(self, out_dir: Path) -> None:
-        from sim.rundir.guard import record_owned
-
         record_owned(out_dir, SEARCH_FILE)
         write_json(search_file(out_dir), self.state())
 

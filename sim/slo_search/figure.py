@@ -13,11 +13,15 @@ import math
 from pathlib import Path
 from typing import Any
 
+from sim.analysis.figures_load import panel_axis, plain_log_x
+from sim.analysis.layout import STYLE
 from sim.errors import RunDirError
 from sim.files.read import read_bounded
+from sim.rundir.guard import record_owned
 from sim.rundir.layout import FIG_SEARCH, FIGURES_DIR, figure_file, search_file
 from sim.rundir.numbers import as_float
 from sim.slo_search.driver import MAX_SEARCH_BYTES
+from sim.slo_search.slo import parse_slo
 
 __all__ = ["draw_search"]
 
@@ -27,13 +31,10 @@ _num = as_float  # the one string -> float reader (sim.rundir.numbers)
 
 def draw_search(run_dir: Path) -> Path:
     """Draw the search of ``run_dir`` (its search.json) into figures/search.png."""
-    import matplotlib
+    import matplotlib  # heavy: matplotlib loads only when the search is drawn
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from sim.analysis.layout import STYLE
-    from sim.slo_search.slo import parse_slo
+    import matplotlib.pyplot as plt  # heavy: pyplot, after the Agg backend is chosen
 
     raw = read_bounded(
         search_file(run_dir),
@@ -49,11 +50,9 @@ def draw_search(run_dir: Path) -> Path:
     values = [_num(t["value"]) for s in series for t in s["tried"]]
     values = [v for v in values if math.isfinite(v) and v > 0]
     log = bool(values) and max(values) / min(values) >= 8
-    from sim.rundir.guard import record_owned
 
     out = figure_file(run_dir, FIG_SEARCH)
     out.parent.mkdir(parents=True, exist_ok=True)
-    from sim.analysis.figures_load import panel_axis, plain_log_x
 
     varying = [
         a for a in (series[0]["axes"] if series else {})

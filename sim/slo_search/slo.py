@@ -9,6 +9,7 @@ point with failed requests never counts as meeting an objective.
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -87,8 +88,6 @@ def parse_slo(text: str, known: Sequence[str] = ()) -> SLO:
     if not math.isfinite(limit) or limit <= 0:
         raise ValueError(f"--slo {text!r}: the limit must be a positive number")
     if known and metric not in known:
-        import difflib
-
         close = difflib.get_close_matches(metric, list(known), n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""
         raise ValueError(

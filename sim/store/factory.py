@@ -8,6 +8,7 @@ from typing import Any
 
 from sim.config.experiment import ExperimentConfig
 from sim.store.base import LoadStore
+from sim.store.modelled import ModelledStore
 
 __all__ = ["open_store"]
 
@@ -22,7 +23,6 @@ def open_store(cfg: ExperimentConfig, workload: Any) -> Iterator[LoadStore]:
         with MooncakeStore(cfg, workload) as store:  # __enter__ starts it
             yield store
         return
-    from sim.store.modelled import ModelledStore
 
     # An open loop waits for no transfer's end on the wall clock: quiet timers.
     yield ModelledStore(cfg.store, quiet_ends=getattr(workload, "closed_clients", None) is None)

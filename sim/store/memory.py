@@ -15,8 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from connectors import registry
 from sim.config.experiment import ExperimentConfig
 from sim.store.kv_buffers import KVBuffers
+from sim.workload.plan import plan_workload
 
 __all__ = [
     "MemoryPlan",
@@ -87,8 +89,6 @@ class MemoryPlan:
 
 def request_chunks(cfg: ExperimentConfig, repeat: int) -> np.ndarray:
     """Chunks of every request the point plans for ``repeat`` (one group)."""
-    from sim.workload.plan import plan_workload
-
     workload = plan_workload(cfg, np.random.default_rng([cfg.seed, repeat]))
     tokens = np.fromiter((r.tokens for r in workload), dtype=np.int64, count=len(workload))
     return -(-tokens // cfg.model.block_size)
@@ -135,7 +135,6 @@ def check_real_store(cfg: ExperimentConfig, plan: MemoryPlan | None = None) -> l
     """Why this point cannot run on the real store (empty: it can), one line each."""
     if cfg.store.kind != "mooncake":
         return []
-    from connectors import registry
 
     problems = []
     if cfg.mode != "real":

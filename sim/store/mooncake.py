@@ -43,7 +43,7 @@ def mooncake_missing() -> str | None:
             "(pip install 'kvsim[mooncake]' or mooncake-transfer-engine-non-cuda)"
         )
     try:
-        from mooncake.store import MooncakeDistributedStore  # noqa: F401
+        from mooncake.store import MooncakeDistributedStore  # heavy: only here  # noqa: F401
     except ImportError as exc:
         hint = " (apt-get install libibverbs1)" if "ibverbs" in str(exc) else ""
         return f"mooncake.store does not import: {exc}{hint}"
@@ -135,6 +135,7 @@ class MooncakeSession:
     def _start_client(self) -> None:
         for k, v in TCP_ENV.items():
             os.environ.setdefault(k, v)
+        # heavy: mooncake loads only when a real store starts
         from mooncake.store import MooncakeDistributedStore
 
         client = MooncakeDistributedStore()

@@ -34,7 +34,9 @@ from typing import Any, TextIO
 from connectors.plugin_trace import exit_message
 from sim import columns
 from sim.config import Point
+from sim.config.plugins import plugin_scope
 from sim.errors import RunError
+from sim.point.metrics import summary_columns
 from sim.point.result import PointResult
 from sim.process.capped_output import cap_output
 from sim.process.interpreter import gil_enabled, gil_mismatch, observed
@@ -42,6 +44,7 @@ from sim.process.lifeline import die_with_parent, parent_pid
 from sim.process.stray_threads import leave
 from sim.rundir.layout import write_ok, write_status
 from sim.sweep.hostinfo import host_info
+from sim.sweep.point_tables import RequestsFile, write_point_tables
 from sim.sweep.spec import (
     PointSpec,
     read_spec_data,
@@ -71,8 +74,6 @@ def execute(
     running its points in process reads it once). Raises whatever the point
     raised; the caller records the failure.
     """
-    from sim.config.plugins import plugin_scope
-
     data = read_spec_data(rep_dir)
     with plugin_scope(spec_plugins(data)):  # the config's own variants, for this point only
         return execute_spec(PointSpec.from_json(data), rep_dir, progress, host)
@@ -84,9 +85,11 @@ def run_in_mode(point: Point, repeat: int, progress: ProgressFn | None, rows: An
     never imports the model (docs/design.md §2)."""
     # Each mode's code loads only in a child that runs it: a model point starts no thread.
     if point.config.mode == "model":
+        # heavy: one mode's package (simpy); a child loads only the mode it runs
         from sim.model.driver import run_model_point
 
         return run_model_point(point, repeat, progress, write_rows=rows)
+    # heavy: one mode's package (simpy); a child loads only the mode it runs
     from sim.runtime.point import run_point
 
     return run_point(point, repeat, progress, rows)
@@ -99,9 +102,6 @@ def execute_spec(
     host: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run ``spec`` and fill ``rep_dir`` (its CSVs, then the ``ok`` status, last)."""
-    from sim.point.metrics import summary_columns
-    from sim.sweep.point_tables import RequestsFile, write_point_tables
-
     spec.check()
     # A model-mode point's files are written without fsync: it reruns in milliseconds,
     # and a power cut that loses them leaves a status that is missing or whose

@@ -32,6 +32,7 @@ from sim.sweep import (
     RepRun,
     rep_runs,
     run_rep,
+    runner,
 )
 from sim.sweep.executors import ExecutorChoice, build_executor
 from sim.sweep.executors.parallel import ParallelModelExecutor, model_workers
@@ -188,8 +189,6 @@ class _Sweep:
         previous: dict[str, Any] | None,
         overrides: Sequence[str],
     ) -> ExperimentResult:
-        from sim.sweep import runner
-
         if self.child_command is None:
             self.child_command = runner.CHILD_COMMAND
         out_dir, combiner = self.out_dir, self.combiner

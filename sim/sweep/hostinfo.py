@@ -23,6 +23,8 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from sim.rundir.manifest import machine_info, recorded_now
+
 __all__ = [
     "HOST_NAME_ENV",
     "code_hash",
@@ -75,8 +77,6 @@ def host_base() -> dict[str, Any]:
     its hardware, versions and code (without ``noise_floor``; ``recorded_at`` is
     when this was called). Reading it costs tens of milliseconds (the git commit,
     package metadata): a sweep that runs its points here reads it once."""
-    from sim.rundir.manifest import machine_info
-
     info = machine_info()
     info["packages"] = {**info.get("packages", {}), "ray": _ray_version()}
     return {
@@ -95,11 +95,6 @@ def host_info(
     ``base`` is a :func:`host_base` read earlier in this process (its time of
     recording is renewed); without it everything is read now.
     """
-    if base is None:
-        info = host_base()
-    else:
-        from sim.rundir.manifest import recorded_now
-
-        info = {**base, "recorded_at": recorded_now()}
+    info = host_base() if base is None else {**base, "recorded_at": recorded_now()}
     info["noise_floor"] = dict(noise_floor or {})
     return info

@@ -13,6 +13,8 @@ from typing import Any
 
 from sim import columns
 from sim.config.experiment import ExperimentConfig, Point
+from sim.model.coverage import check_points
+from sim.native import native_state
 from sim.process.interpreter import InterpreterError, probe, resolve_python
 from sim.rundir.guard import owned_files
 from sim.rundir.manifest import MANIFEST_TOOL, machine_info, write_manifest
@@ -75,9 +77,6 @@ class RunManifest:
         if pythons:  # what each config name meant now (each point's status.json: what it saw)
             self._data["interpreters"] = {name: _interpreter_entry(name) for name in pythons}
         if any(p.config.mode == "model" for p in points):
-            from sim.model.coverage import check_points
-            from sim.native import native_state
-
             self._data["calibration"] = [c.manifest_entry() for c in check_points(points).values()]
             # Compiled or interpreted, the results are the same (tests/test_native.py).
             self._data["model_core"] = native_state()

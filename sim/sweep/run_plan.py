@@ -108,7 +108,7 @@ def plan_table(plan: RunPlan) -> Any:
     """The rich table: #, point, repeat, requests, state (with the error of a failed run),
     a row per point run in the order they run."""
     from rich import box  # rich loads only when a plan is shown
-    from rich.table import Table
+    from rich.table import Table  # rich loads only when a plan is shown
 
     table = Table(
         box=box.SIMPLE_HEAD,

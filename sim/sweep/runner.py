@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -150,8 +151,7 @@ def _in_process(
     rep: RepRun, progress: ProgressFn | None, host: dict[str, Any] | None = None
 ) -> None:
     """Same files as a child would write, in this process (debugging, fast tests)."""
-    import traceback
-
+    # the point's own modules: the parent runs points in children, these only in-process
     from sim.sweep.child import execute, one_line
 
     try:
@@ -179,6 +179,7 @@ def _child_command(rep: RepRun, base: Sequence[str]) -> list[str]:
     store = rep.point.config.store
     if store.kind != "mooncake" or store.mooncake.network == "loopback":
         return list(base)
+    # a point child imports this module: the namespace helpers load only for a real store
     from sim.store.netns import netns_available, say_once, wrap_in_netns
 
     why = netns_available()

@@ -37,6 +37,7 @@ from sim.sweep.executors import ExecutorChoice
 from sim.sweep.experiment import ExperimentResult, plan_sweep
 from sim.sweep.identity import DataDigests
 from sim.sweep.run_plan import RunPlan
+from sim.workload.plan import planned_requests
 
 __all__ = [
     "Session",
@@ -66,8 +67,6 @@ def plan_run(
     Model-mode points the calibration does not cover are refused here (ConfigError),
     before anything is written.
     """
-    from sim.workload.plan import planned_requests
-
     check_covered(points)  # refuse what the calibration does not cover, before anything
     memo: dict[str, Any] = {}  # points that share a trace replay read it once
     counts = {p.index: planned_requests(p.config, memo)[0] for p in points}

@@ -36,6 +36,7 @@ from sim.config import ExperimentConfig
 from sim.errors import SpecError
 from sim.files.read import read_bounded
 from sim.rundir.layout import RepRun, spec_file
+from sim.rundir.outputs import write_json
 from sim.sweep.identity import (
     DATA_FILES_KEY,
     DataDigests,
@@ -213,8 +214,6 @@ def write_spec(
     """Write ``rep``'s spec.json (parent side) and return its path (``durable=False``:
     without fsync, see ``sim.rundir.outputs.atomic_write_text``; ``digests`` and
     ``run_hash``: what the sweep planned, see :meth:`PointSpec.for_rep`)."""
-    from sim.rundir.outputs import write_json
-
     spec = PointSpec.for_rep(rep, columns, source, digests, run_hash)
     write_json(rep.spec, spec.to_json(), durable)
     return rep.spec

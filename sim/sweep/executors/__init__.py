@@ -77,6 +77,7 @@ class PointRuns(Protocol):
 def build_executor(choice: ExecutorChoice, runs: PointRuns) -> Executor:
     """The executor ``choice`` names, bound to the sweep's ways of running a point."""
     if choice.name == "ray":
+        # the ray executor (its host side, transfers) loads only when ray is chosen
         from sim.sweep.executors.ray_driver import RayExecutor
 
         return RayExecutor(runs.prepare, choice.address, choice.retries)
@@ -88,6 +89,7 @@ def preflight(choice: ExecutorChoice) -> None:
     executor cannot work: Ray not installed, or no cluster answering at the address."""
     if choice.name != "ray":
         return
+    # the ray executor (its host side, transfers) loads only when ray is chosen
     from sim.sweep.executors.ray_driver import RayExecutor
 
     RayExecutor(lambda rep: rep.dir, choice.address, choice.retries).preflight()

@@ -19,6 +19,7 @@ from typing import ClassVar, Protocol
 
 from sim.errors import KvsimError
 from sim.events import RepOutcome, SweepEvents
+from sim.process.signals import deferred_signals
 from sim.rundir.layout import RepRun
 
 __all__ = [
@@ -72,8 +73,6 @@ class LocalExecutor:
             try:
                 outcome = self._run_one(rep, progress)
             except BaseException:
-                from sim.process.signals import deferred_signals
-
                 with deferred_signals():  # record the run's end even on a second Ctrl-C
                     events.finished(rep, None)
                 raise

@@ -37,9 +37,10 @@ from typing import Any
 
 from sim.events import RepOutcome, SweepEvents
 from sim.process.lifeline import die_with_parent
+from sim.process.signals import deferred_signals
 from sim.rundir.layout import RepRun, read_status, write_status
 from sim.sweep.deadline import Deadline, over_budget_error, wait_bound_s
-from sim.sweep.executors.base import LOCAL_HOST, RunOne
+from sim.sweep.executors.base import LOCAL_HOST, LocalExecutor, RunOne
 from sim.sweep.identity import DataDigests
 from sim.sweep.runner import TERMINATE_GRACE_S, run_rep
 
@@ -147,8 +148,6 @@ class ParallelModelExecutor:
                 if hung:
                     break
         except BaseException:
-            from sim.process.signals import deferred_signals
-
             with deferred_signals():  # a second Ctrl-C must not leave runs unmarked
                 _end(pool, 0.0)
                 for rep, fut in zip(reps[reported:], futures[reported:], strict=False):
@@ -234,6 +233,4 @@ def _end(pool: ProcessPoolExecutor, grace_s: float) -> None:
 def _serially(
     reps: Sequence[RepRun], events: SweepEvents, run_one: Callable[..., RepOutcome]
 ) -> None:
-    from sim.sweep.executors.base import LocalExecutor
-
     LocalExecutor(run_one).run(reps, events)

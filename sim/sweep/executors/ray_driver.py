@@ -37,6 +37,7 @@ from sim.events import RepOutcome, SweepEvents
 from sim.files.read import read_bounded, read_tail
 from sim.rundir.layout import RepRun, read_status, write_status
 from sim.sweep.executors.base import ExecutorError
+from sim.sweep.executors.ray_host import Board, run_on_host
 from sim.sweep.executors.transfer import TransferError, read_inputs, write_outputs
 from sim.sweep.hostinfo import code_hash
 from sim.sweep.spec import MAX_SPEC_BYTES
@@ -117,7 +118,7 @@ class RayExecutor:
     @staticmethod
     def _import_ray() -> Any:
         try:
-            import ray
+            import ray  # heavy: ray loads only when the ray executor runs
         except ImportError:
             raise ExecutorError(
                 "--executor ray needs Ray: pip install 'kvsim[ray]' (ray==2.60.0)"
@@ -189,8 +190,6 @@ class RayExecutor:
             ray.shutdown()
 
     def _run(self, ray: Any, reps: Sequence[RepRun], events: SweepEvents) -> None:
-        from sim.sweep.executors.ray_host import Board, run_on_host
-
         slots = self._slots(ray)
         task = ray.remote(num_cpus=0, resources={HOST_RESOURCE: 1}, max_retries=0)(run_on_host)
         board = (

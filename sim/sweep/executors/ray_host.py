@@ -90,7 +90,7 @@ def _relay(proc: subprocess.Popen[str], key: str, board: Any) -> None:
 def _watch_for_stop(proc: subprocess.Popen[str], board: Any, over: threading.Event) -> None:
     """Until ``over``: when the driver raised the stop flag, SIGTERM the child (it marks its
     point interrupted and exits)."""
-    import ray
+    import ray  # heavy: ray, on a host the ray executor runs on
 
     while not over.wait(STOP_POLL_S):
         try:
@@ -107,7 +107,7 @@ def run_on_host(
     spec: dict[str, Any], inputs: list[InputFile], key: str, board: Any = None
 ) -> dict[str, Any]:
     """Run the spec's point here; return its files and where and when it ran."""
-    import ray
+    import ray  # heavy: ray, on a host the ray executor runs on
 
     node_id = ray.get_runtime_context().get_node_id()
     name = host_name()

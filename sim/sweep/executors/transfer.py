@@ -24,9 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sim.config import ExperimentConfig
 from sim.files.read import MAX_DATA_BYTES, MAX_RUN_FILE_BYTES, read_bounded
 from sim.rundir.layout import LOG_FILE, SPEC_FILE, STATUS_FILE, spec_file, status_file
 from sim.rundir.outputs import write_json
+from sim.sweep.identity import config_hash, data_files
 
 __all__ = [
     "InputFile",
@@ -61,8 +63,6 @@ class InputFile:
 
 
 def _spec_config(spec: dict[str, Any]) -> Any:
-    from sim.config import ExperimentConfig
-
     if not isinstance(spec.get("config"), dict):
         raise TransferError(
             "the point's spec carries no resolved config (written by an older kvsim); "
@@ -74,8 +74,6 @@ def _spec_config(spec: dict[str, Any]) -> Any:
 def read_inputs(spec: dict[str, Any]) -> list[InputFile]:
     """Driver side: the bytes of every data file of the spec's config, checked against
     the content hashes planned (a file edited since fails the point, as it would locally)."""
-    from sim.sweep.identity import data_files
-
     cfg = _spec_config(spec)
     planned = spec.get("data_files") or {}
     out = []
@@ -104,9 +102,6 @@ def place_inputs(spec: dict[str, Any], files: list[InputFile], data_dir: Path) -
     """Host side: write the data files under ``data_dir`` and return the spec with the
     config pointing at them (and the point hash of that config, which names new paths
     for the same contents)."""
-    from sim.config import ExperimentConfig
-    from sim.sweep.identity import config_hash
-
     config = json.loads(json.dumps(spec["config"]))
     for f in files:
         if digest(f.data) != f.sha256:

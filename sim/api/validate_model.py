@@ -17,16 +17,19 @@ The table pairs every real point with its model twin; ``validation.md`` and
 
 from __future__ import annotations
 
+import os
+import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sim.api.validation_conditions import loadavg_note, read_json
+from sim.errors import ConfigError, RunDirError
+from sim.events import SweepEvents
 from sim.rundir.validation_layout import TOP_FILES, ValidationLayout
 
 if TYPE_CHECKING:  # the sweep and the model load only when a validation runs
     from sim.api.experiments import Experiment
-    from sim.events import SweepEvents
 
 __all__ = ["LEVELS", "MIN_REPEATS", "Validation", "validate_model"]
 
@@ -88,11 +91,13 @@ def validate_model(
     measured around the real runs as a note. A grid the calibration does not cover is
     refused before anything runs (CalibrationError naming the config file).
     """
-    from sim.api.validation_runs import check_coverage, run_all, run_real
-    from sim.errors import ConfigError
-    from sim.events import SweepEvents
-    from sim.rundir.outputs import atomic_write_text, write_csv
-    from sim.validation.table import wrap
+    from sim.api.validation_runs import (  # heavy: only a validation
+        check_coverage,
+        run_all,
+        run_real,
+    )
+    from sim.rundir.outputs import atomic_write_text, write_csv  # heavy: only a validation loads it
+    from sim.validation.table import wrap  # heavy: only a validation loads it
 
     if level not in LEVELS:
         raise ConfigError(f"--level {level!r}: allowed: {', '.join(LEVELS)}")
@@ -130,10 +135,14 @@ def _prediction(
     """The prediction level: its table and verdict, the conditions and second runs' lines
     (what is printed), the full table of every metric (validation.md only) and the CSV
     rows."""
-    from sim.calibration.speed import speed_line
-    from sim.rundir.reader import load_results
-    from sim.validation.paired import TARGETS, summary_counts, validate_runs
-    from sim.validation.report import (
+    from sim.calibration.speed import speed_line  # heavy: only a validation loads it
+    from sim.rundir.reader import load_results  # heavy: only a validation loads it
+    from sim.validation.paired import (  # heavy: only a validation
+        TARGETS,
+        summary_counts,
+        validate_runs,
+    )
+    from sim.validation.report import (  # heavy: only a validation loads it
         again_line,
         idle_line,
         matched_line,
@@ -142,8 +151,8 @@ def _prediction(
         render,
         shown_metrics,
     )
-    from sim.validation.table import prediction_table
-    from sim.validation.verdict import judge
+    from sim.validation.table import prediction_table  # heavy: only a validation loads it
+    from sim.validation.verdict import judge  # heavy: only a validation loads it
 
     real = load_results(where.real)
     pairs = validate_runs(real, load_results(where.model), n_boot=boot)
@@ -191,13 +200,12 @@ def _mechanism(exp: Experiment, where: ValidationLayout, level: str) -> str:
     engine's build) replayed through the model's queue, GIL, cores and store
     (sim.model.replay), each point under the background load measured around its real
     twin and the harness latencies measured around the real runs when they were."""
-    import statistics
 
-    from sim.api.replay import replay_run
-    from sim.calibration.speed import speed_line
-    from sim.model.calibration import load_calibration
-    from sim.model.replay import MECHANISM_TARGETS
-    from sim.validation.table import mechanism_table
+    from sim.api.replay import replay_run  # heavy: only a validation loads it
+    from sim.calibration.speed import speed_line  # heavy: only a validation loads it
+    from sim.model.calibration import load_calibration  # heavy: only a validation loads it
+    from sim.model.replay import MECHANISM_TARGETS  # heavy: only a validation loads it
+    from sim.validation.table import mechanism_table  # heavy: only a validation loads it
 
     cal = load_calibration(where.conditions) if where.conditions.is_file() else None
     loads = read_json(where.loads) if where.loads.is_file() else {}
@@ -215,7 +223,7 @@ def _again_is_current(where: ValidationLayout, ran: bool, aa: bool) -> bool:
     """Whether ``real-again/`` belongs with ``real/``: run now (``aa``), or, reporting only,
     finished no earlier than ``real/`` (a validation run later without --aa left an older
     one beside a newer real run: not its twin)."""
-    from sim.rundir.layout import MANIFEST_FILE
+    from sim.rundir.layout import MANIFEST_FILE  # heavy: only a validation loads it
 
     again, real = where.again / MANIFEST_FILE, where.real / MANIFEST_FILE
     if (ran and not aa) or not again.is_file() or not real.is_file():
@@ -228,12 +236,10 @@ def _claim_base(base: Path, force: bool, create: bool) -> None:
     gets kvsim's ledger listing :data:`TOP_FILES` (a later validate-model replaces them);
     in any other directory a file of those names that kvsim did not write is a reason
     to refuse unless ``force`` (``sim.rundir.claim``)."""
-    import os
 
-    from sim.errors import RunDirError
-    from sim.rundir.claim import claim_outputs
-    from sim.rundir.guard import normalize_dir, record_owned
-    from sim.rundir.layout import LOCK_FILE
+    from sim.rundir.claim import claim_outputs  # heavy: only a validation loads it
+    from sim.rundir.guard import normalize_dir, record_owned  # heavy: only a validation loads it
+    from sim.rundir.layout import LOCK_FILE  # heavy: only a validation loads it
 
     try:
         if create:

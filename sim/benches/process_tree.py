@@ -161,9 +161,8 @@ def _one(calibration: str, requests: int, work: Path, timeout_s: float) -> TreeP
 def print_tree(calibration: str, requests: int, work: Path, timeout_s: float = 7200.0) -> float:
     """Run the tree at SMALL_REQUESTS and at ``requests`` a point; print both and the
     ratio of their summed-RSS peaks (returned)."""
-    # the config models and the estimate: only when the tree is printed
-    from sim.config import ExperimentConfig
-    from sim.preflight.budget import estimate_point
+    from sim.config import ExperimentConfig  # the config models: only when the tree is printed
+    from sim.preflight.budget import estimate_point  # the estimate: only then too
 
     print(
         "  the whole run, every process counted (kvsim run: one point of 4 load threads at "

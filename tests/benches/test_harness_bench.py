@@ -48,3 +48,16 @@ def test_the_figure_is_split_into_python_and_wake_ups() -> None:
     text = bench.what_it_is_made_of(row, 18.0)
     assert "18.0 µs the Python" in text and "30.0 µs beyond it" in text
     assert "1.20 wake-ups" in text and "25.0 µs per wake-up" in text
+
+
+def test_the_machine_s_own_wake_up_cost_is_set_beside_the_figure() -> None:
+    row = {"harness_us_per_request": 48.0, "harness_wakes_per_request": 1.0}
+    text = bench.what_the_machine_adds(row, 16.0, 10.0, 15.0)
+    assert "10.0 µs run hot takes 15.0 µs" in text and "(1.50×" in text
+    assert "16.0 µs run hot would be 24.0 µs" in text and "48.0 µs measured" in text
+
+
+def test_the_wake_up_probe_times_the_same_python_hot_and_after_a_sleep() -> None:
+    """Both medians are of the same piece (each a positive time); no figure is asserted."""
+    hot, cold = bench.wake_penalty_us(samples=20, sleep_s=1e-4)
+    assert hot > 0 and cold > 0

@@ -113,23 +113,31 @@ def sustained_rate(
     floor_ms: float = math.nan,
 ) -> tuple[float, list[dict[str, float]]]:
     """Highest rate tried whose lag p99 stays under :func:`lag_limit_ms` (0 when none),
-    and every trial."""
-    trials = []
+    and every trial. A rate that misses is tried once more and fails only if it misses
+    twice: on a shared machine one trial's p99 is one burst of another process (a 500
+    req/s trial read 16 ms under a 5.6 ms limit between two that passed), and one burst
+    ended the doubling there ("469 req/s" one run, "3000" the next)."""
+    trials: list[dict[str, float]] = []
+
+    def holds(rate: float) -> bool:
+        for _ in range(2):
+            row = measure_rate(rate, seconds)
+            trials.append(row)
+            if _sustained(row, floor_ms):
+                return True
+        return False
+
     good, bad = 0.0, math.inf
     rate = start_rps
     while rate <= limit_rps:
-        row = measure_rate(rate, seconds)
-        trials.append(row)
-        if not _sustained(row, floor_ms):
+        if not holds(rate):
             bad = rate
             break
         good = rate
         rate *= 2
     for _ in range(bisect if math.isfinite(bad) and good > 0 else 0):
         mid = (good + bad) / 2
-        row = measure_rate(mid, seconds)
-        trials.append(row)
-        good, bad = (mid, bad) if _sustained(row, floor_ms) else (good, mid)
+        good, bad = (mid, bad) if holds(mid) else (good, mid)
     return good, trials
 
 

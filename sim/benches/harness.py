@@ -20,6 +20,8 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import statistics
+import time
 from typing import Any
 
 from sim import columns
@@ -35,7 +37,9 @@ __all__ = [
     "main",
     "measure_rate",
     "sustained_rate",
+    "wake_penalty_us",
     "what_it_is_made_of",
+    "what_the_machine_adds",
 ]
 
 HELP = "the harness's own cost with the noop variant: µs per request, lag, sustained rate"
@@ -109,23 +113,31 @@ def sustained_rate(
     floor_ms: float = math.nan,
 ) -> tuple[float, list[dict[str, float]]]:
     """Highest rate tried whose lag p99 stays under :func:`lag_limit_ms` (0 when none),
-    and every trial."""
-    trials = []
+    and every trial. A rate that misses is tried once more and fails only if it misses
+    twice: on a shared machine one trial's p99 is one burst of another process (a 500
+    req/s trial read 16 ms under a 5.6 ms limit between two that passed), and one burst
+    ended the doubling there ("469 req/s" one run, "3000" the next)."""
+    trials: list[dict[str, float]] = []
+
+    def holds(rate: float) -> bool:
+        for _ in range(2):
+            row = measure_rate(rate, seconds)
+            trials.append(row)
+            if _sustained(row, floor_ms):
+                return True
+        return False
+
     good, bad = 0.0, math.inf
     rate = start_rps
     while rate <= limit_rps:
-        row = measure_rate(rate, seconds)
-        trials.append(row)
-        if not _sustained(row, floor_ms):
+        if not holds(rate):
             bad = rate
             break
         good = rate
         rate *= 2
     for _ in range(bisect if math.isfinite(bad) and good > 0 else 0):
         mid = (good + bad) / 2
-        row = measure_rate(mid, seconds)
-        trials.append(row)
-        good, bad = (mid, bad) if _sustained(row, floor_ms) else (good, mid)
+        good, bad = (mid, bad) if holds(mid) else (good, mid)
     return good, trials
 
 
@@ -143,6 +155,54 @@ def what_it_is_made_of(row: dict[str, float], hot_us: float) -> str:
         f"  of which: {hot_us:.1f} µs the Python of a request (run hot) and {rest:.1f} µs "
         f"beyond it with {wakes:.2f} wake-ups a request{per_wake} (a thread's first "
         "Python after a sleep runs from cold caches)"
+    )
+
+
+def _python_piece(n: int = 40) -> int:
+    """A fixed piece of plain Python (a few µs: calls, attribute and dict reads, a small
+    allocation each round), the kind of code a request's step runs."""
+    acc = 0
+    box: dict[int, list[int]] = {}
+    for i in range(n):
+        box[i & 7] = [i, acc]
+        acc += len(box[i & 7]) + (i >> 1)
+    return acc
+
+
+def wake_penalty_us(samples: int = 200, sleep_s: float = 1e-3) -> tuple[float, float]:
+    """This machine's cost of a wake-up to the Python run right after it, kvsim aside:
+    the thread CPU time (median µs) of the same piece of plain Python run back to back
+    (hot) and right after each ``sleep_s`` sleep (cold), as the simulation thread runs a
+    request's steps after its wait for the next arrival."""
+    clock = time.thread_time_ns
+    for _ in range(20):
+        _python_piece()  # warm: the code and its objects made once
+    hot, cold = [], []
+    for _ in range(samples):
+        t0 = clock()
+        _python_piece()
+        hot.append(clock() - t0)
+    for _ in range(samples):
+        time.sleep(sleep_s)
+        t0 = clock()
+        _python_piece()
+        cold.append(clock() - t0)
+    return statistics.median(hot) / 1e3, statistics.median(cold) / 1e3
+
+
+def what_the_machine_adds(
+    row: dict[str, float], request_hot_us: float, hot_us: float, cold_us: float
+) -> str:
+    """The wake-up part of the figure set beside what a wake-up costs plain Python on this
+    machine now (:func:`wake_penalty_us`): the target is a property of the code and of the
+    machine together, and this says how much of a miss is the machine's."""
+    got = row[columns.HARNESS_US_PER_REQUEST.name]
+    ratio = cold_us / hot_us if hot_us > 0 else math.nan
+    return (
+        f"  this machine now: a piece of plain Python of {hot_us:.1f} µs run hot takes "
+        f"{cold_us:.1f} µs right after a 1 ms sleep ({ratio:.2f}×, median of 200, kvsim not "
+        f"involved); a request's {request_hot_us:.1f} µs run hot would be "
+        f"{request_hot_us * ratio:.1f} µs at that ratio, against the {got:.1f} µs measured"
     )
 
 
@@ -223,6 +283,11 @@ def main(args: argparse.Namespace) -> int:
             f"{got / TARGET_US:.2f}× the target"
         )
         console.print(what_it_is_made_of(at_target, hot[columns.HARNESS_US_PER_REQUEST.name]))
+        console.print(
+            what_the_machine_adds(
+                at_target, hot[columns.HARNESS_US_PER_REQUEST.name], *wake_penalty_us()
+            )
+        )
     if not args.no_search:
         best, trials = sustained_rate(min(args.seconds, 1.0), floor_ms=floor)
         tried = ", ".join(

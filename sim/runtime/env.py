@@ -41,7 +41,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from heapq import heappop, heappush
-from time import perf_counter_ns
+from time import perf_counter_ns, thread_time_ns
 from typing import Any
 
 import simpy
@@ -232,7 +232,8 @@ class HybridEnvironment(simpy.Environment):
 
     # -- the simulation side ---------------------------------------------
     def step(self) -> None:
-        """Process the next event once its time has come (SimPy's own ``step``).
+        """Process the next event once its time has come (SimPy's own ``step``), and then
+        every bare callback already due at the wall time read for it.
 
         Events come in time order: one already due (its time has passed on the wall
         clock) is processed before any completion posted since, because the
@@ -240,6 +241,12 @@ class HybridEnvironment(simpy.Environment):
         due, at the wall time it is picked up — which keeps the clock no later than
         the earliest queued event, and makes a process resumed by a completion see
         the real time (a transfer it starts then lasts its full modelled time).
+
+        The calls after the first run in this same step, without a new read of the
+        clock, while the earliest entry is a bare callback due by the wall time already
+        read (it is due now all the more) and no answer was posted meanwhile: the same
+        calls in the same order at the same ``now`` as one step each, less a SimPy
+        ``step`` call and a clock read per call (the harness's GIL time per request).
         """
         queue_, quiet, inbox, t0_ns = self._queue, self._quiet, self._inbox, self._t0_ns
         posted = self._posted_at
@@ -272,24 +279,37 @@ class HybridEnvironment(simpy.Environment):
                 self._wake_ns = 0
                 continue
             self._waits += 1
-            asleep_ns = time.thread_time_ns()
+            asleep_ns = thread_time_ns()
             rung = inbox.wait(timeout)
-            self._asleep_cpu_ns += time.thread_time_ns() - asleep_ns
+            self._asleep_cpu_ns += thread_time_ns() - asleep_ns
             self._wake_ns = 0
             if not rung and wake == _INF and not inbox and not posted:
                 raise StallError(
                     f"{self._pending} thread job(s) gave no answer for "
                     f"{self._stall_timeout_s:g} s and no timer is due"
                 )
-        if quiet and (not queue_ or quiet[0] < queue_[0]):  # (time, priority, id): no ties
-            at, _prio, _eid, call = heappop(quiet)
-            self._now = at
-            call.fn(call.arg)
-            return
-        at, _prio, _eid, event = queue_[0]
-        if type(event) is _Call:  # a bare callback: no SimPy machinery needed
-            heappop(queue_)
-            self._now = at
-            event.fn(event.arg)
-            return
-        super().step()
+        while True:
+            # the earliest of the two heaps ((time, priority, id): no ties)
+            if quiet and (not queue_ or quiet[0] < queue_[0]):
+                at, _prio, _eid, call = heappop(quiet)
+                self._now = at
+                call.fn(call.arg)
+            else:
+                at, _prio, _eid, event = queue_[0]
+                if type(event) is not _Call:
+                    super().step()  # a SimPy event: its machinery, and one per step
+                    return
+                heappop(queue_)
+                self._now = at
+                event.fn(event.arg)
+            if posted:
+                return  # an answer came: the next step files it among the calls first
+            while queue_ and type(head := queue_[0][3]) is _Call and not head.live:
+                heappop(queue_)
+            while quiet and not quiet[0][3].live:
+                heappop(quiet)
+            if not (
+                (queue_ and queue_[0][0] <= wall and type(queue_[0][3]) is _Call)
+                or (quiet and quiet[0][0] <= wall)
+            ):
+                return

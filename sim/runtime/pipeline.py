@@ -119,6 +119,9 @@ class LoadPipeline:
         # With the GIL off a request has no GIL hold or wait: those columns stay empty
         # (sim.instruments.threadtime; a point whose GIL changes state fails, sim.sweep.child).
         self._gil_on = gil_enabled()
+        #: Read once: the store's CPU stages and the clock's zero, on every request's path.
+        self._stage = store.stage
+        self._t0_ns = env.t0_ns
 
     @property
     def gil_on(self) -> bool:
@@ -202,7 +205,6 @@ class _Request:
     it ends, so that a long real point holds a few hundred bytes per finished request."""
 
     __slots__ = (
-        "arrival_ns",
         "at_s",
         "done_ns",
         "error",
@@ -231,7 +233,7 @@ class _Request:
         self.then = then
         self.xfer: TransferOutcome | None = None
         self.job: LoadJob | None = None
-        self.arrival_ns = p._env.origin_ns + round(at_s * 1e9)
+        # (the planned arrival on the perf_counter_ns scale is made with the row, after)
         job = p._jobs.pop(req.request_id, None)
         if job is None:
             job = req.job(p._geometry, p._job_gen)
@@ -241,8 +243,8 @@ class _Request:
         p = self.p
         self.job = job
         self.waited_s = waited_s
-        p._staging[self.req.request_id] = p._env.now
-        p._cpu.run(self._staged, p._store.stage, p._variants, p._handler, job)
+        p._staging[self.req.request_id] = p._env._now
+        p._cpu.run(self._staged, p._stage, p._variants, p._handler, job)
 
     def _staged(self, outcome: JobOutcome) -> None:
         p = self.p
@@ -271,11 +273,12 @@ class _Request:
         if xfer is not None and xfer.transfer_ms is None:
             # Modelled: it ended at the time the model fixed (``now`` is that time, even
             # when the loop runs it late), not when the loop noted it.
-            self.done_ns = env.t0_ns + round(env.now * 1e9)
+            self.done_ns = p._t0_ns + round(env._now * 1e9)
         else:  # real, or failed in its CPU stages: when the load thread was done
             self.done_ns = self.timing.end_ns
-        p._finished.append(self)
-        p._on_done(len(p._finished))
+        finished = p._finished
+        finished.append(self)
+        p._on_done(len(finished))
         if self.then is not None:
             self.then(env.to_run_time(self.done_ns))
 
@@ -283,6 +286,7 @@ class _Request:
         """The request's row, from what its steps noted."""
         req, env = self.req, p._env
         geo = p._geometry
+        arrival_ns = env.origin_ns + round(self.at_s * 1e9)  # the planned arrival
         rec = RequestRecord(
             request_id=req.request_id,
             tokens=req.tokens,
@@ -291,14 +295,14 @@ class _Request:
             arrival_s=self.at_s,
             injected_s=env.to_run_time(self.injected_ns),
             # Never negative: the environment processes nothing before its time.
-            inject_lag_ms=max(0, self.injected_ns - self.arrival_ns) / 1e6,
+            inject_lag_ms=max(0, self.injected_ns - arrival_ns) / 1e6,
             trace_line=req.trace_line,
         )
         t = self.timing
         rec.thread = self.thread
         rec.start_s = env.to_run_time(t.start_ns)
         rec.cpu_done_s = env.to_run_time(t.end_ns)
-        rec.queue_ms = (t.start_ns - self.arrival_ns) / 1e6
+        rec.queue_ms = (t.start_ns - arrival_ns) / 1e6
         rec.stage_wall_ms = t.wall_ns / 1e6
         if p._gil_on:
             rec.gil_hold_ms = t.hold_ns / 1e6
@@ -312,7 +316,7 @@ class _Request:
         end_record(
             rec,
             env.to_run_time(self.done_ns),
-            (self.done_ns - self.arrival_ns) / 1e6,
+            (self.done_ns - arrival_ns) / 1e6,
             None if err is not None else self.xfer,
             error_line(err) if err is not None else "",
             self.waited_s,

@@ -69,7 +69,7 @@ class _RunClock:
     (sim.point.arrivals.ArrivalClock): the pipeline reports ends in run time, so a
     closed loop's next arrival is exactly the last end plus think time."""
 
-    __slots__ = ("_env", "_origin")
+    __slots__ = ("_at", "_env", "_origin")
 
     #: Callbacks run on the simulation thread itself: one that finds the next arrival
     #: due hands it over at once (a backlog in one go).
@@ -78,16 +78,17 @@ class _RunClock:
     def __init__(self, env: HybridEnvironment) -> None:
         self._env = env
         self._origin = env.set_origin()
+        self._at = env.at
 
     @property
     def now(self) -> float:
-        return self._env.run_time()
+        return self._env._now - self._origin  # env.run_time(), one call less an arrival
 
     def after(self, delay: float, fn: Callable[[Any], None], arg: Any = None) -> Timer:
         return self._env.after(delay, fn, arg)
 
     def at(self, t: float, fn: Callable[[Any], None], arg: Any = None) -> object:
-        return self._env.at(self._origin + t, fn, arg)
+        return self._at(self._origin + t, fn, arg)
 
 
 def _drive(env: HybridEnvironment, pipeline: LoadPipeline, workload: Workload) -> None:

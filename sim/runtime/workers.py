@@ -62,6 +62,9 @@ class WorkerPool:
         self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()  # no lock+condition per job
         self._threads: list[threading.Thread] = []
         self._stopping = threading.Event()
+        #: Whether :meth:`run` may queue a job: started and not stopping (a plain flag,
+        #: read on every request's path; the event is what the load threads read).
+        self._open = False
 
     @property
     def workers(self) -> int:
@@ -78,11 +81,12 @@ class WorkerPool:
             t = threading.Thread(target=self._loop, name=f"{self._name}-{i}", daemon=True)
             t.start()
             self._threads.append(t)
+        self._open = True
         return self
 
     def run(self, done: Callable[[JobOutcome], None], fn: Callable[..., Any], *args: Any) -> None:
         """Queue ``fn(*args)``; ``done(outcome)`` runs on the simulation thread after it."""
-        if not self._threads or self._stopping.is_set():
+        if not self._open:
             raise RuntimeError("pool is not running")
         self._env.expect()
         self._jobs.put((done, fn, args))
@@ -110,6 +114,7 @@ class WorkerPool:
 
     def shutdown(self, timeout_s: float = 10.0) -> list[str]:
         """Stop taking jobs and join the threads; returns the names of threads still stuck."""
+        self._open = False
         self._stopping.set()
         for _ in self._threads:
             self._jobs.put(_STOP)

@@ -38,7 +38,7 @@ def test_the_search_under_a_noisy_floor_finds_the_rate_where_lag_grows(monkeypat
     monkeypatch.setattr(bench, "measure_rate", fake)
     best, trials = bench.sustained_rate(0.1, floor_ms=2.9, bisect=0)
     assert best == 2000
-    assert [t["rate_rps"] for t in trials] == [250, 500, 1000, 2000, 4000]
+    assert [t["rate_rps"] for t in trials] == [250, 500, 1000, 2000, 4000, 4000]
     best, _ = bench.sustained_rate(0.1, floor_ms=0.0, bisect=0)
     assert best == 0  # no floor to stand on: 2.5 ms is lag
 
@@ -48,3 +48,33 @@ def test_the_figure_is_split_into_python_and_wake_ups() -> None:
     text = bench.what_it_is_made_of(row, 18.0)
     assert "18.0 µs the Python" in text and "30.0 µs beyond it" in text
     assert "1.20 wake-ups" in text and "25.0 µs per wake-up" in text
+
+
+def test_the_machine_s_own_wake_up_cost_is_set_beside_the_figure() -> None:
+    row = {"harness_us_per_request": 48.0, "harness_wakes_per_request": 1.0}
+    text = bench.what_the_machine_adds(row, 16.0, 10.0, 15.0)
+    assert "10.0 µs run hot takes 15.0 µs" in text and "(1.50×" in text
+    assert "16.0 µs run hot would be 24.0 µs" in text and "48.0 µs measured" in text
+
+
+def test_the_wake_up_probe_times_the_same_python_hot_and_after_a_sleep() -> None:
+    """Both medians are of the same piece (each a positive time); no figure is asserted."""
+    hot, cold = bench.wake_penalty_us(samples=20, sleep_s=1e-4)
+    assert hot > 0 and cold > 0
+
+
+def test_one_burst_does_not_end_the_search(monkeypatch) -> None:
+    """A rate that misses once (another process's burst) and passes when tried again is
+    sustained; one that misses twice is not."""
+    misses = {500.0: 1, 4000.0: 2}
+
+    def fake(rate: float, seconds: float) -> dict[str, float]:
+        if misses.get(rate, 0) > 0:
+            misses[rate] -= 1
+            return _row(rate, 30.0, 0.3)
+        return _row(rate, 0.5, 0.3)
+
+    monkeypatch.setattr(bench, "measure_rate", fake)
+    best, trials = bench.sustained_rate(0.1, floor_ms=0.3, bisect=0)
+    assert best == 2000
+    assert [t["rate_rps"] for t in trials] == [250, 500, 500, 1000, 2000, 4000, 4000]

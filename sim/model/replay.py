@@ -115,13 +115,14 @@ class ReplayPoint:
     model: dict[str, float]
     #: model / real - 1 per metric (NaN where real is 0 or missing).
     error: dict[str, float] = field(default_factory=dict)
-    #: Per targeted metric: within :data:`MECHANISM_TARGETS`.
-    within: dict[str, bool] = field(default_factory=dict)
+    #: Per targeted metric: within :data:`MECHANISM_TARGETS`; None where neither side has
+    #: the figure (the GIL wait of a point run with the GIL off: no GIL to wait for).
+    within: dict[str, bool | None] = field(default_factory=dict)
 
     @property
     def meets(self) -> bool:
-        """Every targeted metric within its target."""
-        return all(self.within.get(m, False) for m in MECHANISM_TARGETS)
+        """Every targeted metric that applies within its target."""
+        return all(self.within.get(m, False) is not False for m in MECHANISM_TARGETS)
 
 
 def _number(value: Any) -> float:
@@ -247,7 +248,10 @@ def replay_point(
         m: (model[m] / real[m] - 1.0) if real[m] and math.isfinite(real[m]) else math.nan
         for m in METRICS
     }
-    within = {m: t.met(real[m], model[m]) for m, t in MECHANISM_TARGETS.items()}
+    within = {
+        m: None if math.isnan(real[m]) and math.isnan(model[m]) else t.met(real[m], model[m])
+        for m, t in MECHANISM_TARGETS.items()
+    }
     return ReplayPoint(
         slug=slug if slug is not None else point.slug,
         label=point.label,
@@ -275,7 +279,7 @@ def replay_report(points: Sequence[ReplayPoint]) -> str:
     for p in points:
         cells = []
         for m, name in short.items():
-            mark = "ok" if p.within.get(m) else "MISS"
+            mark = {True: "ok", None: "n/a"}.get(p.within.get(m), "MISS")
             err = p.error.get(m, math.nan)
             err_text = f"{err:+.0%}" if math.isfinite(err) else "–"
             cells.append(f"{name} {p.real[m]:.2f}→{p.model[m]:.2f} ({err_text} {mark})")

@@ -226,12 +226,14 @@ def verdicts_by_value(
     return out
 
 
-def mechanism_verdict(within: Sequence[Mapping[str, bool]], metrics: Sequence[str]) -> str:
+def mechanism_verdict(within: Sequence[Mapping[str, bool | None]], metrics: Sequence[str]) -> str:
     """The mechanism level's word over points (each: metric -> within its target):
     :data:`WITHIN` when every metric is within at :data:`MECHANISM_SHARE` of the points.
     No second real run enters it: the real side's own service times are replayed, so the
     machine's drift is taken out and the target is the mechanism's alone."""
+    applies = {m: sum(w.get(m, False) is not None for w in within) for m in metrics}
     ok = all(
-        _share(sum(bool(w.get(m)) for w in within), len(within), MECHANISM_SHARE) for m in metrics
+        not applies[m] or _share(sum(w.get(m) is True for w in within), applies[m], MECHANISM_SHARE)
+        for m in metrics
     )
     return WITHIN if ok else NOT_WITHIN

@@ -80,4 +80,44 @@ def test_the_mechanism_table_fits_100_columns_even_at_errors_past_999_percent() 
     text = mechanism_table([point, point], MECHANISM_TARGETS, "Mechanism")
     assert max(len(x) for x in text.splitlines()) <= WIDTH
     assert ">+999%✗" in text and "Each point by its variant, workers, index_variant:" in text
-    assert "Verdict: outside target" in text and "every target at 0/2 points" in text
+    flat = " ".join(text.split())  # the verdict is wrapped at 100 columns
+    assert "Verdict: outside target" in flat and "every target at 0/2 points" in flat
+
+
+def test_a_gil_wait_neither_side_has_does_not_count_as_a_miss() -> None:
+    """A point run with the GIL off has no GIL wait, real or replayed: its GIL-wait target
+    does not apply (it read ``–✗`` and held every GIL-off grid below 90 %), while a point
+    whose model lost a figure the real run has still misses."""
+    import math
+    from types import SimpleNamespace
+
+    from sim.model.replay import MECHANISM_TARGETS
+    from sim.validation.table import mechanism_table
+    from sim.validation.verdict import mechanism_verdict
+
+    names = list(MECHANISM_TARGETS)
+    nan = math.nan
+
+    def point(gil: str, wait_real: float, wait_model: float) -> SimpleNamespace:
+        real = {**dict.fromkeys(names, 10.0), "gil_wait_mean_ms": wait_real}
+        model = {**dict.fromkeys(names, 10.0), "gil_wait_mean_ms": wait_model}
+        within = {m: MECHANISM_TARGETS[m].met(real[m], model[m]) for m in names}
+        if math.isnan(wait_real) and math.isnan(wait_model):
+            within["gil_wait_mean_ms"] = None
+        return SimpleNamespace(
+            axes={"gil": gil},
+            real=real,
+            model=model,
+            error=dict.fromkeys(names, 0.0),
+            within=within,
+        )
+
+    on, off = point("on", 1.0, 1.0), point("off", nan, nan)
+    text = mechanism_table([on, off], MECHANISM_TARGETS, "Mechanism")
+    flat = " ".join(text.split())  # the verdict is wrapped at 100 columns
+    assert "gil wait mean ±15% or 0.1 ms 1/1" in flat and "every target at 2/2 points" in flat
+    assert "Verdict: within target" in flat and "–✗" not in text
+    assert mechanism_verdict([off.within], names) == "within target"
+    lost = point("off", 1.0, nan)  # the model lost a figure the real run has: a miss
+    assert lost.within["gil_wait_mean_ms"] is False
+    assert mechanism_verdict([on.within, lost.within], names) == "outside target"

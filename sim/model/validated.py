@@ -204,6 +204,25 @@ VALIDATED: tuple[Validated, ...] = (
         0.06,
         0.21,
     ),
+    # quiet, three repeats a point, with --aa, calibrated in the same free-threaded build
+    # (issue 39, 3 Dec 2026 13:52-14:06; docs/model-mode.md, "The GIL on and off")
+    Validated(
+        "configs/gil_on_off.yaml",
+        "3 Dec 2026 13:52, load average 0.3–0.6",
+        _fs(
+            "arrival poisson",
+            "gil.kind none",
+            "interpreter.python",
+            "variant numpy",
+            "variant scalar",
+        ),
+        12,
+        10,
+        9,
+        0.06,
+        0.11,
+        aa=(10, 10),
+    ),
 )
 
 

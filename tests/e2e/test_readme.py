@@ -92,6 +92,13 @@ _SHRINK = (
         "--set workload.requests=6 --set repeats=1 --set 'sweep.connector.workers=[1]' "
         "--set workload.arrival.rate_rps=20",
     ),
+    # the model against it: a calibration in that build, then both levels on one thread
+    ("kvsim calibrate gil --python", "--handlers per_group --chunks 8,1024 --reps 1"),
+    (
+        "kvsim validate-model configs/gil_on_off.yaml",
+        "--repeats 1 --set workload.requests=6 --set 'sweep.connector.workers=[1]' "
+        "--set workload.arrival.rate_rps=20",
+    ),
 )
 #: `kvsim calibrate` measures every variant at eight sizes; the walk measures what the
 #: model-mode lines after it need (the quickstart's variants and geometry).

@@ -41,3 +41,30 @@ def test_every_column_it_writes_is_catalogued() -> None:
     catalogue = set(columns.names(columns.SUMMARY))
     assert set(ThreadTimes(gil_on=False).summary()) <= catalogue
     assert set(columns.names(columns.THREADS)) == set(ThreadTimes(gil_on=True).summary())
+
+
+def test_its_state_stays_bounded_over_a_million_requests() -> None:
+    """A model point of 10^6 requests kept two floats a request to its end (+50 MB, its peak
+    1.6x the 10^4 point's); the percentiles now go to sim.stats' bounded histogram past
+    EXACT_VALUES, exact below it, within its relative error above."""
+    import numpy as np
+
+    from sim.instruments.threadtime import EXACT_VALUES
+    from sim.stats import RELATIVE_ERROR, percentiles
+
+    values = np.random.default_rng(5).lognormal(0.0, 1.0, 1_000_000)
+    small, large = ThreadTimes(gil_on=True), ThreadTimes(gil_on=True)
+    for v in values[: EXACT_VALUES - 1]:
+        small.add(rec(float(v), 0.0))
+    for v in values:
+        large.add(rec(float(v), 0.0))
+    exact = percentiles(values[: EXACT_VALUES - 1], [99])[0]
+    assert small.summary()["thread_cpu_p99_ms"] == exact  # exact below the limit
+    want = percentiles(values, [99])[0]
+    got = large.summary()
+    assert abs(got["thread_cpu_p99_ms"] / want - 1) <= RELATIVE_ERROR
+    assert got["thread_cpu_mean_ms"] == sum(values.tolist()) / values.size
+    assert got["core_wait_p99_ms"] == 0.0
+    # what it holds: the histogram's buckets and one unflushed batch, not the values
+    cpu = large._cpu
+    assert not cpu._pct.exact and len(cpu._batch) < 4096 and cpu._pct._parts == []

@@ -58,3 +58,39 @@ def test_the_progress_after_a_swallowed_stop_ends_the_point(in_this_process) -> 
     assert json.loads(channel.getvalue()) == {"progress": [1, 4]}
     with pytest.raises(child._Stopped):
         child._Reporter(channel, [signal.SIGTERM])(2, 4)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the drop itself
+def test_a_ctrl_c_dropped_where_it_was_raised_is_still_noted(monkeypatch) -> None:
+    """CPython prints and drops an exception raised in a gc callback: a KeyboardInterrupt
+    from SIGINT arriving there left the point ``ok``. The child's handler notes SIGINT as it
+    notes SIGTERM, so the end of its main sees the stop; an ignored SIGINT stays ignored."""
+    import gc
+    import os
+    import signal
+
+    from sim.sweep import child
+
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    monkeypatch.setattr(child, "die_with_parent", lambda _pid: True)  # not for the suite
+    stops: list[int] = []
+
+    def raised_in_a_callback(phase: str, info: dict) -> None:
+        if phase == "start":
+            gc.callbacks.remove(raised_in_a_callback)
+            os.kill(os.getpid(), signal.SIGINT)  # delivered here: dropped by the collector
+
+    try:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        child._end_with_parent(os.getppid(), stops)
+        gc.callbacks.append(raised_in_a_callback)
+        gc.collect()  # the KeyboardInterrupt is printed as ignored, and goes no further
+        assert stops == [signal.SIGINT]
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        child._end_with_parent(os.getppid(), [])
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # a background job's
+    finally:
+        if raised_in_a_callback in gc.callbacks:
+            gc.callbacks.remove(raised_in_a_callback)
+        for s, handler in saved.items():
+            signal.signal(s, handler)

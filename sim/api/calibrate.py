@@ -142,6 +142,13 @@ def calibrate(
     are calibrated as built-in ones are (``--plugin``; in kvsim's own python only). Bad
     names are one-line ConfigErrors.
     """
+    if python and plugins:  # the child would not load them: refused, never dropped
+        from sim.errors import ConfigError  # as the module's others: start-up stays light
+
+        raise ConfigError(
+            "--plugin with --python: a plug-in's variants are calibrated in kvsim's own "
+            "python only; calibrate them without --python"
+        )
     if python:
         return _calibrate_under(
             python,

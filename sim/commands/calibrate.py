@@ -81,13 +81,6 @@ def _gil_main(args: GilArgs) -> int:
         print(f"calibrate: {msg}", file=sys.stderr, flush=True)
 
     out = Path(args.out or default_out(args.python))
-    if args.python and args.plugins:
-        print(
-            "kvsim calibrate: --plugin with --python: a plug-in's variants are calibrated in "
-            "kvsim's own python only; calibrate them without --python",
-            file=sys.stderr,
-        )
-        return 2
     doc = calibrate(
         out,
         variants=args.variants,

@@ -93,3 +93,11 @@ def test_under_the_free_threaded_python_the_gil_is_on_and_the_build_recorded(
     assert doc["interpreter"]["gil_enabled"] is True  # PYTHON_GIL=1: holds through the meter
     assert doc["interpreter"]["version"] == probe(path).version
     assert json.loads(out.read_text()) == doc
+
+
+def test_plugins_with_another_python_are_refused_not_dropped(tmp_path: Path) -> None:
+    """The child calibrates built-in variants only: a plug-in file given with ``python`` was
+    left out silently from the API (only the command refused it)."""
+    with pytest.raises(ConfigError, match="--plugin with --python"):
+        calibrate(tmp_path / "c.json", python=sys.executable, plugins=["plug.py"])
+    assert not (tmp_path / "c.json").exists()

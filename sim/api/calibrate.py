@@ -24,6 +24,18 @@ if TYPE_CHECKING:
 
     from sim.analysis.store_fit import StoreFit
 
+#: What measures the load threads' slowdown beside each other in a free-threaded python
+#: with its GIL off (sim.calibration.measure_parallel): [keys, threads, out] as JSON.
+_PARALLEL_SCRIPT = """
+import json, sys
+from sim.calibration.measure_parallel import measure_parallel
+from sim.process.interpreter import this_interpreter
+keys, threads, out = json.loads(sys.argv[1])
+found = measure_parallel(keys, threads, say=lambda m: print(m, flush=True))
+with open(out, "w", encoding="utf-8") as f:
+    json.dump({"variants": found, "interpreter": this_interpreter()}, f)
+"""
+
 __all__ = ["HANDLERS", "CalibrateArgs", "GilArgs", "StoreFitArgs", "calibrate", "fit_store"]
 
 #: What a calibration under another python runs there: this module's calibrate, with the
@@ -248,8 +260,20 @@ def _calibrate_under(
         raise ConfigError(f"--python: {found.describe()} cannot run kvsim (`make freethreaded`)")
     kwargs = {**kwargs, "out": str(Path(out).absolute())}
     env = child_env("on" if found.free_threaded else "default")
+    _relay(python, [path, "-c", _UNDER_SCRIPT, json.dumps(kwargs)], env, say)
+    doc = json.loads(Path(kwargs["out"]).read_text(encoding="utf-8"))
+    if found.free_threaded:
+        doc = _with_parallel_slowdown(python, path, Path(kwargs["out"]), doc, say)
+    return doc
+
+
+def _relay(python: str, argv: list[str], env: dict[str, str], say: Callable[[str], None]) -> None:
+    """Run ``argv``, its stdout relayed to ``say`` a line at a time; a failure is one line
+    (the child's last line of error output)."""
+    from sim.errors import ConfigError  # deferred as the module's others: start-up stays light
+
     with subprocess.Popen(
-        [path, "-c", _UNDER_SCRIPT, json.dumps(kwargs)],
+        argv,
         env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -263,4 +287,30 @@ def _calibrate_under(
     if proc.returncode != 0:
         last = (err.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
         raise ConfigError(f"--python {python}: calibration failed there: {last[:300]}")
-    return json.loads(Path(kwargs["out"]).read_text(encoding="utf-8"))
+
+
+def _with_parallel_slowdown(
+    python: str, path: str, out: Path, doc: dict[str, Any], say: Callable[[str], None]
+) -> dict[str, Any]:
+    """``doc`` with each variant's slowdown beside other load threads, measured in the
+    same free-threaded ``python`` with its GIL off (a second child: PYTHON_GIL is read at
+    start-up), written back to ``out``; the model's GIL-off points run with it."""
+    import tempfile  # only a free-threaded calibration writes its second child's answer
+
+    from sim.process.interpreter import child_env  # as in _calibrate_under
+    from sim.rundir.outputs import write_json  # the run directory's code: not at import sim
+
+    keys = [k for k in doc.get("variants", {}) if "/" in k]
+    if not keys:
+        return doc
+    threads = min(4, max(2, int(doc.get("machine", {}).get("cores") or 2)))
+    with tempfile.TemporaryDirectory(prefix="kvsim-parallel-") as tmp:
+        answer = Path(tmp) / "parallel.json"
+        argv = [path, "-c", _PARALLEL_SCRIPT, json.dumps([keys, threads, str(answer)])]
+        _relay(python, argv, child_env("off"), say)
+        found = json.loads(answer.read_text(encoding="utf-8"))
+    for key, slowdown in found["variants"].items():
+        doc["variants"][key]["parallel_slowdown"] = slowdown
+    doc["parallel_slowdown"] = {"interpreter": found["interpreter"], "threads": threads}
+    write_json(out, doc)
+    return doc

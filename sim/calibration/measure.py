@@ -39,6 +39,7 @@ __all__ = [
     "fit_linear",
     "measure_hold",
     "measure_variant",
+    "request_config",
 ]
 
 DEFAULT_CHUNKS = (1, 2, 4, 8, 64, 256, 1024, 2048)
@@ -59,7 +60,9 @@ IDLE_GAP_S = 0.02
 Say = Callable[[str], None]
 
 
-def _config(variant: str, handler: str, chunks: int, regions: int, groups: int, options=None):
+def request_config(
+    variant: str, handler: str, chunks: int, regions: int, groups: int, options=None
+):
     return ExperimentConfig.model_validate(
         {
             "name": "calibrate",
@@ -86,7 +89,7 @@ def check_grid(chunks: Sequence[int], regions: Sequence[int], groups: Sequence[i
     asked for 1.28e11 tokens a request)."""
     for c, r, g in ((max(chunks), max(regions), max(groups)), (min(chunks), min(regions), 1)):
         try:
-            _config("scalar", "per_group", c, r, g)
+            request_config("scalar", "per_group", c, r, g)
         except ValidationError as exc:
             err = exc.errors()[0]
             field = next((str(x) for x in reversed(err["loc"]) if str(x) in _ARGUMENT), "")
@@ -147,7 +150,9 @@ def measure_hold(
 ) -> float:
     """Mean GIL hold (ms) of ``reps`` requests at one geometry, measured exactly as a
     calibration row is (validate-model's speed probe reads it beside each real point)."""
-    hold, _free = _job_costs(_config(variant, handler, chunks, regions, groups, options), reps)
+    hold, _free = _job_costs(
+        request_config(variant, handler, chunks, regions, groups, options), reps
+    )
     return hold
 
 
@@ -188,14 +193,14 @@ def measure_variant(
 ) -> dict[str, Any]:
     """The calibration entry of one variant and handler."""
     if variant in PARAMETRIC:
-        cfg = _config(variant, handler, 8, 4, 1, {"hold_ms": 0.0, "free_ms": 0.0})
+        cfg = request_config(variant, handler, 8, 4, 1, {"hold_ms": 0.0, "free_ms": 0.0})
         hold, _free = _job_costs(cfg, reps * 4)
         return {"overhead_ms": hold}
     rows = []
     for g in groups:
         for r in regions:
             for c in chunks:
-                hold, free = _job_costs(_config(variant, handler, c, r, g), reps)
+                hold, free = _job_costs(request_config(variant, handler, c, r, g), reps)
                 rows.append(
                     {"chunks": c * g, "regions": r, "groups": g, "hold": hold, "free": free}
                 )
@@ -204,7 +209,7 @@ def measure_variant(
     # The spread at a mid-size request of the largest geometry: big enough that its
     # collections show, small enough to measure SPREAD_REPS of them in a few seconds.
     mid = max((c for c in chunks if c <= 1024), default=min(chunks))
-    spread = hold_spread(_config(variant, handler, mid, max(regions), min(groups)))
+    spread = hold_spread(request_config(variant, handler, mid, max(regions), min(groups)))
     return {
         "hold": hold_fit.as_dict(),
         "hold_spread": spread,

@@ -92,6 +92,14 @@ def test_under_the_free_threaded_python_the_gil_is_on_and_the_build_recorded(
     assert doc["interpreter"]["build"] == "free-threaded"
     assert doc["interpreter"]["gil_enabled"] is True  # PYTHON_GIL=1: holds through the meter
     assert doc["interpreter"]["version"] == probe(path).version
+    # the load threads' slowdown beside each other, measured there with the GIL off
+    assert doc["parallel_slowdown"]["interpreter"]["gil_enabled"] is False
+    threads = doc["parallel_slowdown"]["threads"]
+    for key in ("noop/per_group", "noop/per_chunk"):
+        found = doc["variants"][key]["parallel_slowdown"]
+        assert sorted(found, key=int) == [str(k) for k in range(2, threads + 1)]
+        for m in found.values():
+            assert m["slowdown"] >= 1.0 and 0.0 <= m["overlap"] <= 1.0 and m["ratio"] > 0
     assert json.loads(out.read_text()) == doc
 
 

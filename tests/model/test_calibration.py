@@ -205,7 +205,7 @@ def test_each_calibrated_request_starts_after_an_idle_gap_as_in_a_run(monkeypatc
 
     monkeypatch.setattr(m.time, "sleep", sleep)
     monkeypatch.setattr(gilmeter, "measure", measured)
-    holds, _ = m._job_samples(m._config("numpy", "per_group", 4, 4, 1), reps=3)
+    holds, _ = m._job_samples(m.request_config("numpy", "per_group", 4, 4, 1), reps=3)
     assert len(holds) == 3
     assert seen == [f"sleep {m.IDLE_GAP_S}", "job"] * 4  # the unkept warm-up one too
 

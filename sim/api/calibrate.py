@@ -36,6 +36,9 @@ with open(out, "w", encoding="utf-8") as f:
     json.dump({"variants": found, "interpreter": this_interpreter()}, f)
 """
 
+#: Load threads at once the slowdown is measured up to (the shipped configs' most workers).
+PARALLEL_THREADS = 4
+
 __all__ = ["HANDLERS", "CalibrateArgs", "GilArgs", "StoreFitArgs", "calibrate", "fit_store"]
 
 #: What a calibration under another python runs there: this module's calibrate, with the
@@ -303,7 +306,7 @@ def _with_parallel_slowdown(
     keys = [k for k in doc.get("variants", {}) if "/" in k]
     if not keys:
         return doc
-    threads = min(4, max(2, int(doc.get("machine", {}).get("cores") or 2)))
+    threads = PARALLEL_THREADS
     with tempfile.TemporaryDirectory(prefix="kvsim-parallel-") as tmp:
         answer = Path(tmp) / "parallel.json"
         argv = [path, "-c", _PARALLEL_SCRIPT, json.dumps([keys, threads, str(answer)])]

@@ -13,15 +13,19 @@ workers (scalar x 2: 85 ms a request, x 1: 64), and a model without it ran their
 32-49 % short (docs/model-mode.md, "Parallel slowdown").
 
 So calibration measures it, in the interpreter the model stands for with its GIL off:
-``k`` threads (2 up to the cores) each run the same number of requests at once, through
+``k`` threads (2 to 4, more than the cores included: they take turns there, and
+what a turn costs is measured with the rest) each run the same number of requests at once, through
 the same shared variants, and their mean thread CPU per request over one thread's alone
 is the slowdown at ``k``; rounds of one and ``k`` alternate and the median ratio is kept,
 so that a drift of the machine's speed cancels. Model mode (sim.model.contention) slows
 a load thread's CPU by the slowdown at the number of load threads running at once.
+The figure is thread CPU (``time.thread_time``), so a thread's wait for a core is not in
+it: the model's cores add that.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import threading
 import time
@@ -52,7 +56,8 @@ def _cpu_per_job(variants: list[Any], cfg: Any, threads: int, seed: int) -> tupl
     """(mean thread CPU (s) per request, overlap): ``threads`` threads each running
     :data:`JOBS` different requests at once (the jobs built before they start). The
     overlap is how much of the round they really ran at once: 1 when their CPU added up
-    to ``threads`` times the wall time, 0 when one ran at a time (a busy machine)."""
+    to ``min(threads, cores)`` times the wall time, 0 when one ran at a time (a busy
+    machine)."""
     tokens = cfg.workload.tokens.value
     jobs = [
         [
@@ -81,7 +86,8 @@ def _cpu_per_job(variants: list[Any], cfg: Any, threads: int, seed: int) -> tupl
     for th in pool:
         th.join()
     wall = time.perf_counter() - t0
-    overlap = (sum(cpu) / wall - 1.0) / (threads - 1) if threads > 1 and wall > 0 else 1.0
+    at_once = min(threads, os.cpu_count() or 1)  # beyond the cores they take turns
+    overlap = (sum(cpu) / wall - 1.0) / (at_once - 1) if at_once > 1 and wall > 0 else 1.0
     return statistics.fmean(cpu), min(1.0, max(0.0, overlap))
 
 

@@ -9,7 +9,8 @@ is free; this module is what is added on top, for the load threads' CPU only (th
 simulation thread, the engine and the probe touch other objects).
 
 A load thread's CPU run of ``w`` seconds, while ``m`` load-thread runs are in progress
-(this one included), needs ``w * slowdown(min(m, cores))`` seconds of a core. Whenever
+(this one included), needs ``w * slowdown(m)`` seconds of a core (``slowdown`` is thread
+CPU measured at ``m`` threads at once, so the cores' sharing still comes on top). Whenever
 ``m`` changes, every run in progress is taken off its core with the work it has left,
 and put back with that work at the new slowdown (processor sharing, whose pace the
 cores keep, is not disturbed: a run is stopped and started at the same instant). What a
@@ -54,9 +55,10 @@ class Contention:
         self._runs: list[_Run] = []
 
     def factor(self, running: int) -> float:
-        """The slowdown with ``running`` load-thread runs in progress (at most one a core
-        runs at any instant: beyond the cores, the factor of full cores)."""
-        m = min(running, self._cores.n, len(self._slowdown))
+        """The slowdown with ``running`` load-thread runs in progress: measured at that
+        many threads, more than the cores included (their turns on a core cost too);
+        beyond the largest count measured, the last factor."""
+        m = min(running, len(self._slowdown))
         return self._slowdown[m - 1] if m >= 1 else 1.0
 
     def run_instant(self, work_s: float) -> bool:

@@ -61,11 +61,14 @@ def test_a_run_slows_while_another_runs_beside_it_and_speeds_up_after() -> None:
     assert [j.extra_cpu_s for j in jobs] == pytest.approx([0.25, 0.25])
 
 
-def test_beyond_the_cores_the_factor_of_full_cores_and_processor_sharing() -> None:
-    """Four runs of 1 s on two cores at 1.5x: 6 core-seconds over 2 cores."""
-    ends, jobs = _runs([(0.0, 1.0)] * 4, (1.0, 1.5))
+def test_beyond_the_cores_the_factor_measured_there_and_processor_sharing() -> None:
+    """Four runs of 1 s on two cores at 1.5x (the factor at four): 6 core-seconds over 2
+    cores; with only a factor at two measured, that one."""
+    ends, jobs = _runs([(0.0, 1.0)] * 4, (1.0, 1.2, 1.3, 1.5))
     assert ends == pytest.approx([3.0] * 4)
     assert sum(j.extra_cpu_s for j in jobs) == pytest.approx(2.0)
+    ends, _ = _runs([(0.0, 1.0)] * 4, (1.0, 1.5))
+    assert ends == pytest.approx([3.0] * 4)
 
 
 def test_alone_a_run_is_not_slowed() -> None:

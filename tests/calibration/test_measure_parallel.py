@@ -19,15 +19,17 @@ def test_under_a_gil_it_is_refused() -> None:
         mp.measure_parallel(["scalar/per_group"], 2)
 
 
-def test_parametric_variants_and_plain_keys_are_not_measured(monkeypatch) -> None:
+def _said(monkeypatch, keys: list[str], overlap: float) -> tuple[dict, list[str]]:
+    """measure_parallel over ``keys`` with each measurement made up (1.5x at ``overlap``)."""
     monkeypatch.setattr(mp, "gil_enabled", lambda: False)
-    monkeypatch.setattr(
-        mp,
-        "parallel_slowdown",
-        lambda v, h, t: {"2": {"slowdown": 1.5, "ratio": 1.5, "overlap": 0.9}},
-    )
+    found = {"2": {"slowdown": 1.5, "ratio": 1.5, "overlap": overlap}}
+    monkeypatch.setattr(mp, "parallel_slowdown", lambda v, h, t: found)
     said: list[str] = []
-    got = mp.measure_parallel(["synthetic", "numpy/per_group"], 2, said.append)
+    return mp.measure_parallel(keys, 2, said.append), said
+
+
+def test_parametric_variants_and_plain_keys_are_not_measured(monkeypatch) -> None:
+    got, said = _said(monkeypatch, ["synthetic", "numpy/per_group"], 0.9)
     assert list(got) == ["numpy/per_group"]
     assert said == [
         "parallel slowdown, GIL off: numpy/per_group x 2 threads 1.50 "
@@ -36,12 +38,5 @@ def test_parametric_variants_and_plain_keys_are_not_measured(monkeypatch) -> Non
 
 
 def test_a_busy_machine_is_said(monkeypatch) -> None:
-    monkeypatch.setattr(mp, "gil_enabled", lambda: False)
-    monkeypatch.setattr(
-        mp,
-        "parallel_slowdown",
-        lambda v, h, t: {"2": {"slowdown": 1.1, "ratio": 1.1, "overlap": 0.2}},
-    )
-    said: list[str] = []
-    mp.measure_parallel(["scalar/per_group"], 2, said.append)
+    _got, said = _said(monkeypatch, ["scalar/per_group"], 0.2)
     assert "ran at once 20% of the time: calibrate on a quieter machine" in said[0]

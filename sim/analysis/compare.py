@@ -103,6 +103,13 @@ KNOWN_METRICS: dict[str, Metric] = {
         ),
         _of(columns.GIL_WAIT_MEAN_MS, "GIL wait/req (ms)", "mean", "requests", columns.GIL_WAIT_MS),
         _of(columns.QUEUE_P99_MS, "p99 queue (ms)", "p99", "requests", columns.QUEUE_MS),
+        _of(
+            columns.THREAD_CPU_MEAN_MS,
+            "thread CPU/req (ms)",
+            "mean",
+            "requests",
+            columns.THREAD_CPU_MS,
+        ),
         # the hold by stage (sim.instruments.stages): mean and p99 of each requests.csv column
         *(
             Metric(

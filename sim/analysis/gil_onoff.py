@@ -69,16 +69,27 @@ def _value(cmp: Comparison, level: tuple[str, ...], side: str, metric: str) -> s
     return "—" if cell is None or math.isnan(cell.value) else f"{cell.value:.1f}"
 
 
+def _has_thread_cpu(res: RunResults) -> bool:
+    """Whether the run's requests carry a thread CPU (runs made before it was a column
+    do not: their table has no CPU column)."""
+    rows = res.table("requests")
+    return bool(rows) and columns.THREAD_CPU_MS.name in rows[0]
+
+
 def gil_onoff_lines(res: RunResults, n_boot: int = 2000, seed: int = 0) -> list[str]:
     """The on/off table of ``res`` as text lines; [] when it did not sweep the GIL."""
     axis = gil_axis(res)
     if axis is None:
         return []
-    cmp = compare(res, "on", list(_METRICS), n_boot=n_boot, seed=seed, by=axis)
+    cpu = columns.THREAD_CPU_MEAN_MS.name
+    metrics = [*_METRICS, cpu] if _has_thread_cpu(res) else list(_METRICS)
+    cmp = compare(res, "on", metrics, n_boot=n_boot, seed=seed, by=axis)
     # Axes with one value at every point (mode: real) say nothing in a row: left out.
     cols = [i for i, _ in enumerate(cmp.level_axes) if len({lv[i] for lv in cmp.levels}) > 1]
     heads = [*(cmp.level_axes[i] for i in cols), "p50 on", "p50 off", "off÷on p50", "GIL cost p50"]
     heads += ["p99 on", "p99 off", "off÷on p99", "GIL cost p99"]
+    if cpu in metrics:
+        heads.append("CPU/req off÷on")
     rows = []
     for level in cmp.levels:
         row = [level[i] for i in cols]
@@ -86,6 +97,8 @@ def gil_onoff_lines(res: RunResults, n_boot: int = 2000, seed: int = 0) -> list[
             ratio, cost = _ratio(cmp, level, metric)
             row += [_value(cmp, level, "on", metric), _value(cmp, level, "off", metric)]
             row += [ratio, cost]
+        if cpu in metrics:
+            row.append(_ratio(cmp, level, cpu)[0].split(" ")[0])
         rows.append(row)
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads)]
     lines = [f"the GIL's own cost · {res.name} · latency ms, GIL on and off on one binary"]
@@ -97,6 +110,11 @@ def gil_onoff_lines(res: RunResults, n_boot: int = 2000, seed: int = 0) -> list[
         "(* excludes 1) · GIL cost: 1 - off÷on, the share of the GIL-on latency the GIL "
         f"itself costs (negative: the GIL-off side is slower) · repeats: {cmp.repeats}"
     )
+    if cpu in metrics:
+        lines.append(
+            "CPU/req off÷on: a request's thread CPU with the GIL off over with it on (above 1: "
+            "with no GIL, threads running at once slow each other, taking back part of the gain)"
+        )
     cores = _cores(res)
     workers = [int(float(r["workers"])) for r in res.summary if r.get("workers")]
     if cores is not None:

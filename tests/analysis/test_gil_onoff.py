@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from sim.analysis.gil_onoff import gil_axis, gil_onoff_lines, gil_onoff_report
 from sim.cli import main
@@ -15,6 +16,9 @@ from sim.rundir.reader import load_results
 #: Median latency (ms) with the GIL on; with it off, times OFF_RATIO.
 LAT_ON = {"scalar": 120.0, "numpy": 30.0}
 OFF_RATIO = {("scalar", 1): 1.0, ("scalar", 4): 0.66, ("numpy", 1): 1.0, ("numpy", 4): 1.0}
+#: A request's thread CPU (ms) with the GIL on; with it off, times CPU_OFF_RATIO.
+CPU_MS = 60.0
+CPU_OFF_RATIO = {"scalar": 1.3, "numpy": 1.0}
 
 
 def write_run(path: Path, repeats: int = 3, n: int = 300, cores: int = 2) -> Path:
@@ -28,9 +32,10 @@ def write_run(path: Path, repeats: int = 3, n: int = 300, cores: int = 2) -> Pat
                 scale = LAT_ON[variant] * (OFF_RATIO[(variant, workers)] if gil == "off" else 1)
                 for rep in range(repeats):
                     lat = scale * rng.lognormal(0.0, 0.2, n)
+                    cpu = CPU_MS * (CPU_OFF_RATIO[variant] if gil == "off" else 1.0)
                     requests += [
                         {**base, "repeat": rep, "request_id": i, "latency_ms": lat[i],
-                         "status": "ok"}
+                         "status": "ok", "thread_cpu_ms": cpu * rng.uniform(0.95, 1.05)}
                         for i in range(n)
                     ]  # fmt: skip
                     per_rep.append({**base, "repeat": rep, "status": "ok"})
@@ -66,6 +71,10 @@ def test_the_table_sets_on_beside_off_with_the_ratio_and_its_interval(tmp_path) 
     flat = _row(lines, "numpy", 4)
     assert float(flat[5][1:-1]) < 1.0 < float(flat[6].rstrip("]"))  # numpy: nothing
     assert not any(ln.count("-0%") for ln in lines)
+    # the thread CPU a request with the GIL off over on: threads that slow each other
+    assert lines[1].rstrip().endswith("CPU/req off÷on")
+    assert float(cells[-1].rstrip("*")) == pytest.approx(1.3, abs=0.03)
+    assert float(flat[-1].rstrip("*")) == pytest.approx(1.0, abs=0.03)
 
 
 def test_core_note_and_nothing_for_a_run_without_both_sides(tmp_path) -> None:
@@ -82,7 +91,8 @@ def test_core_note_and_nothing_for_a_run_without_both_sides(tmp_path) -> None:
 def test_one_repeat_gives_ratios_without_intervals(tmp_path) -> None:
     lines = gil_onoff_lines(load_results(write_run(tmp_path, repeats=1)), n_boot=50)
     cells = _row(lines, "scalar", 4)
-    assert "[" not in " ".join(cells) and "repeats: 1" in lines[-2]
+    (legend,) = [ln for ln in lines if ln.startswith("off÷on: ")]
+    assert "[" not in " ".join(cells) and "repeats: 1" in legend
 
 
 def test_kvsim_compare_prints_it_after_its_own_table(tmp_path, capsys) -> None:

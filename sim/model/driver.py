@@ -37,7 +37,7 @@ from sim.config import Point
 from sim.instruments.threadtime import ThreadTimes
 from sim.model.calibration import Calibration
 from sim.model.cores import WAKE_BURST_S, Cores
-from sim.model.costs import Measured, ModelCosts, point_costs
+from sim.model.costs import Measured, ModelCosts, harness_split, point_costs
 from sim.model.coverage import check_point, point_calibration
 from sim.model.draws import Uniforms
 from sim.model.engine import ModelEngine
@@ -332,6 +332,10 @@ def _simulate(
     costs = point_costs(cfg, cal, draw.next)
     if measured is not None and measured.engine_build_s is not None:
         costs = replace(costs, engine_build_s=measured.engine_build_s)
+    if measured is not None and measured.harness_s is not None:
+        # the run's own simulation thread, as each request's own hold (sim.model.replay)
+        arrival, complete, done = harness_split(measured.harness_s)
+        costs = replace(costs, arrival_s=arrival, complete_s=complete, done_s=done)
     cores = cfg.machine.cores or cal.cores
     background = cfg.machine.background_load
     if background is None:

@@ -11,12 +11,16 @@ store and, when the engine ran, the engine's build hold its baseline steps took 
 that run (``steps.csv``, phase ``alone``). What is left to compare is the mechanism,
 so the targets are tight (:data:`MECHANISM_TARGETS`).
 
+The simulation thread's GIL time per request is the run's own too (its summary's
+``harness_us_per_request``): it is spent per wake-up more than per request, so the
+calibration's figure (measured at one rate) is not a run's at another.
+
 What is not replayed, and comes from the config and the calibration as in any model
 run: the GIL-free part of a request (a synthetic sleep or kernel, a variant's
 GIL-free CPU: requests.csv records its wall time, which includes taking the GIL back,
-not its CPU), the simulation thread's CPU per request, the OS wake-up and timer
-latencies, the cores and the background load. A run directory is read by
-``sim.api.replay`` (this package sits below the sweep that writes it).
+not its CPU), the OS wake-up and timer latencies, the cores and the background load.
+A run directory is read by ``sim.api.replay`` (this package sits below the sweep that
+writes it).
 """
 
 from __future__ import annotations
@@ -94,12 +98,13 @@ METRICS = (
 
 @dataclass(frozen=True)
 class RealRep:
-    """One repeat of a real point: its requests.csv rows and, when the engine ran, its
-    steps.csv rows (text cells, as read)."""
+    """One repeat of a real point: its requests.csv rows, when the engine ran its
+    steps.csv rows, and its summary.csv row (text cells, as read)."""
 
     repeat: int
     requests: Sequence[Mapping[str, Any]]
     steps: Sequence[Mapping[str, Any]] = ()
+    summary: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -158,8 +163,10 @@ def measured(rep: RealRep) -> Measured:
     """What a real repeat measured, as the model replays it: each request's GIL hold (with
     the GIL off, where no hold exists, its thread CPU time: the model without a GIL runs
     it on the cores; a variant's calibrated GIL-free CPU is then counted again, which is
-    0 for scalar and numpy), and the engine's build hold alone (its baseline steps' mean
-    wall, in which nothing else wanted the GIL)."""
+    0 for scalar and numpy), the engine's build hold alone (its baseline steps' mean
+    wall, in which nothing else wanted the GIL), and the simulation thread's GIL time per
+    request (the summary's: a per-request figure of the calibration's rate is not a run's,
+    whose wake-ups serve one request or several)."""
     holds = {}
     for row in rep.requests:
         hold = _number(row.get(columns.GIL_HOLD_MS.name))
@@ -170,8 +177,12 @@ def measured(rep: RealRep) -> Measured:
             holds[int(rid)] = hold / 1e3
     builds = [_number(r.get("build_us")) for r in rep.steps if r.get("phase", "alone") == "alone"]
     builds = [b for b in builds if math.isfinite(b)]
+    harness = _number(rep.summary.get(columns.HARNESS_US_PER_REQUEST.name))
     return Measured(
-        holds, float(np.mean(builds)) / 1e6 if builds else None, job_gap_s(rep.requests)
+        holds,
+        float(np.mean(builds)) / 1e6 if builds else None,
+        job_gap_s(rep.requests),
+        harness / 1e6 if math.isfinite(harness) and harness > 0 else None,
     )
 
 

@@ -12,7 +12,9 @@ import math
 
 import pytest
 
+from sim import columns
 from sim.config import parse_config
+from sim.model.calibration import load_calibration
 from sim.model.driver import run_model_point
 from sim.model.replay import (
     MECHANISM_TARGETS,
@@ -20,6 +22,7 @@ from sim.model.replay import (
     Target,
     figures,
     job_gap_s,
+    measured,
     replay_point,
 )
 from tests.model.test_driver import write_calibration
@@ -133,3 +136,35 @@ def test_a_model_run_replayed_measures_no_job_gap(point) -> None:
     between unless told to (ModelWorkers.job_gap_s), so its own records measure none."""
     gap = job_gap_s(_rows(run_model_point(point).records))
     assert gap == pytest.approx(0.0, abs=1e-12)
+
+
+def _harness_us(point) -> float:
+    """The calibration's simulation-thread CPU per request, in µs (its own figure)."""
+    cal = load_calibration(point.config.machine.calibration)
+    return float(cal.harness["sim_cpu_per_request_ms"]) * 1e3
+
+
+def test_the_simulation_threads_gil_time_is_read_from_the_runs_summary(point) -> None:
+    rows = _rows(run_model_point(point).records)
+    us = 3 * _harness_us(point)
+    summary = {columns.HARNESS_US_PER_REQUEST.name: str(us)}
+    assert measured(RealRep(0, rows, summary=summary)).harness_s == pytest.approx(us / 1e6)
+    assert measured(RealRep(0, rows)).harness_s is None  # no summary: the calibration's
+
+
+def test_a_replayed_simulation_thread_costs_what_the_run_measured(point) -> None:
+    """Issue 40: the simulation thread's GIL time per request is a run's own (36 µs a
+    request at 800 req/s, 260 at 15 req/s, against the calibration's 117): the replay
+    spends the run's, so a run whose thread cost more injects and serves later; at the
+    calibration's own figure it is the model run itself."""
+    rows = _rows(run_model_point(point).records)
+    key = columns.HARNESS_US_PER_REQUEST.name
+
+    def replayed(us: float) -> dict[str, float]:
+        got = replay_point(point, [RealRep(0, rows, summary={key: str(us)})])
+        return got.model
+
+    same, dearer = replayed(_harness_us(point)), replayed(4 * _harness_us(point))
+    assert same == pytest.approx(figures(rows), rel=1e-9, nan_ok=True)
+    assert dearer["queue_mean_ms"] > same["queue_mean_ms"]
+    assert dearer[columns.LATENCY_MEAN_MS.name] > same[columns.LATENCY_MEAN_MS.name]

@@ -91,6 +91,11 @@ class Measured:
     #: own, not the calibration's: it spent 36-52 µs a request at 800 req/s (more
     #: requests per wake-up) and 140-260 at 15 req/s (issue 40, the 13:36 runs).
     harness_s: float | None = None
+    #: A load thread's GIL-held CPU from a job's measured end to its answer's post, where
+    #: the transfer starts (real mode's measure() tear-down and the outcome): the median
+    #: of a transfer's time beyond its time alone on the link, over transfers that ran
+    #: alone (None: none did, or the store is not modelled).
+    post_s: float | None = None
 
 
 def harness_split(per_request_s: float) -> tuple[float, float, float]:

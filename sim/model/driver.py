@@ -177,6 +177,7 @@ class _Point:
         background: float = 0.0,
         holds: Mapping[int, float] | None = None,
         job_gap_s: float = 0.0,
+        post_s: float = 0.0,
     ) -> None:
         cfg = point.config
         self.cfg = cfg
@@ -207,6 +208,7 @@ class _Point:
             costs.complete_s,
             costs.timer_late.draw,
             job_gap_s,
+            post_s,
         )
         self.store = StoreModel(loop, cfg.store)
         self.sink = sink
@@ -343,7 +345,10 @@ def _simulate(
     sink = point_sink(cfg, len(workload), write_rows)
     holds = measured.holds_s if measured is not None else None
     gap = measured.job_gap_s if measured is not None else None
-    sim = _Point(point, costs, cores, draw, sink, background, holds, gap or 0.0)
+    post = measured.post_s if measured is not None else None
+    # the job gap (one job's end to the next one's start) begins with the post
+    gap = max(0.0, (gap or 0.0) - (post or 0.0))
+    sim = _Point(point, costs, cores, draw, sink, background, holds, gap, post or 0.0)
     sim.harness.start()
     sim.workers.start()
     addons: list[AddOn[Loop]] = []

@@ -26,7 +26,7 @@ writes it).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
@@ -38,8 +38,11 @@ from sim.config import Point
 from sim.model.calibration import Calibration
 from sim.model.costs import Measured
 from sim.model.driver import run_model_point
+from sim.model.loop import Loop
+from sim.model.post_lag import post_lag_s
 from sim.point.records import RequestRecord
 from sim.stats import finite, percentiles
+from sim.store.model import StoreModel
 
 __all__ = [
     "MECHANISM_TARGETS",
@@ -159,14 +162,15 @@ def figures(rows: Iterable[Mapping[str, Any]]) -> dict[str, float]:
     }
 
 
-def measured(rep: RealRep) -> Measured:
+def measured(rep: RealRep, alone_s: Callable[[int], float] | None = None) -> Measured:
     """What a real repeat measured, as the model replays it: each request's GIL hold (with
     the GIL off, where no hold exists, its thread CPU time: the model without a GIL runs
     it on the cores; a variant's calibrated GIL-free CPU is then counted again, which is
     0 for scalar and numpy), the engine's build hold alone (its baseline steps' mean
     wall, in which nothing else wanted the GIL), and the simulation thread's GIL time per
     request (the summary's: a per-request figure of the calibration's rate is not a run's,
-    whose wake-ups serve one request or several)."""
+    whose wake-ups serve one request or several). ``alone_s``: a transfer's time alone on
+    the modelled link by its bytes (None: the store is not modelled; no post lag)."""
     holds = {}
     for row in rep.requests:
         hold = _number(row.get(columns.GIL_HOLD_MS.name))
@@ -183,6 +187,7 @@ def measured(rep: RealRep) -> Measured:
         float(np.mean(builds)) / 1e6 if builds else None,
         job_gap_s(rep.requests),
         harness / 1e6 if math.isfinite(harness) and harness > 0 else None,
+        post_lag_s(rep.requests, alone_s) if alone_s is not None else None,
     )
 
 
@@ -246,11 +251,13 @@ def replay_point(
     the config's, else the calibration's; a validation passes what it measured
     around the real point)."""
     modelled = _modelled(point, background)
+    store = point.config.store
+    alone = StoreModel(Loop(), store).transfer_time_s if store.kind == "model" else None
     real_rows: list[Mapping[str, Any]] = []
     model_rows: list[dict[str, Any]] = []
     for rep in reps:
         result = run_model_point(
-            modelled, rep.repeat, calibration=calibration, measured=measured(rep)
+            modelled, rep.repeat, calibration=calibration, measured=measured(rep, alone)
         )
         real_rows.extend(rep.requests)
         model_rows.extend(_record_rows(result.records))

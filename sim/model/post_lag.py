@@ -22,11 +22,11 @@ from sim.point.records import RequestRecord
 __all__ = ["post_lag_s"]
 
 #: Columns sim.columns names without a constant: the record's own field names.
-_CPU_DONE = RequestRecord.cpu_done_s.__name__  # type: ignore[attr-defined]
-_DONE = RequestRecord.done_s.__name__  # type: ignore[attr-defined]
-_BYTES = RequestRecord.bytes.__name__  # type: ignore[attr-defined]
-_STORE_WAIT = RequestRecord.store_wait_ms.__name__  # type: ignore[attr-defined]
-_ATTEMPTS = RequestRecord.attempts.__name__  # type: ignore[attr-defined]
+_CPU_DONE = RequestRecord.cpu_done_s.__name__  # type: ignore[attr-defined,misc]
+_DONE = RequestRecord.done_s.__name__  # type: ignore[attr-defined,misc]
+_BYTES = RequestRecord.bytes.__name__  # type: ignore[attr-defined,misc]
+_STORE_WAIT = RequestRecord.store_wait_ms.__name__  # type: ignore[attr-defined,misc]
+_ATTEMPTS = RequestRecord.attempts.__name__  # type: ignore[attr-defined,misc]
 
 
 def _number(value: Any) -> float:

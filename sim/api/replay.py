@@ -2,8 +2,8 @@
 
 The mechanism level of model validation (sim.model.replay says what is replayed and
 why). This module only reads the run: every finished point run's ``spec.json`` (its
-resolved config and repeat), ``requests.csv`` and, when the engine ran,
-``steps.csv``; it lives above the sweep that writes them (sim.model may not import
+resolved config and repeat), ``requests.csv``, ``summary.csv`` and, when the engine
+ran, ``steps.csv``; it lives above the sweep that writes them (sim.model may not import
 sim.sweep: docs/design.md §2).
 """
 
@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING
 from sim.config import Point
 from sim.config.plugins import plugin_scope
 from sim.errors import RunDirError
-from sim.rundir.layout import POINTS_DIR, REQUESTS_FILE, point_rep_dirs, table_file, verify_rep
+from sim.rundir.layout import (
+    POINTS_DIR,
+    REQUESTS_FILE,
+    SUMMARY_FILE,
+    point_rep_dirs,
+    table_file,
+    verify_rep,
+)
 from sim.rundir.outputs import read_csv
 from sim.sweep.spec import PointSpec, read_spec_data, spec_plugins
 
@@ -61,12 +68,14 @@ def replay_run(
             if spec.config.mode != "real":
                 continue
             point = Point(index=spec.index, axes=dict(spec.axes), config=spec.config)
-            steps = rep / _STEPS
+            steps, summary = rep / _STEPS, rep / SUMMARY_FILE
+            rows = read_csv(summary) if summary.is_file() else []
             reps.append(
                 RealRep(
                     repeat,
                     read_csv(rep / REQUESTS_FILE),
                     read_csv(steps) if steps.is_file() else [],
+                    rows[0] if rows else {},
                 )
             )
         if point is None:

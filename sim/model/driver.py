@@ -38,7 +38,7 @@ from sim.instruments.threadtime import ThreadTimes
 from sim.model.calibration import Calibration
 from sim.model.contention import Contention
 from sim.model.cores import WAKE_BURST_S, Cores
-from sim.model.costs import Measured, ModelCosts, point_costs
+from sim.model.costs import Measured, ModelCosts, harness_split, point_costs
 from sim.model.coverage import check_point, point_calibration
 from sim.model.draws import Uniforms
 from sim.model.engine import ModelEngine
@@ -179,6 +179,7 @@ class _Point:
         background: float = 0.0,
         holds: Mapping[int, float] | None = None,
         job_gap_s: float = 0.0,
+        post_s: float = 0.0,
     ) -> None:
         cfg = point.config
         self.cfg = cfg
@@ -209,6 +210,7 @@ class _Point:
             costs.complete_s,
             costs.timer_late.draw,
             job_gap_s,
+            post_s,
             _contention(self.cores, costs, cfg.simulated_gil, holds),
         )
         self.store = StoreModel(loop, cfg.store)
@@ -347,6 +349,10 @@ def _simulate(
     costs = point_costs(cfg, cal, draw.next)
     if measured is not None and measured.engine_build_s is not None:
         costs = replace(costs, engine_build_s=measured.engine_build_s)
+    if measured is not None and measured.harness_s is not None:
+        # the run's own simulation thread, as each request's own hold (sim.model.replay)
+        arrival, complete, done = harness_split(measured.harness_s)
+        costs = replace(costs, arrival_s=arrival, complete_s=complete, done_s=done)
     cores = cfg.machine.cores or cal.cores
     background = cfg.machine.background_load
     if background is None:
@@ -354,7 +360,10 @@ def _simulate(
     sink = point_sink(cfg, len(workload), write_rows)
     holds = measured.holds_s if measured is not None else None
     gap = measured.job_gap_s if measured is not None else None
-    sim = _Point(point, costs, cores, draw, sink, background, holds, gap or 0.0)
+    post = measured.post_s if measured is not None else None
+    # the job gap (one job's end to the next one's start) begins with the post
+    gap = max(0.0, (gap or 0.0) - (post or 0.0))
+    sim = _Point(point, costs, cores, draw, sink, background, holds, gap, post or 0.0)
     sim.harness.start()
     sim.workers.start()
     addons: list[AddOn[Loop]] = []

@@ -11,18 +11,22 @@ store and, when the engine ran, the engine's build hold its baseline steps took 
 that run (``steps.csv``, phase ``alone``). What is left to compare is the mechanism,
 so the targets are tight (:data:`MECHANISM_TARGETS`).
 
+The simulation thread's GIL time per request is the run's own too (its summary's
+``harness_us_per_request``): it is spent per wake-up more than per request, so the
+calibration's figure (measured at one rate) is not a run's at another.
+
 What is not replayed, and comes from the config and the calibration as in any model
 run: the GIL-free part of a request (a synthetic sleep or kernel, a variant's
 GIL-free CPU: requests.csv records its wall time, which includes taking the GIL back,
-not its CPU), the simulation thread's CPU per request, the OS wake-up and timer
-latencies, the cores and the background load. A run directory is read by
-``sim.api.replay`` (this package sits below the sweep that writes it).
+not its CPU), the OS wake-up and timer latencies, the cores and the background load.
+A run directory is read by ``sim.api.replay`` (this package sits below the sweep that
+writes it).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
@@ -34,8 +38,11 @@ from sim.config import Point
 from sim.model.calibration import Calibration
 from sim.model.costs import Measured
 from sim.model.driver import run_model_point
+from sim.model.loop import Loop
+from sim.model.post_lag import post_lag_s
 from sim.point.records import RequestRecord
 from sim.stats import finite, percentiles
+from sim.store.model import StoreModel
 
 __all__ = [
     "MECHANISM_TARGETS",
@@ -94,12 +101,13 @@ METRICS = (
 
 @dataclass(frozen=True)
 class RealRep:
-    """One repeat of a real point: its requests.csv rows and, when the engine ran, its
-    steps.csv rows (text cells, as read)."""
+    """One repeat of a real point: its requests.csv rows, when the engine ran its
+    steps.csv rows, and its summary.csv row (text cells, as read)."""
 
     repeat: int
     requests: Sequence[Mapping[str, Any]]
     steps: Sequence[Mapping[str, Any]] = ()
+    summary: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -154,12 +162,15 @@ def figures(rows: Iterable[Mapping[str, Any]]) -> dict[str, float]:
     }
 
 
-def measured(rep: RealRep) -> Measured:
+def measured(rep: RealRep, alone_s: Callable[[int], float] | None = None) -> Measured:
     """What a real repeat measured, as the model replays it: each request's GIL hold (with
     the GIL off, where no hold exists, its thread CPU time: the model without a GIL runs
     it on the cores; a variant's calibrated GIL-free CPU is then counted again, which is
-    0 for scalar and numpy), and the engine's build hold alone (its baseline steps' mean
-    wall, in which nothing else wanted the GIL)."""
+    0 for scalar and numpy), the engine's build hold alone (its baseline steps' mean
+    wall, in which nothing else wanted the GIL), and the simulation thread's GIL time per
+    request (the summary's: a per-request figure of the calibration's rate is not a run's,
+    whose wake-ups serve one request or several). ``alone_s``: a transfer's time alone on
+    the modelled link by its bytes (None: the store is not modelled; no post lag)."""
     holds = {}
     for row in rep.requests:
         hold = _number(row.get(columns.GIL_HOLD_MS.name))
@@ -170,8 +181,13 @@ def measured(rep: RealRep) -> Measured:
             holds[int(rid)] = hold / 1e3
     builds = [_number(r.get("build_us")) for r in rep.steps if r.get("phase", "alone") == "alone"]
     builds = [b for b in builds if math.isfinite(b)]
+    harness = _number(rep.summary.get(columns.HARNESS_US_PER_REQUEST.name))
     return Measured(
-        holds, float(np.mean(builds)) / 1e6 if builds else None, job_gap_s(rep.requests)
+        holds,
+        float(np.mean(builds)) / 1e6 if builds else None,
+        job_gap_s(rep.requests),
+        harness / 1e6 if math.isfinite(harness) and harness > 0 else None,
+        post_lag_s(rep.requests, alone_s) if alone_s is not None else None,
     )
 
 
@@ -235,11 +251,13 @@ def replay_point(
     the config's, else the calibration's; a validation passes what it measured
     around the real point)."""
     modelled = _modelled(point, background)
+    store = point.config.store
+    alone = StoreModel(Loop(), store).transfer_time_s if store.kind == "model" else None
     real_rows: list[Mapping[str, Any]] = []
     model_rows: list[dict[str, Any]] = []
     for rep in reps:
         result = run_model_point(
-            modelled, rep.repeat, calibration=calibration, measured=measured(rep)
+            modelled, rep.repeat, calibration=calibration, measured=measured(rep, alone)
         )
         real_rows.extend(rep.requests)
         model_rows.extend(_record_rows(result.records))

@@ -12,14 +12,18 @@ import math
 
 import pytest
 
+from sim import columns
 from sim.config import parse_config
+from sim.model.calibration import load_calibration
 from sim.model.driver import run_model_point
+from sim.model.post_lag import post_lag_s
 from sim.model.replay import (
     MECHANISM_TARGETS,
     RealRep,
     Target,
     figures,
     job_gap_s,
+    measured,
     replay_point,
 )
 from tests.model.test_driver import write_calibration
@@ -133,3 +137,82 @@ def test_a_model_run_replayed_measures_no_job_gap(point) -> None:
     between unless told to (ModelWorkers.job_gap_s), so its own records measure none."""
     gap = job_gap_s(_rows(run_model_point(point).records))
     assert gap == pytest.approx(0.0, abs=1e-12)
+
+
+def _harness_us(point) -> float:
+    """The calibration's simulation-thread CPU per request, in µs (its own figure)."""
+    cal = load_calibration(point.config.machine.calibration)
+    return float(cal.harness["sim_cpu_per_request_ms"]) * 1e3
+
+
+def test_the_simulation_threads_gil_time_is_read_from_the_runs_summary(point) -> None:
+    rows = _rows(run_model_point(point).records)
+    us = 3 * _harness_us(point)
+    summary = {columns.HARNESS_US_PER_REQUEST.name: str(us)}
+    assert measured(RealRep(0, rows, summary=summary)).harness_s == pytest.approx(us / 1e6)
+    assert measured(RealRep(0, rows)).harness_s is None  # no summary: the calibration's
+
+
+def test_a_replayed_simulation_thread_costs_what_the_run_measured(point) -> None:
+    """Issue 40: the simulation thread's GIL time per request is a run's own (36 µs a
+    request at 800 req/s, 260 at 15 req/s, against the calibration's 117): the replay
+    spends the run's, so a run whose thread cost more injects and serves later; at the
+    calibration's own figure it is the model run itself."""
+    rows = _rows(run_model_point(point).records)
+    key = columns.HARNESS_US_PER_REQUEST.name
+
+    def replayed(us: float) -> dict[str, float]:
+        got = replay_point(point, [RealRep(0, rows, summary={key: str(us)})])
+        return got.model
+
+    same, dearer = replayed(_harness_us(point)), replayed(4 * _harness_us(point))
+    assert same == pytest.approx(figures(rows), rel=1e-9, nan_ok=True)
+    assert dearer["queue_mean_ms"] > same["queue_mean_ms"]
+    assert dearer[columns.LATENCY_MEAN_MS.name] > same[columns.LATENCY_MEAN_MS.name]
+
+
+def _transfer(start: float, end: float, nbytes: int = 100, **extra: str) -> dict[str, str]:
+    row = {"status": "ok", "cpu_done_s": str(start), "done_s": str(end), "bytes": str(nbytes)}
+    row.update({"store_wait_ms": "0", "attempts": "1", **extra})
+    return row
+
+
+def test_the_post_lag_is_the_median_excess_of_the_transfers_that_ran_alone() -> None:
+    """A transfer's time beyond its time alone on the link, over those alone: one that
+    overlaps another, waited for a slot or was retried says nothing about the post."""
+    alone = 0.5e-3
+    rows = [
+        _transfer(0.0, alone + 30e-6),
+        _transfer(0.01, 0.01 + alone + 40e-6),
+        _transfer(0.02, 0.02 + alone + 50e-6),
+        _transfer(0.03, 0.03 + 2 * alone),  # overlaps the next: shared the link
+        _transfer(0.03 + alone, 0.03 + 3 * alone),
+        _transfer(0.05, 0.05 + 4 * alone, store_wait_ms="1.0"),
+        _transfer(0.06, 0.06 + 4 * alone, attempts="2"),
+    ]
+    assert post_lag_s(rows, lambda nbytes: alone) == pytest.approx(40e-6)
+    assert post_lag_s(rows[3:], lambda nbytes: alone) is None
+
+
+def test_a_replayed_transfer_starts_at_the_answers_post(point) -> None:
+    """Issue 40: real transfers took 15-45 µs longer than the link model gives them, the
+    load thread's work from its stamped end to the post; the replay starts the transfer
+    after that much GIL-held work, so a run whose transfers took longer by a lag comes
+    back with the lag in transfer_ms."""
+    rows = _rows(run_model_point(point).records)
+    lag_s = point.config.store.latency_ms / 1e3 / 10
+    later = [{**r, "done_s": str(float(r["done_s"]) + lag_s)} for r in rows]
+    seen: list = []
+    from sim.model import replay
+
+    real_run = replay.run_model_point
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(
+            replay, "run_model_point", lambda *a, **k: seen.append(real_run(*a, **k)) or seen[-1]
+        )
+        replay_point(point, [RealRep(0, rows)])
+        replay_point(point, [RealRep(0, later)])
+    before, after = ([r.transfer_ms for r in res.records] for res in seen)
+    assert sorted(after)[len(after) // 2] - sorted(before)[len(before) // 2] == pytest.approx(
+        lag_s * 1e3, rel=0.05
+    )

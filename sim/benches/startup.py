@@ -6,10 +6,14 @@ spec and checking it, then the point. Users pay that once per point run. The
 bench plans a one-request model point (a made-up calibration, as ``kvsim bench
 model``), then times the child on its spec ``--repeat`` times, side by side with
 the bare interpreter (``python -c pass``) and the interpreter importing numpy
-(a floor no point child goes under); the fastest run counts (a busy machine's
-other load only slows a run down), CPU beside wall. A second table splits the
-child's start-up into its steps, measured in one fresh process each. The load
-average is printed beside the figures.
+(a floor no point child goes under), each in the environment a sweep gives its child
+(sim.sweep.runner.child_environment: one OpenBLAS thread); the fastest run counts (a
+busy machine's other load only slows a run down), CPU beside wall. A second table
+splits the child's start-up into its steps, measured in one fresh process each. The
+target holds when both the wall and the CPU time of the start-up are within it: the
+wall time alone is the CPU time stretched by whatever else runs, and on two shared
+cores a child's CPU is what the next point waits for. The load average is printed
+beside the figures.
 
 Bytecode: a user's install reads each module's cached bytecode; where
 ``PYTHONDONTWRITEBYTECODE`` is set (this project's development machine sets it) every
@@ -34,6 +38,7 @@ import yaml
 from sim.benches.model import _stand_in_calibration
 from sim.benches.model_sweep import synthetic_config
 from sim.files.scratch import scratch_dir
+from sim.sweep.runner import child_environment
 
 HELP = "a point child's start-up: imports, its config rebuilt, before the point (target 0.3 s)"
 
@@ -137,7 +142,7 @@ def _cached_env(env: dict[str, str], tmp: Path) -> dict[str, str]:
 
 
 def main(args: argparse.Namespace) -> int:
-    shell = dict(os.environ)
+    shell = child_environment()  # what a sweep's child gets (its BLAS pool, sim.sweep.runner)
     with scratch_dir("bench-startup") as tmp:
         spec = _plan(tmp)
         py = sys.executable
@@ -164,13 +169,14 @@ def main(args: argparse.Namespace) -> int:
     bare_wall, bare_cpu = rows[0][1]
     start = bare_wall + sum(w for _, w, _ in steps)
     start_cpu = bare_cpu + sum(c for _, _, c in steps)
-    verdict = "met" if start <= TARGET_S else "NOT met"
+    verdict = "met" if max(start, start_cpu) <= TARGET_S else "NOT met"
     print(
         f"  target: a point child's start-up ≤ {TARGET_S:g} s before its point — {verdict}: "
-        f"{start:.3f} s, {start_cpu:.3f} s of CPU (the interpreter's own start, python -c "
-        f"pass, and the steps above; the whole child, its 1-request point and files "
-        f"included: {rows[2][1][0]:.3f} s). On a busy machine the wall time is the CPU "
-        "time stretched by the other load; on a quiet one they are close"
+        f"{start:.3f} s, {start_cpu:.3f} s of CPU (both must be within it; the "
+        "interpreter's own start, python -c pass, and the steps above; the whole child, "
+        f"its 1-request point and files included: {rows[2][1][0]:.3f} s). On a busy "
+        "machine the wall time is the CPU time stretched by the other load; on a quiet "
+        "one they are close"
     )
     load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
     print(

@@ -33,6 +33,8 @@ from sim.sweep.spec import write_spec
 
 __all__ = [
     "CHILD_COMMAND",
+    "CHILD_ENV_DEFAULTS",
+    "child_environment",
     "run_rep",
     "start_child",
     "stop_child",
@@ -40,6 +42,13 @@ __all__ = [
 
 #: How a child is started; the spec path is appended.
 CHILD_COMMAND: tuple[str, ...] = (sys.executable, "-m", "sim.sweep.child")
+
+#: A child's environment where the parent's sets none of these. numpy's OpenBLAS starts a
+#: thread per core at import that spins before it sleeps: ~50 ms of CPU per child on two
+#: cores (kvsim bench startup), beside the point's own threads. No kvsim point calls BLAS
+#: (the connector variants broadcast, they do not multiply matrices); a user who wants a
+#: BLAS pool in a plug-in sets OPENBLAS_NUM_THREADS, and that value is kept.
+CHILD_ENV_DEFAULTS: dict[str, str] = {"OPENBLAS_NUM_THREADS": "1"}
 
 #: Seconds a child gets to exit after SIGTERM before it is killed.
 TERMINATE_GRACE_S = 5.0
@@ -67,10 +76,11 @@ def start_child(
     (the local runner's and a Ray host's children are started alike). It is told this
     process's pid (``PARENT_PID_ENV``): a parent that dies before the child has asked to
     die with it (sim.process.lifeline) is then seen, not outlived by a point nobody awaits.
-    ``env``: the child's environment (default: this process's)."""
+    ``env``: the child's environment (default: this process's), with
+    :data:`CHILD_ENV_DEFAULTS` where it sets none."""
     return subprocess.Popen(
         list(argv),
-        env={**(os.environ if env is None else env), PARENT_PID_ENV: str(os.getpid())},
+        env={**child_environment(env), PARENT_PID_ENV: str(os.getpid())},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=log,
@@ -79,6 +89,12 @@ def start_child(
         errors="replace",
         preexec_fn=preexec_fn,
     )
+
+
+def child_environment(env: dict[str, str] | None = None) -> dict[str, str]:
+    """``env`` (default: this process's) with :data:`CHILD_ENV_DEFAULTS` under it: what a
+    point's child runs with (``kvsim bench startup`` times its child with the same)."""
+    return {**CHILD_ENV_DEFAULTS, **(os.environ if env is None else env)}
 
 
 def stop_child(proc: subprocess.Popen[str]) -> None:

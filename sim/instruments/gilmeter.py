@@ -44,7 +44,7 @@ REQUESTS = "requests"
 ENGINE = "engine"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # no __dict__: see sim.runtime.pipeline._Request
 class JobTiming:
     """Timestamps of record (``perf_counter_ns``) and CPU totals of one job.
 

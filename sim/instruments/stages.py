@@ -33,7 +33,7 @@ GC = "gc"
 OTHER = "other"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # no __dict__: see sim.runtime.pipeline._Request
 class StageTimes:
     """One job's hold by stage (ns), and the collections that ran inside it.
 

@@ -261,8 +261,8 @@ class HybridEnvironment(simpy.Environment):
             due = queue_[0][0] if queue_ else _INF
             if due <= wall or (quiet and quiet[0][0] <= wall):
                 break  # awake anyway: quiet calls already due run too, in order
-            if inbox:  # a completion already posted
-                fn, arg = inbox.take()
+            if inbox:  # a completion already posted (a C call: the inbox is a deque)
+                fn, arg = inbox.popleft()
                 self._pending -= 1
                 if wall > self._now:
                     self._now = wall
@@ -279,9 +279,16 @@ class HybridEnvironment(simpy.Environment):
                 self._wake_ns = 0
                 continue
             self._waits += 1
-            asleep_ns = thread_time_ns()
-            rung = inbox.wait(timeout)
-            self._asleep_cpu_ns += thread_time_ns() - asleep_ns
+            if timeout is not None and timeout <= 0:
+                rung = inbox.bell.acquire(False)  # no sleep: GIL time like the rest
+            else:
+                # The bracket holds the lock's wait alone (GIL released), not a Python
+                # frame around it (Inbox.wait): what it leaves out is only what the
+                # thread did without the GIL.
+                acquire = inbox.bell.acquire
+                asleep_ns = thread_time_ns()
+                rung = acquire(True, -1 if timeout is None else timeout)
+                self._asleep_cpu_ns += thread_time_ns() - asleep_ns
             self._wake_ns = 0
             if not rung and wake == _INF and not inbox and not posted:
                 raise StallError(

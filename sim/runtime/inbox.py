@@ -10,52 +10,61 @@ so the inbox is a deque with a lock as its doorbell: a post appends and rings (r
 the lock, unless it is already rung); a wait takes the lock back, or times out.
 A wait may also return with nothing posted (a ring left over from posts already
 taken): the caller looks again.
+
+The inbox is the deque itself (a subclass with the lock beside it), so that the
+simulation thread's ``if inbox:`` and :meth:`Inbox.take` are C calls, not Python
+frames: that thread looks at its inbox twice per wake-up, and the Python it runs
+right after a sleep is several times slower than hot (cold caches), which is most
+of the harness's GIL time per request (sim.benches.harness).
 """
 
 from __future__ import annotations
 
 import _thread
 from collections import deque
-from typing import Generic, TypeVar
+from typing import TypeVar
 
 __all__ = ["Inbox"]
 
 T = TypeVar("T")
 
 
-class Inbox(Generic[T]):
-    __slots__ = ("_bell", "_items")
+class Inbox(deque[T]):
+    """The posted items, oldest first (``append`` and ``popleft`` are atomic), and the
+    doorbell the waiter sleeps on."""
+
+    __slots__ = ("bell",)
 
     def __init__(self) -> None:
-        self._items: deque[T] = deque()  # append and popleft are atomic
-        self._bell = _thread.allocate_lock()
-        self._bell.acquire()  # not rung
+        super().__init__()
+        #: The doorbell: released by a post or :meth:`ring`, taken back by the waiter. The
+        #: simulation thread acquires it itself (sim.runtime.env), so that its thread-CPU
+        #: bracket around the wait holds the GIL-released wait and nothing else.
+        self.bell = _thread.allocate_lock()
+        self.bell.acquire()  # not rung
 
     def put(self, item: T) -> None:
         """Any thread: add ``item`` and wake the waiter."""
-        self._items.append(item)
+        self.append(item)
         try:  # noqa: SIM105 - suppress() costs a context manager per post
-            self._bell.release()
+            self.bell.release()
         except RuntimeError:
             pass  # already rung: the waiter will see this item too
 
     def ring(self) -> None:
         """Any thread: wake the waiter without posting (it looks for what to do)."""
         try:  # noqa: SIM105 - as in put
-            self._bell.release()
+            self.bell.release()
         except RuntimeError:
             pass
 
-    def __bool__(self) -> bool:
-        return bool(self._items)
-
     def take(self) -> T:
         """The oldest item (the one waiting thread only; the inbox must not be empty)."""
-        return self._items.popleft()
+        return self.popleft()
 
     def wait(self, timeout: float | None) -> bool:
         """Sleep until a post or ``timeout`` seconds (None: no limit); True when rung (it
         may still be empty)."""
         if timeout is None:
-            return self._bell.acquire()
-        return self._bell.acquire(timeout=timeout) if timeout > 0 else self._bell.acquire(False)
+            return self.bell.acquire()
+        return self.bell.acquire(timeout=timeout) if timeout > 0 else self.bell.acquire(False)

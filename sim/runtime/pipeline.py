@@ -42,6 +42,7 @@ __all__ = [
     "LoadPipeline",
     "WatchdogError",
     "cpu_stages",
+    "prepare_jobs",
     "variant_fault",
 ]
 
@@ -161,23 +162,10 @@ class LoadPipeline:
                     f"{cls.name!r} ({where})"
                 )
 
-    def prepare(
-        self, requests: Iterable[PlannedRequest], budget_bytes: int = JOB_BUDGET_BYTES
-    ) -> int:
-        """Build the jobs of the first requests before the load, up to ``budget_bytes``.
-
-        A job (block hashes and ids, ~60 µs for 131,072 tokens) built at arrival is the
-        simulation thread's GIL time in the middle of the load it measures; built here it
-        is not. Past the budget, jobs are built at arrival, as the plan allows. Returns
-        how many were built.
-        """
-        geo = self._geometry
-        used = 0
-        for req in requests:
-            used += req.job_nbytes(geo)
-            if used > budget_bytes:
-                break
-            self._jobs[req.request_id] = req.job(geo, self._job_gen)
+    def adopt(self, jobs: dict[int, LoadJob]) -> int:
+        """Take jobs :func:`prepare_jobs` built before (before the point's heap settled:
+        sim.runtime.point); returns how many the pipeline holds."""
+        self._jobs.update(jobs)
         return len(self._jobs)
 
     def inject(
@@ -196,13 +184,43 @@ class LoadPipeline:
             yield r.record(self)
 
 
+def prepare_jobs(
+    requests: Iterable[PlannedRequest],
+    geometry: GeometryConfig,
+    budget_bytes: int = JOB_BUDGET_BYTES,
+) -> dict[int, LoadJob]:
+    """The jobs of the first requests, built before the load, up to ``budget_bytes``.
+
+    A job (block hashes and ids, ~60 µs for 131,072 tokens) built at arrival is the
+    simulation thread's GIL time in the middle of the load it measures; built here it
+    is not. Past the budget, jobs are built at arrival, as the plan allows. A job is the
+    same whichever generator builds it (reseeded from the request's seed)."""
+    gen = np.random.Generator(np.random.PCG64(0))  # reseeded for each job
+    jobs: dict[int, LoadJob] = {}
+    used = 0
+    for req in requests:
+        used += req.job_nbytes(geometry)
+        if used > budget_bytes:
+            break
+        jobs[req.request_id] = req.job(geometry, gen)
+    return jobs
+
+
 class _Request:
     """One request's steps: admitted by the store, CPU stages on a load thread, the
     transfer, the end. Each runs on the simulation thread and only notes what happened
     (timestamps, outcomes); :meth:`record` makes the row after the load. A finished
     request keeps only those notes until then: its job (hashes and block tables, about
     4.6 KB at 8,600 tokens: PlannedRequest.job_nbytes) and its CPU stages' result go as
-    it ends, so that a long real point holds a few hundred bytes per finished request."""
+    it ends, so that a long real point holds a few hundred bytes per finished request.
+
+    What it keeps is four objects the cyclic collector tracks (itself, its timing, the
+    timing's stages, the store's outcome: the timing and the stages are slotted, without a
+    ``__dict__`` each, and their dicts of numbers are not tracked): every container that
+    survives counts toward the next full collection, which scans the whole process on the
+    thread that allocates — this one, in the middle of the load it measures (15–45 ms in
+    the bench's process; a 2 s `kvsim bench harness` run holds none either way, but a long
+    point keeps a finished request per request until its end)."""
 
     __slots__ = (
         "at_s",

@@ -96,6 +96,36 @@ def test_a_finished_request_keeps_its_notes_not_its_job(write_config, monkeypatc
     assert alive == [0]  # every request had ended: none of their jobs was still held
 
 
+def _tracked_from(obj: object, seen: set[int]) -> int:
+    """Containers the cyclic collector tracks reachable from ``obj`` through what it alone
+    holds (not the pipeline, the planned request or a class): what a finished request adds
+    to the next full collection's count."""
+    if id(obj) in seen or not gc.is_tracked(obj) or isinstance(obj, (type, tuple)):
+        return 0
+    if isinstance(obj, pipeline.LoadPipeline):
+        return 0
+    seen.add(id(obj))
+    return 1 + sum(_tracked_from(o, seen) for o in gc.get_referents(obj))
+
+
+def test_a_finished_request_keeps_few_containers_for_the_collector(write_config, monkeypatch):
+    """Until its row is made after the load, a finished request keeps four tracked objects
+    (itself, its timing, the timing's stages, the store's outcome): each one more (a
+    dataclass's __dict__) brought the next full collection, which runs on the simulation
+    thread in the middle of the load, that much closer (sim.runtime.pipeline._Request)."""
+    kept: list[int] = []
+    records = pipeline.LoadPipeline.records
+
+    def counting(self):
+        kept.extend(_tracked_from(r, set()) for r in self._finished)
+        yield from records(self)
+
+    monkeypatch.setattr(pipeline.LoadPipeline, "records", counting)
+    _, points = parse_config(write_config({"workload": {"requests": 12}}))
+    assert run_point(points[0]).summary["ok"] == 12
+    assert len(kept) == 12 and max(kept) <= 4
+
+
 def test_failures_are_recorded_and_the_run_goes_on(write_config, flaky_variant) -> None:
     _, points = parse_config(write_config({"connector": {"variant": flaky_variant}}))
     res = run_point(points[0])
@@ -192,15 +222,17 @@ def test_jobs_built_before_the_load_are_the_jobs_built_at_arrival(
     geo = points[0].config.model
     per_job = 2048 // geo.chunk_granularity * HASH_LEN + -(-2048 // geo.block_size) * 36
     budget = fits * per_job + per_job // 2  # room for `fits` jobs, not one more
+    from sim.runtime import point as point_module
+
     built: list[int] = []
-    real_prepare = pipeline.LoadPipeline.prepare
+    real_prepare = pipeline.prepare_jobs
 
-    def prepare(self, requests, budget_bytes=None):
-        n = real_prepare(self, requests, budget)
-        built.append(n)
-        return n
+    def prepare(requests, geometry, budget_bytes=None):
+        jobs = real_prepare(requests, geometry, budget)
+        built.append(len(jobs))
+        return jobs
 
-    monkeypatch.setattr(pipeline.LoadPipeline, "prepare", prepare)
+    monkeypatch.setattr(point_module, "prepare_jobs", prepare)  # what run_point calls
     _Recording.seen = {}
     res = run_point(points[0])
     assert res.summary["ok"] == 12

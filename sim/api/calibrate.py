@@ -297,7 +297,8 @@ def _with_parallel_slowdown(
 ) -> dict[str, Any]:
     """``doc`` with each variant's slowdown beside other load threads, measured in the
     same free-threaded ``python`` with its GIL off (a second child: PYTHON_GIL is read at
-    start-up), written back to ``out``; the model's GIL-off points run with it."""
+    start-up), written back to ``out`` and printed by the command (model mode does not use
+    it: sim.calibration.measure_parallel says why)."""
     import tempfile  # only a free-threaded calibration writes its second child's answer
 
     from sim.process.interpreter import child_env  # as in _calibrate_under

@@ -1,26 +1,24 @@
-"""How much slower a variant's CPU work runs when load threads run it in parallel, GIL off.
+"""How much slower a variant's CPU work runs when load threads run it at once, GIL off.
 
-With the GIL off, load threads run Python on several cores at once, and the model's
-cores would give each its full speed. Measured on this 2-core machine (free-threaded
-CPython 3.13, 3 Dec 2026), they do not get it: scalar at quickstart's geometry took
-59.5 ms of thread CPU a request alone and 105.6 ms with two threads at it in parallel
-(1.78x: two requests in 1.31 s of wall, against 0.73 s for one), because the threads
-share one set of variant objects (a point's load threads share its variants:
-sim.runtime.point.build_variants) and every reference to a shared object is an atomic
-update of a count another core keeps writing; numpy, whose work is in kernels, slowed
-little. The real GIL-off runs show it as a thread CPU per request that grows with the
-workers (scalar x 2: 85 ms a request, x 1: 64), and a model without it ran their p99
-32-49 % short (docs/model-mode.md, "Parallel slowdown").
+With the GIL off, load threads run Python on several cores at once and share a point's
+variant objects (sim.runtime.point.build_variants); in the free-threaded build a thread's
+CPU per request grows with the threads beside it. Measured here (free-threaded CPython
+3.13.15, 3 Dec 2026, quiet): scalar at quickstart's geometry 1.87x at two threads at
+once, 2.02x at four; numpy 1.25-1.50x. ``kvsim calibrate gil --python`` measures it in
+that python with its GIL off and prints it beside the holds: what a variant's threads
+cost each other with no GIL, at most.
 
-So calibration measures it, in the interpreter the model stands for with its GIL off:
-``k`` threads (2 to 4, more than the cores included: they take turns there, and
-what a turn costs is measured with the rest) each run the same number of requests at once, through
-the same shared variants, and their mean thread CPU per request over one thread's alone
-is the slowdown at ``k``; rounds of one and ``k`` alternate and the median ratio is kept,
-so that a drift of the machine's speed cancels. Model mode (sim.model.contention) slows
-a load thread's CPU by the slowdown at the number of load threads running at once.
-The figure is thread CPU (``time.thread_time``), so a thread's wait for a core is not in
-it: the model's cores add that.
+"At most": the threads here run requests back to back, all at once. In real GIL-off runs,
+where requests overlap now and then, the same regression of a request's thread CPU on its
+overlap with others gave 1.31-1.57x at full overlap for scalar x 2 and ~1.08x for x 4
+(docs/model-mode.md, "Load threads beside each other with no GIL"); a model term built
+on this figure ran their p50 40 % long, so model mode does not use it.
+
+``k`` threads (2 to 4, more than the cores included) each run the same number of
+requests at once through one shared set of variant objects; rounds of one and ``k``
+alternate and the median ratio is kept, taken to full overlap (on a busy machine the
+threads take turns and overlap less). The figure is thread CPU (``time.thread_time``):
+a wait for a core is not in it.
 """
 
 from __future__ import annotations

@@ -114,6 +114,9 @@ def _gil_main(args: GilArgs) -> int:
             )
         else:
             print(f"{key:22s} overhead {e['overhead_ms'] * 1e3:.0f} µs/request")
+        if "parallel_slowdown" in e:
+            at = ", ".join(f"× {k} {m['slowdown']:.2f}" for k, m in e["parallel_slowdown"].items())
+            print(f"{'':22s} GIL off, CPU a request beside other load threads: {at}")
     return 0
 
 

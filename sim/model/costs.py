@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from itertools import repeat
-from typing import Any
 
 import numpy as np
 
@@ -138,9 +137,6 @@ class ModelCosts:
     #: The calibration's measured costs times this (machine.cpu_scale: a host's speed);
     #: the fixed costs above are already scaled where measured, the fitted ones here.
     cpu_scale: float = 1.0
-    #: A load thread's CPU with ``m`` load threads running at once over alone, ``[m - 1]``
-    #: (no GIL only: sim.model.contention; empty: not calibrated, full speed each).
-    parallel_slowdown: tuple[float, ...] = ()
     #: (key, chunks) -> ms, filled as requests ask (a point has few distinct sizes).
     _memo: dict[tuple[str, int], float] = field(default_factory=dict, compare=False, repr=False)
 
@@ -234,16 +230,4 @@ def point_costs(
         points=tuple(entry.get("points", ())),
         hold_spread=Spread(entry["hold_spread"], draw) if entry.get("hold_spread") else None,
         cpu_scale=scale,
-        parallel_slowdown=_slowdown(entry) if cfg.simulated_gil == "none" else (),
     )
-
-
-def _slowdown(entry: Mapping[str, Any]) -> tuple[float, ...]:
-    """The calibrated slowdown per thread count (sim.calibration.measure_parallel's
-    ``{"2": {"slowdown": f}, …}``), from 1 up to the largest count measured without a
-    gap; empty where the calibration has none (a GIL build's, or one made before)."""
-    measured = entry.get("parallel_slowdown") or {}
-    out = [1.0]
-    while str(len(out) + 1) in measured:
-        out.append(float(measured[str(len(out) + 1)]["slowdown"]))
-    return tuple(out) if len(out) > 1 else ()

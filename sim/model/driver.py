@@ -36,7 +36,6 @@ from sim import columns
 from sim.config import Point
 from sim.instruments.threadtime import ThreadTimes
 from sim.model.calibration import Calibration
-from sim.model.contention import Contention
 from sim.model.cores import WAKE_BURST_S, Cores
 from sim.model.costs import Measured, ModelCosts, harness_split, point_costs
 from sim.model.coverage import check_point, point_calibration
@@ -111,7 +110,6 @@ class _Request(ModelJob):
         self.free_sleep_s = p.free_sleep_s
         self.done = self._cpu_done
         self.start = self.end = self.free_wall = 0.0
-        self.extra_cpu_s = self.extra_hold_s = 0.0
         self.thread = ""
         p.workers.submit(self)
 
@@ -126,8 +124,8 @@ class _Request(ModelJob):
         rec.cpu_done_s = job.end - p.origin
         rec.queue_ms = (job.start - self.arrival) * 1e3
         rec.stage_wall_ms = wall * 1e3
-        rec.thread_cpu_ms = (job.hold_s + job.free_cpu_s + job.extra_cpu_s) * 1e3
-        waited = max(0.0, wall - job.hold_s - job.extra_hold_s - job.free_wall) * 1e3
+        rec.thread_cpu_ms = (job.hold_s + job.free_cpu_s) * 1e3
+        waited = max(0.0, wall - job.hold_s - job.free_wall) * 1e3
         if p.gil_on:  # as real mode's columns (docs/columns.md §GIL off): the core wait is
             rec.gil_hold_ms = job.hold_s * 1e3  # part of the GIL wait with the GIL on,
             rec.gil_wait_ms = waited
@@ -211,7 +209,6 @@ class _Point:
             costs.timer_late.draw,
             job_gap_s,
             post_s,
-            _contention(self.cores, costs, cfg.simulated_gil, holds),
         )
         self.store = StoreModel(loop, cfg.store)
         self.sink = sink
@@ -256,18 +253,6 @@ class _Point:
         self.origin = self.loop.now
         # the hand-over is the request's constructor: no call of ours in between
         drive_arrivals(clock, self.origin, workload, partial(_Request, self))
-
-
-def _contention(
-    cores: Cores, costs: ModelCosts, gil: str, holds: Mapping[int, float] | None
-) -> Contention | None:
-    """The load threads' slowdown beside each other with no GIL, as calibrated; none with
-    a GIL (one thread runs Python at a time), none calibrated, or in a replay (a real
-    run's measured CPU per request has the slowdown in it already)."""
-    slowdown = costs.parallel_slowdown
-    if gil != "none" or holds is not None or len(slowdown) < 2:
-        return None
-    return Contention(cores, slowdown)
 
 
 class _HarnessClock:

@@ -19,7 +19,6 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from sim.model.contention import Contention
 from sim.model.cores import Cores
 from sim.model.gil import SimGil
 from sim.model.loop import Loop
@@ -158,8 +157,6 @@ class ModelJob:
     __slots__ = (
         "done",
         "end",
-        "extra_cpu_s",
-        "extra_hold_s",
         "free_cpu_s",
         "free_sleep_s",
         "free_wall",
@@ -178,10 +175,6 @@ class ModelJob:
         self.end = 0.0
         self.free_wall = 0.0
         self.thread = ""
-        #: CPU beyond hold and free work, spent beside other load threads running at
-        #: once with no GIL (sim.model.contention), and the part of it in the hold.
-        self.extra_cpu_s = 0.0
-        self.extra_hold_s = 0.0
 
 
 class _Worker:
@@ -237,13 +230,7 @@ class _Worker:
         work = job.hold_s + gap
         # Last in a loop entry (see step): the hold may be done at once (on a GIL just
         # found ``free`` nobody waits, so only the cores can say no).
-        contention = pool.contention
-        if contention is not None:  # no GIL, load threads slowed by each other
-            if contention.run_instant(work):
-                self._held()
-            else:
-                contention.run(job, work, self._held, True)
-        elif pool.cores.instant(work) if free else pool.gil.run_instant(self.name, work):
+        if pool.cores.instant(work) if free else pool.gil.run_instant(self.name, work):
             self._held()
         else:
             pool.gil.run(self.name, work, self._held)
@@ -253,11 +240,7 @@ class _Worker:
         assert job is not None
         if job.free_cpu_s > 0:  # a nogil kernel: CPU on a core, without the GIL
             self._leave_gil(self._sleep)
-            contention = self._pool.contention
-            if contention is not None:
-                contention.run(job, job.free_cpu_s, self._back, False)
-            else:
-                self._pool.cores.run(job.free_cpu_s, self._back)
+            self._pool.cores.run(job.free_cpu_s, self._back)
             return
         self._sleep()
 
@@ -333,11 +316,8 @@ class ModelWorkers:
         timer_late: Callable[[], float],
         job_gap_s: float = 0.0,
         post_s: float = 0.0,
-        contention: Contention | None = None,
     ) -> None:
         self.loop = loop
-        #: The load threads' CPU slowed by each other (no GIL: sim.model.contention).
-        self.contention = contention
         self.gil = gil
         self.cores = cores
         self.harness = harness

@@ -109,3 +109,31 @@ def test_plugins_with_another_python_are_refused_not_dropped(tmp_path: Path) -> 
     with pytest.raises(ConfigError, match="--plugin with --python"):
         calibrate(tmp_path / "c.json", python=sys.executable, plugins=["plug.py"])
     assert not (tmp_path / "c.json").exists()
+
+
+def test_the_command_prints_each_variants_slowdown_beside_other_threads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What a free-threaded calibration measured with the GIL off is printed with the rest
+    (the document is made up here: the measurement is the test above's)."""
+    import sim.commands.calibrate as command
+
+    doc = {
+        "elapsed_s": 1.0,
+        "machine": {"cores": 2, "loadavg": [0.1, 0.2, 0.3]},
+        "harness": {"sim_cpu_per_request_ms": 0.1, "wake_ms": 0.02, "timer_late_ms": 0.06},
+        "variants": {
+            "synthetic": {"overhead_ms": 0.1},
+            "scalar/per_group": {
+                "hold": {"intercept": 0.1, "per_chunk_region": 1e-3, "per_chunk": 4e-3,
+                         "per_group": 0.02},
+                "fit_worst_rel_error": 0.4,
+                "parallel_slowdown": {"2": {"slowdown": 1.87}, "3": {"slowdown": 1.81}},
+            },
+        },
+    }  # fmt: skip
+    monkeypatch.setattr(command, "calibrate", lambda out, **kw: doc)
+    assert main(["calibrate", "gil", "--python", "freethreaded", "--out", str(tmp_path / "c")]) == 0
+    out = capsys.readouterr().out
+    assert "GIL off, CPU a request beside other load threads: × 2 1.87, × 3 1.81" in out
+    assert out.count("beside other load threads") == 1  # synthetic: a set time, none

@@ -38,6 +38,7 @@ __all__ = [
     "Metric",
     "compare",
     "find_value",
+    "metric_available",
     "resolve_metric",
 ]
 
@@ -139,7 +140,8 @@ DEFAULT_METRICS = (
 )
 
 
-def _available(m: Metric, res: RunResults) -> bool:
+def metric_available(m: Metric, res: RunResults) -> bool:
+    """Whether the run has the data ``m`` is read from (its table and column)."""
     if m.table is None:
         return res.summary_has(m.column)
     rows = res.table(m.table)
@@ -153,7 +155,7 @@ def _numeric(rows: Sequence[dict[str, str]], col: str) -> bool:
 
 
 def _allowed(res: RunResults) -> str:
-    have = [n for n, m in KNOWN_METRICS.items() if _available(m, res)]
+    have = [n for n, m in KNOWN_METRICS.items() if metric_available(m, res)]
     return (
         f"available: {', '.join(have)}, any numeric summary.csv column, or "
         "TABLE.COLUMN:STAT[@COL=VALUE]"
@@ -209,7 +211,7 @@ def _custom(name: str, res: RunResults) -> Metric:
 def resolve_metric(name: str, res: RunResults) -> Metric:
     """The metric called ``name`` for this run; ValueError (one line) when it has no data
     or is not a number (a status, an axis)."""
-    if name in KNOWN_METRICS and _available(KNOWN_METRICS[name], res):
+    if name in KNOWN_METRICS and metric_available(KNOWN_METRICS[name], res):
         return KNOWN_METRICS[name]
     if ":" in name and "." in name.split(":", 1)[0]:
         return _custom(name, res)
@@ -341,7 +343,9 @@ def compare(
     if metrics:
         chosen = [resolve_metric(n, res) for n in metrics]
     else:
-        chosen = [KNOWN_METRICS[n] for n in DEFAULT_METRICS if _available(KNOWN_METRICS[n], res)]
+        chosen = [
+            KNOWN_METRICS[n] for n in DEFAULT_METRICS if metric_available(KNOWN_METRICS[n], res)
+        ]
     level_axes = [a for a in res.axes if a != by]
     all_variants = list(dict.fromkeys(r[by] for r in res.summary))
     if baseline is None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sim import columns
-from sim.analysis.compare import Comparison, compare
+from sim.analysis.compare import KNOWN_METRICS, Comparison, compare, metric_available
 from sim.errors import KvsimError
 from sim.rundir.reader import RunResults, load_results
 
@@ -69,11 +69,12 @@ def _value(cmp: Comparison, level: tuple[str, ...], side: str, metric: str) -> s
     return "—" if cell is None or math.isnan(cell.value) else f"{cell.value:.1f}"
 
 
-def _has_thread_cpu(res: RunResults) -> bool:
-    """Whether the run's requests carry a thread CPU (runs made before it was a column
-    do not: their table has no CPU column)."""
-    rows = res.table("requests")
-    return bool(rows) and columns.THREAD_CPU_MS.name in rows[0]
+def _ratio_only(cmp: Comparison, level: tuple[str, ...], metric: str) -> str:
+    """off ÷ on of ``metric`` alone (no interval), or "—"."""
+    cell = cmp.cells.get((level, "off", metric))
+    if cell is None or cell.ratio is None or math.isnan(cell.ratio.value):
+        return "—"
+    return f"{cell.ratio.value:.2f}"
 
 
 def gil_onoff_lines(res: RunResults, n_boot: int = 2000, seed: int = 0) -> list[str]:
@@ -82,7 +83,9 @@ def gil_onoff_lines(res: RunResults, n_boot: int = 2000, seed: int = 0) -> list[
     if axis is None:
         return []
     cpu = columns.THREAD_CPU_MEAN_MS.name
-    metrics = [*_METRICS, cpu] if _has_thread_cpu(res) else list(_METRICS)
+    # runs made before thread CPU was a column have none: their table has no CPU column
+    has_cpu = metric_available(KNOWN_METRICS[cpu], res)
+    metrics = [*_METRICS, cpu] if has_cpu else list(_METRICS)
     cmp = compare(res, "on", metrics, n_boot=n_boot, seed=seed, by=axis)
     # Axes with one value at every point (mode: real) say nothing in a row: left out.
     cols = [i for i, _ in enumerate(cmp.level_axes) if len({lv[i] for lv in cmp.levels}) > 1]
@@ -98,7 +101,7 @@ def gil_onoff_lines(res: RunResults, n_boot: int = 2000, seed: int = 0) -> list[
             row += [_value(cmp, level, "on", metric), _value(cmp, level, "off", metric)]
             row += [ratio, cost]
         if cpu in metrics:
-            row.append(_ratio(cmp, level, cpu)[0].split(" ")[0])
+            row.append(_ratio_only(cmp, level, cpu))
         rows.append(row)
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads)]
     lines = [f"the GIL's own cost · {res.name} · latency ms, GIL on and off on one binary"]

@@ -299,7 +299,7 @@ def _with_parallel_slowdown(
     same free-threaded ``python`` with its GIL off (a second child: PYTHON_GIL is read at
     start-up), written back to ``out`` and printed by the command (model mode does not use
     it: sim.calibration.measure_parallel says why)."""
-    import tempfile  # only a free-threaded calibration writes its second child's answer
+    import tempfile  # random, shutil and more: not at import sim (free-threaded calibrations only)
 
     from sim.process.interpreter import child_env  # as in _calibrate_under
     from sim.rundir.outputs import write_json  # the run directory's code: not at import sim
@@ -307,14 +307,13 @@ def _with_parallel_slowdown(
     keys = [k for k in doc.get("variants", {}) if "/" in k]
     if not keys:
         return doc
-    threads = PARALLEL_THREADS
     with tempfile.TemporaryDirectory(prefix="kvsim-parallel-") as tmp:
         answer = Path(tmp) / "parallel.json"
-        argv = [path, "-c", _PARALLEL_SCRIPT, json.dumps([keys, threads, str(answer)])]
+        argv = [path, "-c", _PARALLEL_SCRIPT, json.dumps([keys, PARALLEL_THREADS, str(answer)])]
         _relay(python, argv, child_env("off"), say)
         found = json.loads(answer.read_text(encoding="utf-8"))
     for key, slowdown in found["variants"].items():
         doc["variants"][key]["parallel_slowdown"] = slowdown
-    doc["parallel_slowdown"] = {"interpreter": found["interpreter"], "threads": threads}
+    doc["parallel_slowdown"] = {"interpreter": found["interpreter"], "threads": PARALLEL_THREADS}
     write_json(out, doc)
     return doc

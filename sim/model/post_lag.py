@@ -19,7 +19,7 @@ import numpy as np
 
 from sim.point.records import RequestRecord
 
-__all__ = ["post_lag_s"]
+__all__ = ["cell_number", "post_lag_s"]
 
 #: Columns sim.columns names without a constant: the record's own field names.
 _CPU_DONE = RequestRecord.cpu_done_s.__name__  # type: ignore[attr-defined,misc]
@@ -29,7 +29,8 @@ _STORE_WAIT = RequestRecord.store_wait_ms.__name__  # type: ignore[attr-defined,
 _ATTEMPTS = RequestRecord.attempts.__name__  # type: ignore[attr-defined,misc]
 
 
-def _number(value: Any) -> float:
+def cell_number(value: Any) -> float:
+    """A requests.csv cell (or a record's field) as a float; NaN when empty or not one."""
     try:
         return float(value)
     except (TypeError, ValueError):
@@ -45,10 +46,10 @@ def post_lag_s(rows: Iterable[Mapping[str, Any]], alone_s: Callable[[int], float
     for row in rows:
         if row.get("status") != "ok":
             continue
-        start, end = _number(row.get(_CPU_DONE)), _number(row.get(_DONE))
-        nbytes = _number(row.get(_BYTES))
-        waited = _number(row.get(_STORE_WAIT))
-        attempts = _number(row.get(_ATTEMPTS))
+        start, end = cell_number(row.get(_CPU_DONE)), cell_number(row.get(_DONE))
+        nbytes = cell_number(row.get(_BYTES))
+        waited = cell_number(row.get(_STORE_WAIT))
+        attempts = cell_number(row.get(_ATTEMPTS))
         if not all(math.isfinite(v) for v in (start, end, nbytes)) or end < start:
             continue
         if waited > 0 or attempts > 1:

@@ -39,7 +39,7 @@ from sim.model.calibration import Calibration
 from sim.model.costs import Measured
 from sim.model.driver import run_model_point
 from sim.model.loop import Loop
-from sim.model.post_lag import post_lag_s
+from sim.model.post_lag import cell_number, post_lag_s
 from sim.point.records import RequestRecord
 from sim.stats import finite, percentiles
 from sim.store.model import StoreModel
@@ -133,22 +133,15 @@ class ReplayPoint:
         return all(self.within.get(m, False) is not False for m in MECHANISM_TARGETS)
 
 
-def _number(value: Any) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return math.nan
-
-
 def figures(rows: Iterable[Mapping[str, Any]]) -> dict[str, float]:
     """The compared figures of requests (rows or records as mappings): latency over the
     requests that finished ok, queue and GIL wait over every request that has them."""
     lat, queue, wait = [], [], []
     for row in rows:
         if row.get("status") == "ok":
-            lat.append(_number(row.get(columns.LATENCY_MS.name)))
-        queue.append(_number(row.get(columns.QUEUE_MS.name)))
-        wait.append(_number(row.get(columns.GIL_WAIT_MS.name)))
+            lat.append(cell_number(row.get(columns.LATENCY_MS.name)))
+        queue.append(cell_number(row.get(columns.QUEUE_MS.name)))
+        wait.append(cell_number(row.get(columns.GIL_WAIT_MS.name)))
     la, qa, wa = finite(lat), finite(queue), finite(wait)  # the one statistics module's
     (p50, p99), (wait_p99,) = percentiles(la, (50, 99)), percentiles(wa, (99,))
     nan = math.nan
@@ -173,15 +166,17 @@ def measured(rep: RealRep, alone_s: Callable[[int], float] | None = None) -> Mea
     the modelled link by its bytes (None: the store is not modelled; no post lag)."""
     holds = {}
     for row in rep.requests:
-        hold = _number(row.get(columns.GIL_HOLD_MS.name))
+        hold = cell_number(row.get(columns.GIL_HOLD_MS.name))
         if not math.isfinite(hold):  # the GIL was off: no hold; its CPU ran on the cores
-            hold = _number(row.get(columns.THREAD_CPU_MS.name))
-        rid = _number(row.get(columns.REQUEST_ID.name))
+            hold = cell_number(row.get(columns.THREAD_CPU_MS.name))
+        rid = cell_number(row.get(columns.REQUEST_ID.name))
         if math.isfinite(hold) and math.isfinite(rid):
             holds[int(rid)] = hold / 1e3
-    builds = [_number(r.get("build_us")) for r in rep.steps if r.get("phase", "alone") == "alone"]
+    builds = [
+        cell_number(r.get("build_us")) for r in rep.steps if r.get("phase", "alone") == "alone"
+    ]
     builds = [b for b in builds if math.isfinite(b)]
-    harness = _number(rep.summary.get(columns.HARNESS_US_PER_REQUEST.name))
+    harness = cell_number(rep.summary.get(columns.HARNESS_US_PER_REQUEST.name))
     return Measured(
         holds,
         float(np.mean(builds)) / 1e6 if builds else None,
@@ -204,9 +199,9 @@ def job_gap_s(rows: Iterable[Mapping[str, Any]]) -> float | None:
     interval were forced off at their very end three times as often as modelled)."""
     by_thread: dict[str, list[tuple[float, float, float]]] = {}
     for row in rows:
-        start = _number(row.get(columns.START_S.name))
-        end = _number(row.get(_CPU_DONE))
-        injected = _number(row.get(columns.INJECTED_S.name))
+        start = cell_number(row.get(columns.START_S.name))
+        end = cell_number(row.get(_CPU_DONE))
+        injected = cell_number(row.get(columns.INJECTED_S.name))
         if math.isfinite(start) and math.isfinite(end) and math.isfinite(injected):
             by_thread.setdefault(str(row.get(_THREAD)), []).append((start, end, injected))
     gaps = []

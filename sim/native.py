@@ -58,6 +58,7 @@ MODULES = (
     "sim.model.driver",
     "sim.model.costs",
     "sim.model.draws",
+    "sim.store.quiet_clock",
     "sim.store.link",
     "sim.store.model",
     "sim.point.arrivals",

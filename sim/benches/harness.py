@@ -7,7 +7,8 @@ process (constant arrivals, one load thread, no probe, no engine) and prints,
 per rate: the simulation thread's CPU time per request outside its waits for
 the next event (it holds the GIL whenever it runs Python, so this is its GIL
 time) and all of its CPU time (with the kernel's cost of each sleep and wake,
-spent with the GIL released), injection lag p50/p99 and the rate achieved;
+spent with the GIL released), injection lag p50/p99 and the rate achieved (at the
+target rate, the median of ``--rounds`` runs, every run's figure printed beside it);
 then the highest rate at which injection lag p99 stays under 1 ms above the
 noise floor the bench measured (sim.analysis.behind's rule: on a busy machine a
 floor of a few ms made the plain 1 ms limit a coin toss, "none" one run and 469
@@ -36,6 +37,7 @@ __all__ = [
     "lag_limit_ms",
     "main",
     "measure_rate",
+    "median_round",
     "sustained_rate",
     "wake_penalty_us",
     "what_it_is_made_of",
@@ -88,6 +90,19 @@ def measure_rate(rate_rps: float, seconds: float, min_requests: int = 200) -> di
     # the arrivals and the harness's cost, and its noise floor (sim.columns)
     keys = (*columns.names(columns.ARRIVAL), columns.NOISE_FLOOR_P99_MS.name)
     return {"rate_rps": rate_rps, "requests": n, **{k: float(s[k]) for k in keys}}
+
+
+def median_round(
+    rate_rps: float, seconds: float, rounds: int
+) -> tuple[dict[str, float], list[float]]:
+    """``rounds`` runs at ``rate_rps``: the run whose GIL time per request is the median
+    (the lower of the two middle ones for an even count) and every run's figure, in the
+    order run. One run of 2 s moved from 26 to 51 µs between two runs a minute apart on a
+    quiet 2-core VM (3 Dec 2026): a verdict on one run judged the minute, not the code."""
+    rows = [measure_rate(rate_rps, seconds) for _ in range(max(1, rounds))]
+    figures = [row[columns.HARNESS_US_PER_REQUEST.name] for row in rows]
+    mid = statistics.median_low(figures)
+    return rows[figures.index(mid)], figures
 
 
 def lag_limit_ms(floor_ms: float, row: dict[str, float] | None = None) -> float:
@@ -210,6 +225,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rates", default="100,1000", help="comma-separated rates to report (req/s)")
     p.add_argument("--seconds", type=float, default=2.0, help="load per rate (default 2 s)")
     p.add_argument(
+        "--rounds",
+        type=int,
+        default=5,
+        help="runs at the target rate, 1,000 req/s; its row and verdict are the median (default 5)",
+    )
+    p.add_argument(
         "--no-search", action="store_true", help="skip the search for the sustained rate"
     )
 
@@ -224,8 +245,8 @@ def main(args: argparse.Namespace) -> int:
     except ValueError:
         console.print(f"kvsim bench harness: --rates: not a list of numbers: {args.rates!r}")
         return 2
-    if not rates or any(r <= 0 for r in rates) or args.seconds <= 0:
-        console.print("kvsim bench harness: --rates and --seconds must be positive")
+    if not rates or any(r <= 0 for r in rates) or args.seconds <= 0 or args.rounds < 1:
+        console.print("kvsim bench harness: --rates, --seconds and --rounds must be positive")
         return 2
     table = Table(
         title="kvsim bench harness · noop variant, 1 load thread, constant arrivals",
@@ -246,10 +267,13 @@ def main(args: argparse.Namespace) -> int:
         table.add_column(head, justify="right")
     floor = 0.0
     at_target: dict[str, float] | None = None
+    target_runs: list[float] = []
     for rate in rates:
-        row = measure_rate(rate, args.seconds)
         if rate == TARGET_RATE_RPS:
+            row, target_runs = median_round(rate, args.seconds, args.rounds)
             at_target = row
+        else:
+            row = measure_rate(rate, args.seconds)
         floor = max(floor, row[columns.NOISE_FLOOR_P99_MS.name])
         table.add_row(
             f"{row['offered_rps']:.0f}",
@@ -277,10 +301,12 @@ def main(args: argparse.Namespace) -> int:
     if at_target is not None:
         got = at_target[columns.HARNESS_US_PER_REQUEST.name]
         verdict = "met" if got <= TARGET_US else "NOT met"
+        runs = ", ".join(f"{f:.1f}" for f in target_runs)
         console.print(
             f"target: ≤ {TARGET_US:g} µs of simulation-thread GIL time per request at "
             f"{TARGET_RATE_RPS:,.0f} req/s — {verdict}: {got:.1f} µs, "
-            f"{got / TARGET_US:.2f}× the target"
+            f"{got / TARGET_US:.2f}× the target (the median of {len(target_runs)} runs of "
+            f"{args.seconds:g} s: {runs}; its row above)"
         )
         console.print(what_it_is_made_of(at_target, hot[columns.HARNESS_US_PER_REQUEST.name]))
         console.print(

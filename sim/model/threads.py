@@ -82,7 +82,7 @@ class Harness:
 
     def defer(self, cost_s: float, wake_s: float) -> None:
         """``cost_s`` of work the thread does when it next wakes, or ``wake_s`` from now
-        at the latest: a quiet timer of real mode (sim.store.clock.QuietClock), which
+        at the latest: a quiet timer of real mode (sim.store.quiet_clock.QuietClock), which
         the thread does not wake for. Items run in the order they came."""
         self._items.append((cost_s, None, None))
         if self._sleeping and not self._deferred:

@@ -250,8 +250,27 @@ class HybridEnvironment(simpy.Environment):
         """
         queue_, quiet, inbox, t0_ns = self._queue, self._quiet, self._inbox, self._t0_ns
         posted = self._posted_at
+        ran = False  # a lone answer already run, earlier than anything queued
         while True:
             if posted:
+                # A lone answer earlier than every queued entry runs now, without going
+                # through the quiet heap (a _Call, a push and a pop: at 1,000 requests/s
+                # every wake-up finds the last request's answer so)
+                at = (posted[0][0] - t0_ns) / 1e9
+                if at < self._now:
+                    at = self._now
+                if (
+                    len(posted) == 1
+                    and (not queue_ or at < queue_[0][0])
+                    and (not quiet or at < quiet[0][0])
+                ):
+                    _at_ns, fn, arg = posted.popleft()
+                    self._pending -= 1
+                    wall = (perf_counter_ns() - t0_ns) / 1e9
+                    self._now = at
+                    fn(arg)
+                    ran = True
+                    break
                 self._take_posted_at()
             while queue_ and type(head := queue_[0][3]) is _Call and not head.live:
                 heappop(queue_)  # cancelled: not worth waking up for
@@ -297,7 +316,9 @@ class HybridEnvironment(simpy.Environment):
                 )
         while True:
             # the earliest of the two heaps ((time, priority, id): no ties)
-            if quiet and (not queue_ or quiet[0] < queue_[0]):
+            if ran:
+                ran = False
+            elif quiet and (not queue_ or quiet[0] < queue_[0]):
                 at, _prio, _eid, call = heappop(quiet)
                 self._now = at
                 call.fn(call.arg)

@@ -123,6 +123,7 @@ class LoadPipeline:
         #: Read once: the store's CPU stages and the clock's zero, on every request's path.
         self._stage = store.stage
         self._t0_ns = env.t0_ns
+        self._immediate = store.immediate  # admit and release skipped (LoadStore.immediate)
 
     @property
     def gil_on(self) -> bool:
@@ -255,7 +256,10 @@ class _Request:
         job = p._jobs.pop(req.request_id, None)
         if job is None:
             job = req.job(p._geometry, p._job_gen)
-        p._store.admit(job, self._admitted)  # a real store: its blocks
+        if p._immediate:
+            self._admitted(job, 0.0)
+        else:
+            p._store.admit(job, self._admitted)  # a real store: its blocks
 
     def _admitted(self, job: LoadJob, waited_s: float) -> None:
         p = self.p
@@ -276,16 +280,17 @@ class _Request:
         job = self.job
         assert job is not None
         faults = np.random.default_rng([self.req.job_seed, 1]) if p._faulty else None
-        p._store.transfer(
-            p.request_bytes(self.req.tokens), outcome.result, job, faults, self._finish
-        )
+        tokens = self.req.tokens
+        nbytes = p._bytes.get(tokens) or p.request_bytes(tokens)  # one call less a request
+        p._store.transfer(nbytes, outcome.result, job, faults, self._finish)
 
     def _finish(self, xfer: TransferOutcome | None) -> None:
         p = self.p
         self.xfer = xfer
-        job = self.job
-        assert job is not None
-        p._store.release(job)
+        if not p._immediate:
+            job = self.job
+            assert job is not None
+            p._store.release(job)
         self.job = None  # its block tables: not held until the load ends
         env = p._env
         if xfer is not None and xfer.transfer_ms is None:

@@ -114,11 +114,12 @@ def run_point(
     workload = plan_workload(cfg, rng)
     addons = build_addons(cfg)
     all_done: Any = None
+    total = len(workload)  # read once: on_done runs for every request
 
     def on_done(done: int) -> None:
         if progress is not None:
-            progress(done, len(workload))
-        if done == len(workload):
+            progress(done, total)
+        if done == total:
             all_done.succeed()
 
     with ExitStack() as stack:

@@ -12,7 +12,7 @@ store and the real Mooncake store are the two implementations.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 import simpy
@@ -75,6 +75,11 @@ def check_result(
 
 class LoadStore(Protocol):
     """The store behind the load path (see the module docstring for the call order)."""
+
+    #: ``admit`` calls back at once with nothing waited and ``release`` gives back
+    #: nothing (the modelled store: its slots are the store model's own), so the pipeline
+    #: skips both calls (two Python calls a request on the simulation thread).
+    immediate: ClassVar[bool]
 
     @property
     def config(self) -> StoreConfig: ...

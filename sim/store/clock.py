@@ -15,7 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import simpy
 
-__all__ = ["QUIET_SLACK_S", "Clock", "QuietClock", "SimpyClock", "Timer"]
+__all__ = ["QUIET_SLACK_S", "Clock", "SimpyClock", "Timer"]
 
 #: How late a quiet timer may run at most (sim.runtime.env.HybridEnvironment.after_quietly):
 #: a harness asleep longer than this wakes for it. Above the gap between arrivals at
@@ -42,25 +42,6 @@ class Clock(Protocol):
         can drop a call returns a handle to cancel it; one that cannot returns None
         (its owner then ignores the call when it comes: a stale timer)."""
         ...
-
-
-class QuietClock:
-    """A clock whose calls do not wake the simulation thread of real mode: the store
-    model's timers when nothing on the wall clock waits for a transfer's end (an open
-    loop: its end is only noted, at the time the model fixed). Model mode simulates
-    the same (sim.model.threads.Harness.defer)."""
-
-    __slots__ = ("_env", "after")
-
-    def __init__(self, env: Any) -> None:
-        self._env = env
-        self.after = env.after_quietly
-
-    @property
-    def now(self) -> float:
-        # SimPy's own field, not its ``now`` property: the store model reads the time a
-        # few times a request, on the harness's path (one Python call less each)
-        return float(self._env._now)
 
 
 class SimpyClock:

@@ -5,7 +5,7 @@ on the simulation clock by :class:`~sim.store.model.StoreModel`.
 
 When nothing waits on the wall clock for a transfer's end (an open loop: the end is
 only noted, at the time the model fixed), the model's timers are quiet ones
-(:class:`~sim.store.clock.QuietClock`): real mode's simulation thread does not wake
+(:class:`~sim.store.quiet_clock.QuietClock`): real mode's simulation thread does not wake
 for them, which spares it a wake-up per request. A closed loop's next request is due
 at the end plus the think time, so there the timers wake it as any other.
 """
@@ -13,7 +13,7 @@ at the end plus the think time, so there the timers wake it as any other.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import simpy
@@ -21,13 +21,16 @@ import simpy
 from connectors.base import AddressVariant, LoadJob
 from sim.config.sections import StoreConfig
 from sim.store.base import cpu_stages, nan_store_summary
-from sim.store.clock import Clock, QuietClock, SimpyClock
+from sim.store.clock import Clock, SimpyClock
 from sim.store.model import StoreModel, TransferOutcome
+from sim.store.quiet_clock import QuietClock
 
 __all__ = ["ModelledStore"]
 
 
 class ModelledStore:
+    immediate: ClassVar[bool] = True
+
     def __init__(self, cfg: StoreConfig, quiet_ends: bool = False) -> None:
         self._cfg = cfg
         self._quiet_ends = quiet_ends

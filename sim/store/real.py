@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import simpy
@@ -57,6 +57,8 @@ def _as_lists(x: Any) -> list[Any]:
 
 class MooncakeStore:
     """One point's real store. :meth:`start` allocates, starts and fills; :meth:`close` ends."""
+
+    immediate: ClassVar[bool] = False  # its slots and buffers are taken and given back
 
     def __init__(self, cfg: ExperimentConfig, workload: Any) -> None:
         self._env: simpy.Environment | None = None

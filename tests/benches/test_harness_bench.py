@@ -78,3 +78,20 @@ def test_one_burst_does_not_end_the_search(monkeypatch) -> None:
     best, trials = bench.sustained_rate(0.1, floor_ms=0.3, bisect=0)
     assert best == 2000
     assert [t["rate_rps"] for t in trials] == [250, 500, 500, 1000, 2000, 4000, 4000]
+
+
+def test_the_target_rate_is_judged_on_the_median_of_its_runs(monkeypatch) -> None:
+    """One slow minute (a run at 51 µs among runs at 26) does not make the verdict: the
+    row kept is the median run's, and every run's figure is returned in order."""
+    figures = iter([26.0, 51.0, 24.0, 27.0, 25.0])
+
+    def fake(rate: float, seconds: float) -> dict[str, float]:
+        return {**_row(rate, 0.1, 0.2), "harness_us_per_request": next(figures)}
+
+    monkeypatch.setattr(bench, "measure_rate", fake)
+    row, runs = bench.median_round(1000.0, 0.1, 5)
+    assert runs == [26.0, 51.0, 24.0, 27.0, 25.0]
+    assert row["harness_us_per_request"] == 26.0
+    figures = iter([30.0, 20.0])
+    row, runs = bench.median_round(1000.0, 0.1, 2)
+    assert row["harness_us_per_request"] == 20.0  # the lower middle of an even count

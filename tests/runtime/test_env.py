@@ -309,6 +309,35 @@ def test_an_answer_posted_at_its_time_runs_at_that_time_in_order() -> None:
     assert env.pending == 0
 
 
+def test_a_lone_answer_earlier_than_the_queue_runs_first_and_a_tie_keeps_the_queue_first() -> None:
+    """A lone answer earlier than every queued entry runs at its time without being filed
+    among the quiet calls; one at the time of a queued call runs after it, as when filed
+    (its id is later)."""
+    env = HybridEnvironment(stall_timeout_s=5)
+    seen: list[tuple[str, float]] = []
+    filed: list[float] = []
+    push_quiet = env._push_quiet
+    env._push_quiet = lambda at, fn, arg: filed.append(at) or push_quiet(at, fn, arg)  # type: ignore[method-assign]
+    env.at(0.003, lambda _a: seen.append(("timer", env.now)))
+    env.expect()
+    env.post_at(lambda _a: seen.append(("answer", env.now)), None, env.t0_ns + 1_000_000)
+    time.sleep(0.004)
+    env.step()
+    assert filed == []  # run at once, never filed among the quiet calls
+    assert seen == [("answer", pytest.approx(0.001, abs=1e-9)), ("timer", 0.003)]
+    assert env.pending == 0
+
+    env = HybridEnvironment(stall_timeout_s=5)
+    seen.clear()
+    env.after_quietly(0.002, lambda _a: seen.append(("quiet", env.now)))
+    env.expect()
+    env.post_at(lambda _a: seen.append(("answer", env.now)), None, env.t0_ns + 2_000_000)
+    time.sleep(0.003)
+    env.step()
+    assert [s[0] for s in seen] == ["quiet", "answer"]
+    assert [s[1] for s in seen] == pytest.approx([0.002, 0.002], abs=1e-9)
+
+
 def test_an_answer_posted_at_its_time_wakes_a_long_sleep_and_not_a_short_one() -> None:
     env = HybridEnvironment(stall_timeout_s=5)
     got: list[float] = []

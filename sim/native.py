@@ -59,6 +59,7 @@ MODULES = (
     "sim.model.costs",
     "sim.model.draws",
     "sim.store.quiet_clock",
+    "sim.runtime.pipeline",
     "sim.store.link",
     "sim.store.model",
     "sim.point.arrivals",

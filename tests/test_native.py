@@ -14,12 +14,14 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 
-from sim.native import ENV
+from sim.native import ENV, _native_dir
 from tests.model.test_draws import CASES, sampled_calibration  # noqa: F401 (fixture)
+from tests.runtime.test_plugin_faults import IN_THE_RUN
 
 _ROOT = Path(__file__).resolve().parent.parent
 
@@ -101,6 +103,39 @@ def test_a_real_point_runs_on_the_compiled_store_model(write_config, tmp_path):
         (values,) = list(csv.DictReader(fh))
     assert values["status"] == "ok"
     assert int(float(values["ok"])) == int(float(values["requests"])) == 8
+
+
+@pytest.mark.parametrize(
+    ("wrong", "said"),
+    [
+        ("sys.exit(0)", "called sys.exit(0) (line 28, in prepare_values) in a load thread"),
+        ("return None", "returned a NoneType, not (addr_lists, size_lists, block_ids)"),
+    ],
+)
+def test_the_compiled_load_pipeline_ends_a_faulty_point_as_the_source_does(
+    write_config, tmp_path, wrong, said
+):
+    """The load pipeline (sim.runtime.pipeline) is compiled too, and the suite tests its
+    source: a variant that ends a load thread or breaks the list contract fails the point
+    in the same one line with the compiled pipeline (KVSIM_NATIVE=1)."""
+    state = _native_built()
+    if state != "native":
+        pytest.skip(f"the compiled model core is missing: {state} (scripts/install.sh builds it)")
+    assert list((_native_dir() / "sim" / "runtime").glob("pipeline.*.so"))
+    plugin = tmp_path / "late.py"
+    plugin.write_text(textwrap.dedent(IN_THE_RUN).format(wrong=wrong, warm="pass"))
+    cfg = write_config(
+        {"connector": {"variant": "late", "workers": 1}, "workload": {"requests": 8}},
+        name="late.yaml",
+    )
+    out = tmp_path / "r"
+    args = ("-m", "sim", "run", "-q", str(cfg), "--plugin", str(plugin), "--out", str(out))
+    done = _python("1", *args)
+    assert done.returncode == 1, done.stderr[-2000:]
+    (status,) = out.glob("points/*/rep-0/status.json")
+    error = json.loads(status.read_text())["error"]
+    assert error.startswith(f"PluginFault: {plugin}: variant 'late', request "), error
+    assert said in error
 
 
 @pytest.fixture

@@ -45,8 +45,8 @@ __all__ = [
 ]
 
 #: The modules compiled: the model's event loop, resources and threads, and the
-#: store model, the arrivals and the record sink both modes share. Order matters to
-#: nobody; each must be mypy-clean.
+#: store model, the arrivals, the record sink and the thread-time sums both modes share.
+#: Order matters to nobody; each must be mypy-clean.
 MODULES = (
     "sim.model.loop",
     "sim.model.cores",
@@ -64,6 +64,7 @@ MODULES = (
     "sim.store.model",
     "sim.point.arrivals",
     "sim.point.record_sink",
+    "sim.instruments.threadtime",
 )
 #: The environment variable that turns the compiled core off ("0").
 ENV = "KVSIM_NATIVE"

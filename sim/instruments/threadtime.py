@@ -80,8 +80,13 @@ class ThreadTimes:
 
     def add(self, rec: Any) -> None:
         """One finished request's record (sim.point.records.RequestRecord)."""
-        self._cpu.add(rec.thread_cpu_ms)
-        self._wait.add(rec.core_wait_ms)
+        self.add_times(rec.thread_cpu_ms, rec.core_wait_ms)
+
+    def add_times(self, cpu_ms: float, wait_ms: float) -> None:
+        """One request's ``thread_cpu_ms`` and ``core_wait_ms`` (NaN: not measured), what
+        :meth:`add` reads of its record (model mode has no record for most requests)."""
+        self._cpu.add(cpu_ms)
+        self._wait.add(wait_ms)
 
     def summary(self) -> dict[str, Any]:
         """The THREADS columns (sim.columns), and the GIL's emptied when it was off."""

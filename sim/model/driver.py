@@ -28,7 +28,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from functools import partial
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
@@ -47,8 +47,9 @@ from sim.model.probe import ModelProbe
 from sim.model.threads import Harness, ModelJob, ModelWorkers
 from sim.point.addons import AddOn
 from sim.point.arrivals import drive_arrivals
+from sim.point.metrics import CELL_COLUMNS
 from sim.point.record_sink import RecordSink, RowWriter, point_sink
-from sim.point.records import RequestRecord, end_record
+from sim.point.records import HOLD_STAGE_COLUMNS, RequestRecord, end_record
 from sim.point.result import PointResult, point_result
 from sim.store.clock import QUIET_SLACK_S
 from sim.store.model import StoreModel, TransferOutcome
@@ -65,6 +66,28 @@ __all__ = ["Uniforms", "run_model_point"]  # Uniforms: sim.model.draws, kept imp
 ProgressFn = Callable[[int, int], None]
 
 
+_NAN: Final = math.nan
+_OK: Final = "ok"
+#: The cells _Request._finish makes, in its order: the sink's (sim.point.metrics).
+_CELLS = (
+    columns.LATENCY_MS.name,
+    columns.TRANSFER_MS.name,
+    columns.GIL_HOLD_MS.name,
+    columns.GIL_WAIT_MS.name,
+    columns.QUEUE_MS.name,
+    columns.INJECT_LAG_MS.name,
+    columns.STAGE_WALL_MS.name,
+    *HOLD_STAGE_COLUMNS,
+    columns.GC_GEN0.name,
+    columns.GC_GEN1.name,
+    columns.GC_GEN2.name,
+    columns.ARRIVAL_S.name,
+    columns.INJECTED_S.name,
+)
+if _CELLS != CELL_COLUMNS:  # pragma: no cover - a new summary input needs a cell here
+    raise ImportError(f"sim.model.driver makes cells {_CELLS}, the sink reads {CELL_COLUMNS}")
+
+
 def _ended(job: ModelJob) -> None:
     """A finished request's ``done``: it has been called already."""
 
@@ -73,9 +96,25 @@ class _Request(ModelJob):
     """One request's path after its arrival: CPU stages on a worker (it is its own
     :class:`ModelJob`: one object less per request), the store, the end. Built when the
     simulation thread hands it over (``now``): the arrivals' ``hand_over``
-    (sim.point.arrivals.HandOver) with the point bound first."""
+    (sim.point.arrivals.HandOver) with the point bound first.
 
-    __slots__ = ("arrival", "p", "rec", "req", "then")
+    It keeps what its record would note in its own fields, and makes a
+    :class:`RequestRecord` only when the sink needs one (a row kept, a failure): for the
+    others the sink takes the request's cells alone (sim.point.record_sink), the same
+    floats from the same expressions as the record's (a record per request, built and
+    read back field by field, was a quarter of a day's instructions)."""
+
+    __slots__ = (
+        "arrival",
+        "arrival_run",
+        "chunks",
+        "inject_lag",
+        "injected_run",
+        "nbytes",
+        "p",
+        "req",
+        "then",
+    )
 
     def __init__(
         self,
@@ -92,16 +131,11 @@ class _Request(ModelJob):
         self.then = then
         tokens = req.tokens
         size = p.sizes.get(tokens) or p.size(req)
-        self.rec = RequestRecord(
-            request_id=req.request_id,
-            tokens=tokens,
-            chunks=size[0],
-            bytes=size[1],
-            arrival_s=arrival_s,
-            injected_s=injected - p.origin,
-            inject_lag_ms=(injected - arrival) * 1e3 if injected > arrival else 0.0,
-            trace_line=req.trace_line,
-        )
+        self.chunks = size[0]
+        self.nbytes = size[1]
+        self.arrival_run = arrival_s
+        self.injected_run = injected - p.origin
+        self.inject_lag = (injected - arrival) * 1e3 if injected > arrival else 0.0
         # ModelJob's fields, set here (no second constructor call per request)
         holds = p.holds
         hold = holds.get(req.request_id) if holds is not None else None
@@ -113,37 +147,30 @@ class _Request(ModelJob):
         self.thread = ""
         p.workers.submit(self)
 
+    def _waited_ms(self) -> float:
+        """The job's wall time outside its hold and GIL-free sections (ms): the GIL wait
+        with the GIL on, the core wait without one (docs/columns.md §GIL off)."""
+        return max(0.0, (self.end - self.start) - self.hold_s - self.free_wall) * 1e3
+
     def _cpu_done(self, job: ModelJob) -> None:
         # Break the cycle self.done -> bound method -> self: the point runs with the cyclic
         # collector paused, and a cycle per request would hold every request to the end.
         self.done = _ended
-        p, rec, req = self.p, self.rec, self.req
-        wall = job.end - job.start
-        rec.thread = job.thread
-        rec.start_s = job.start - p.origin
-        rec.cpu_done_s = job.end - p.origin
-        rec.queue_ms = (job.start - self.arrival) * 1e3
-        rec.stage_wall_ms = wall * 1e3
-        rec.thread_cpu_ms = (job.hold_s + job.free_cpu_s) * 1e3
-        waited = max(0.0, wall - job.hold_s - job.free_wall) * 1e3
-        if p.gil_on:  # as real mode's columns (docs/columns.md §GIL off): the core wait is
-            rec.gil_hold_ms = job.hold_s * 1e3  # part of the GIL wait with the GIL on,
-            rec.gil_wait_ms = waited
-        else:  # and all the wait there is without one (no GIL hold or wait exists)
-            rec.core_wait_ms = waited
-        p.threads.add(rec)
+        p, req = self.p, self.req
+        cpu_ms = (self.hold_s + self.free_cpu_s) * 1e3
+        p.threads.add_times(cpu_ms, _NAN if p.gil_on else self._waited_ms())
         if req.draw < p.fail_prob:
             error = (
                 f"SyntheticFailure: injected failure: draw {req.draw:.4f} < "
                 f"fail_prob {p.fail_prob:g}"
             )
             # failed when the worker was done (real mode's time too)
-            self._finish(job.end, None, error)
+            self._finish(self.end, None, error)
             if self.then is not None:
-                self.then(job.end)
+                self.then(self.end)
             return
         faults = np.random.default_rng([req.job_seed, 1]) if p.faulty else None
-        p.store.transfer(rec.bytes, faults, self._transferred)
+        p.store.transfer(self.nbytes, faults, self._transferred)
 
     def _transferred(self, xfer: TransferOutcome) -> None:
         p, c = self.p, self.p.costs
@@ -156,12 +183,76 @@ class _Request(ModelJob):
 
     def _finish(self, done: float, xfer: TransferOutcome | None, error: str) -> None:
         """The request ended at ``done`` (loop time), not when the simulation thread noted
-        it; its record is finished as real mode's is (sim.point.records.end_record)."""
-        p, rec = self.p, self.rec
-        end_record(rec, done - p.origin, (done - self.arrival) * 1e3, xfer, error)
-        p.sink.add(rec)
+        it. A transfer that ended ok gives the sink its cells (what end_record would make
+        of its record: sim.point.records), unless the sink wants the record itself."""
+        p = self.p
+        rid = self.req.request_id
+        done_s = done - p.origin
+        latency_ms = (done - self.arrival) * 1e3
+        sink = p.sink
+        if (
+            xfer is not None
+            and xfer.error is None
+            and xfer.transfer_ms is None
+            and not sink.wants_record(rid)
+        ):
+            cpu_done_s = self.end - p.origin
+            hold = wait = _NAN
+            if p.gil_on:
+                hold, wait = self.hold_s * 1e3, self._waited_ms()
+            cells = (
+                latency_ms,
+                (done_s - cpu_done_s) * 1e3,  # modelled: from the end of the CPU stages
+                hold,
+                wait,
+                (self.start - self.arrival) * 1e3,
+                self.inject_lag,
+                (self.end - self.start) * 1e3,
+                # no hold stages, no collections (a literal: a starred tuple is built
+                # through a list in compiled code)
+                _NAN,
+                _NAN,
+                _NAN,
+                _NAN,
+                0.0,
+                0.0,
+                0.0,
+                self.arrival_run,
+                self.injected_run,
+            )
+            sink.add_cells(rid, cells, _OK, "")
+        else:
+            rec = self._record()
+            end_record(rec, done_s, latency_ms, xfer, error)
+            sink.add(rec)
         if p.on_done is not None:
-            p.on_done(p.sink.finished)
+            p.on_done(sink.finished)
+
+    def _record(self) -> RequestRecord:
+        """The request's record as its CPU stages left it (end_record finishes it)."""
+        p, req = self.p, self.req
+        rec = RequestRecord(
+            request_id=req.request_id,
+            tokens=req.tokens,
+            chunks=self.chunks,
+            bytes=self.nbytes,
+            arrival_s=self.arrival_run,
+            injected_s=self.injected_run,
+            inject_lag_ms=self.inject_lag,
+            trace_line=req.trace_line,
+        )
+        rec.thread = self.thread
+        rec.start_s = self.start - p.origin
+        rec.cpu_done_s = self.end - p.origin
+        rec.queue_ms = (self.start - self.arrival) * 1e3
+        rec.stage_wall_ms = (self.end - self.start) * 1e3
+        rec.thread_cpu_ms = (self.hold_s + self.free_cpu_s) * 1e3
+        if p.gil_on:  # as real mode's columns (docs/columns.md §GIL off): the core wait is
+            rec.gil_hold_ms = self.hold_s * 1e3  # part of the GIL wait with the GIL on,
+            rec.gil_wait_ms = self._waited_ms()
+        else:  # and all the wait there is without one (no GIL hold or wait exists)
+            rec.core_wait_ms = self._waited_ms()
+        return rec
 
 
 class _Point:
@@ -261,7 +352,7 @@ class _HarnessClock:
     ``late()`` late when asleep: sim.model.threads.Harness.post), and ``fn(arg)`` runs
     once that is done. A call already due is posted at once."""
 
-    __slots__ = ("_cost_s", "_harness", "_late", "_loop", "inline_due")
+    __slots__ = ("_cost_s", "_harness", "_late", "_loop", "_post_cb", "inline_due")
 
     def __init__(
         self, loop: Loop, harness: Harness, cost_s: float, late: Callable[[], float] | None
@@ -271,6 +362,8 @@ class _HarnessClock:
         self._cost_s = cost_s
         self._late = late
         self.inline_due = False  # each hand-over is the simulated thread's work
+        #: The due call's callback, bound once (not a bound method object per request).
+        self._post_cb: Callable[[tuple[Callable[[Any], None], Any]], None] = self._post
 
     @property
     def now(self) -> float:
@@ -281,7 +374,7 @@ class _HarnessClock:
 
     def at(self, t: float, fn: Callable[[Any], None], arg: Any = None) -> None:
         if t > self._loop.now:
-            self._loop.at(t, self._post, (fn, arg))
+            self._loop.at(t, self._post_cb, (fn, arg))
         else:
             self._post((fn, arg))
 

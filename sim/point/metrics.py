@@ -16,16 +16,20 @@ from sim.point.records import HOLD_STAGE_COLUMNS, RequestRecord
 from sim.stats import finite, percentiles
 
 __all__ = [
+    "CELL_COLUMNS",
     "OK_ONLY_INPUTS",
     "PLANNED_METRICS",
     "STAGE_METRICS",
     "SUMMARY_INPUTS",
     "SUMMARY_METRICS",
+    "cell_table",
     "extra_latency_columns",
+    "record_cells",
     "request_columns",
     "summarize_columns",
     "summarize_requests",
     "summary_columns",
+    "table_columns",
 ]
 
 #: Columns known from the workload plan alone (sim.workload.replay); NaN unless a replay.
@@ -100,7 +104,10 @@ OK_ONLY_INPUTS = frozenset({columns.LATENCY_MS.name, columns.TRANSFER_MS.name})
 
 #: The numeric record fields :func:`request_columns` reads, in one row per record.
 _FLOAT_INPUTS = tuple(n for n in SUMMARY_INPUTS if n != "gc")
-_TABLE = (
+#: A request's *cells*: the numeric fields the summary and windows read, in this order.
+#: The record sink keeps these instead of the record (sim.point.record_sink); model mode
+#: makes them without a record for a request whose row is not kept (sim.model.driver).
+CELL_COLUMNS = (
     *_FLOAT_INPUTS,
     columns.GC_GEN0.name,
     columns.GC_GEN1.name,
@@ -108,23 +115,25 @@ _TABLE = (
     columns.ARRIVAL_S.name,
     columns.INJECTED_S.name,
 )
-_ROW = attrgetter(*_TABLE)
+#: A record's cells, one C-level attribute fetch for all of them.
+record_cells = attrgetter(*CELL_COLUMNS)
 
 
-def request_columns(records: Sequence[RequestRecord]) -> dict[str, np.ndarray]:
-    """The columns SUMMARY_INPUTS of ``records`` (ok-only ones over the ok records), and
-    ``arrival_s`` and ``injected_s``, as float arrays.
+def cell_table(cells: Sequence[tuple[float, ...]]) -> np.ndarray:
+    """The cells of ``len(cells)`` requests as one contiguous row per field (CELL_COLUMNS).
 
-    One C-level attribute fetch per record for all the fields at once (a model point
-    of ten million requests passes here batch by batch: a generator per column cost
-    a fifth of its time), streamed into the array (``np.fromiter``: a third quicker
-    than ``np.array`` of the rows, which first inspects every row for its shape); the
-    values are the same floats in the same order."""
-    n = len(records)
-    cells = chain.from_iterable(map(_ROW, records))
-    table = np.fromiter(cells, dtype=float, count=n * len(_TABLE)).reshape(n, len(_TABLE))
-    table = np.ascontiguousarray(table.T)  # one contiguous row per field
-    ok = np.array([r.status == "ok" for r in records], dtype=bool)
+    Streamed into the array (``np.fromiter``: a third quicker than ``np.array`` of the
+    rows, which first inspects every row for its shape); the values are the same floats
+    in the same order."""
+    n = len(cells)
+    width = len(CELL_COLUMNS)
+    flat = chain.from_iterable(cells)
+    table = np.fromiter(flat, dtype=float, count=n * width).reshape(n, width)
+    return np.ascontiguousarray(table.T)
+
+
+def table_columns(table: np.ndarray, ok: np.ndarray) -> dict[str, np.ndarray]:
+    """:func:`request_columns` from a :func:`cell_table` and the requests' ok mask."""
     cols: dict[str, np.ndarray] = {}
     for i, name in enumerate(_FLOAT_INPUTS):
         cols[name] = table[i][ok] if name in OK_ONLY_INPUTS else table[i]
@@ -135,6 +144,15 @@ def request_columns(records: Sequence[RequestRecord]) -> dict[str, np.ndarray]:
         name: cols[name]
         for name in (*SUMMARY_INPUTS, columns.ARRIVAL_S.name, columns.INJECTED_S.name)
     }
+
+
+def request_columns(records: Sequence[RequestRecord]) -> dict[str, np.ndarray]:
+    """The columns SUMMARY_INPUTS of ``records`` (ok-only ones over the ok records), and
+    ``arrival_s`` and ``injected_s``, as float arrays (one C-level attribute fetch per
+    record for all the fields at once: a generator per column cost a fifth of a model
+    point's time)."""
+    ok = np.array([r.status == "ok" for r in records], dtype=bool)
+    return table_columns(cell_table(list(map(record_cells, records))), ok)
 
 
 def summarize_requests(

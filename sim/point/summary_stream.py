@@ -84,25 +84,30 @@ class SummaryStream:
         if not records:
             return {}
         cols = request_columns(records)
-        self.requests += len(records)
+        errors = [r.error for r in records if r.status == "failed"]
+        self.add_columns(cols, len(records), errors)
+        return cols
+
+    def add_columns(self, cols: Mapping[str, np.ndarray], n: int, errors: Sequence[str]) -> None:
+        """Count ``n`` requests in by their columns (sim.point.metrics.request_columns of
+        them, which the caller made: the record sink, from the requests' cells); ``errors``:
+        the ``error`` of each that failed, in order."""
+        self.requests += n
         self.ok += len(cols[columns.LATENCY_MS.name])  # the ok records' column
-        if len(cols[columns.LATENCY_MS.name]) < len(records):  # some did not end ok
-            for r in records:
-                if r.status == "failed":
-                    self.failed += 1
-                    self._errors[r.error.split(":", 1)[0]] += 1
+        self.failed += len(errors)
+        for error in errors:
+            self._errors[error.split(":", 1)[0]] += 1
         hold = cols[columns.GIL_HOLD_MS.name]
         self.hold_ms += float(hold[~np.isnan(hold)].sum())
         for name, span in self._spans.items():
             span.add(cols[name])
         if self._hists is None:
-            self._parts.append(cols)
+            self._parts.append(dict(cols))
             if self.requests > EXACT_LIMIT:
                 self._to_histograms()
         else:
             for name, hist in self._hists.items():
                 hist.add(cols[name])
-        return cols
 
     def _to_histograms(self) -> None:
         self._hists = {name: LogHistogram() for name in SUMMARY_INPUTS}
@@ -193,20 +198,16 @@ class WindowTable:
         self._hists: dict[int, LogHistogram] = {}
         self._requests: dict[int, int] = {}
 
-    def add(self, records: Sequence[RequestRecord], cols: Mapping[str, np.ndarray]) -> None:
-        """Count ``records`` in by their columns (sim.point.metrics.request_columns of
-        the same records, which the sink has made already for the summary)."""
+    def add(self, cols: Mapping[str, np.ndarray], latency_ms: np.ndarray) -> None:
+        """Count requests in by their columns (sim.point.metrics.request_columns, which
+        the sink has made already for the summary) and their latencies, NaN where a
+        request did not end ok (the columns' own latency column has the ok ones only)."""
         at = cols[columns.ARRIVAL_S.name]
-        lat = cols[columns.LATENCY_MS.name]  # the ok records' latencies
-        if len(lat) < len(records):  # some did not end ok: NaN in their places
-            lat = np.array(
-                [r.latency_ms if r.status == "ok" else math.nan for r in records], dtype=float
-            )
         win = np.floor(at / self._width).astype(np.int64)
         for w in np.unique(win).tolist():
             mask = win == w
             self._requests[w] = self._requests.get(w, 0) + int(mask.sum())
-            self._hists.setdefault(w, LogHistogram()).add(lat[mask])
+            self._hists.setdefault(w, LogHistogram()).add(latency_ms[mask])
 
     def rows(self) -> list[dict[str, float]]:
         out = []

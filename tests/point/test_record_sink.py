@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sim.config import parse_config
+from sim.config import Point, parse_config
 from sim.model.driver import run_model_point
 from sim.point import summary_stream
 from sim.point.metrics import summarize_requests
@@ -20,6 +20,7 @@ from sim.rundir.outputs import read_csv
 from sim.sweep.experiment import run_experiment
 from sim.sweep.plan import axis_columns
 from sim.sweep.point_tables import requests_text
+from tests.model.test_draws import CASES, sampled_calibration  # noqa: F401 (fixture)
 from tests.model.test_driver import write_calibration
 
 NUMERIC = (
@@ -269,3 +270,31 @@ def test_windows_count_every_request_and_the_ok_latencies_alone(all_ok: bool) ->
         assert (row["requests"], row["ok"]) == (len(mine), len(ok))
         assert [row["latency_p50_ms"], row["latency_p99_ms"]] == ref.percentiles([50, 99])
         assert row["latency_max_ms"] == max(ok)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_model_point_keeping_few_records_sums_up_as_one_keeping_all(
+    write_config,
+    sampled_calibration,  # noqa: F811 (the fixture imported above)
+    case,
+) -> None:
+    """Model mode hands the sink a request's cells alone, no record, when no row of it is
+    kept (sim.model.driver): the summary, windows and the rows kept are those of the point
+    that keeps every record, to the last digit (failures, no GIL, a closed loop)."""
+    base = {"mode": "model", "machine": {"calibration": str(sampled_calibration)}}
+    path = write_config(base | CASES[case] | {"output": {"window_s": 0.25}})
+    _, (point,) = parse_config(path)
+    held = run_model_point(point)  # no writer: every record kept
+    cfg = point.config
+    sampled = cfg.model_copy(
+        update={"output": cfg.output.model_copy(update={"requests": "sample 7"})}
+    )
+    rows: list[RequestRecord] = []
+    streamed = run_model_point(Point(point.index, point.axes, sampled), write_rows=rows.extend)
+    assert streamed.records == [] and held.records
+    assert repr(streamed.summary) == repr(held.summary)
+    assert repr(streamed.tables) == repr(held.tables) and "windows" in held.tables
+    step = sampled.output.request_stride(len(held.records))
+    assert step > 1
+    kept = [r.as_row() for r in held.records if r.request_id % step == 0]
+    assert [r.as_row() for r in rows] == kept

@@ -91,6 +91,9 @@ class Cores:
         self._t = 0.0
         self._rate = 1.0
         self._busy_s = 0.0  # core-seconds used, for utilisation
+        #: The completion entries' callback, bound once (compiled code would make a new
+        #: bound method object per entry from ``self._fire``).
+        self._fire_cb: Callable[[Any], None] = self._fire
 
     @property
     def n(self) -> int:
@@ -133,7 +136,7 @@ class Cores:
         rate = self._rate
         if rate > 0.0:
             task.due = self._loop.now + max(0.0, (task.finish - self._v) / rate)
-            self._loop.at(task.due, self._fire, task)
+            self._loop.at(task.due, self._fire_cb, task)
         else:
             task.due = math.inf
 
@@ -176,7 +179,7 @@ class Cores:
         tasks.append(task)
         if self._rate == 1.0 and len(tasks) + self._bursting + self._bg <= self._n:
             task.due = now + work_s  # not full: full speed
-            loop.at(task.due, self._fire, task)
+            loop.at(task.due, self._fire_cb, task)
         elif not self._set_rate():  # otherwise _set_rate scheduled it with the others
             self._schedule(task)
         return task
@@ -208,7 +211,7 @@ class Cores:
         self._bursting += 1
         self._set_rate()  # one core fewer for the others
         task.due = task.finish
-        loop.at(task.due, self._fire, task)
+        loop.at(task.due, self._fire_cb, task)
         return task
 
     def instant(self, work_s: float) -> bool:
@@ -224,7 +227,7 @@ class Cores:
         if self._rate != 1.0 or running + self._bursting + 1 + self._bg > self._n:
             return False
         heap = self._heap  # loop.peek() <= end, inline (the hottest check of model mode)
-        if (heap and heap[0][0] <= end) or loop.alarm_at <= end:
+        if (heap and heap[0].t <= end) or loop.alarm_at <= end:
             return False
         # self._advance() to now, then to the end at full speed, this task included.
         # (Two steps, as _advance would take them: float sums must come out the same.)

@@ -99,6 +99,8 @@ class CPythonGil(SimGil):
         self._forced = 0
         self._drop_at = math.inf  # when the earliest drop check is due (inf: none)
         self._alarm = loop.alarm(self._drop_check)
+        #: The holder's run's end, bound once (not a bound method object per run).
+        self._run_done_cb: Cont = self._run_done
 
     @property
     def waiting(self) -> int:
@@ -182,7 +184,7 @@ class CPythonGil(SimGil):
             self._hand_off((thread, partial(self.run, thread, work_s, cont)))
             return
         self._run_cont = cont
-        self._task = self._cores.run(work_s, self._run_done)
+        self._task = self._cores.run(work_s, self._run_done_cb)
 
     def run_instant(self, thread: Any, work_s: float) -> bool:
         """:meth:`run` done at once when nothing can interrupt it (:meth:`Cores.instant`:

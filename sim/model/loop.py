@@ -14,18 +14,83 @@ when it comes up. For the two timers that move or die all the time (the GIL's
 drop check, the probe's next wake-up) the loop has :class:`Alarm` s instead: one
 time per owner, kept beside the heap, set or cancelled by an assignment; an alarm
 due at the same time as heap entries runs before them.
+
+The heap is heapq's algorithm on :class:`Entry` objects, written out here: compiled
+(sim.native), an entry's time and sequence are native fields, compared without a
+Python call, where a tuple entry cost a float and an int object each and a generic
+tuple comparison (two float comparisons through the object protocol) per step. The
+order is heapq's on the tuples (time, sequence), and so the same run.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from heapq import heappop, heappush
-from itertools import count
 from typing import Any
 
-__all__ = ["Alarm", "Loop"]
+__all__ = ["Alarm", "Entry", "Loop"]
 
 _INF = float("inf")
+
+
+class Entry:
+    """One heap entry: ``fn(arg)`` is due at ``t``; ``seq`` orders entries due at once."""
+
+    __slots__ = ("arg", "fn", "seq", "t")
+
+    def __init__(self, t: float, seq: int, fn: Callable[[Any], None], arg: Any) -> None:
+        self.t = t
+        self.seq = seq
+        self.fn = fn
+        self.arg = arg
+
+
+def _before(a: Entry, b: Entry) -> bool:
+    """``(a.t, a.seq) < (b.t, b.seq)``, as the tuples compare (a NaN time is never before)."""
+    if a.t != b.t:
+        return a.t < b.t
+    return a.seq < b.seq
+
+
+def _push(heap: list[Entry], entry: Entry) -> None:
+    """heapq.heappush: ``entry`` added, moved up past every parent it comes before."""
+    pos = len(heap)
+    heap.append(entry)
+    while pos > 0:
+        up = (pos - 1) >> 1
+        parent = heap[up]
+        if not _before(entry, parent):
+            break
+        heap[pos] = parent
+        pos = up
+    heap[pos] = entry
+
+
+def _pop(heap: list[Entry]) -> Entry:
+    """heapq.heappop (the heap is not empty): the first entry out; the last one takes its
+    place by heapq's bottom-up sift (the smaller child up to a leaf, then back up)."""
+    last = heap.pop()
+    n = len(heap)
+    if n == 0:
+        return last
+    top = heap[0]
+    pos = 0
+    child = 1
+    while child < n:
+        right = child + 1
+        if right < n and not _before(heap[child], heap[right]):
+            child = right
+        heap[pos] = heap[child]
+        pos = child
+        child = 2 * pos + 1
+    while pos > 0:
+        up = (pos - 1) >> 1
+        parent = heap[up]
+        if not _before(last, parent):
+            break
+        heap[pos] = parent
+        pos = up
+    heap[pos] = last
+    return top
 
 
 class Alarm:
@@ -44,15 +109,18 @@ class Loop:
     __slots__ = ("_alarm", "_alarms", "_heap", "_limit", "_seq", "_stop", "alarm_at", "now")
 
     @property
-    def heap(self) -> list[tuple[float, int, Callable[[Any], None], Any]]:
+    def heap(self) -> list[Entry]:
         """The entries, a heap by (time, sequence): read-only to others (Cores.instant reads
         its top inline); the same list for the loop's whole life."""
         return self._heap
 
     def __init__(self) -> None:
         self.now = 0.0
-        self._heap: list[tuple[float, int, Callable[[Any], None], Any]] = []
-        self._seq = count().__next__  # FIFO among entries due at the same time
+        self._heap: list[Entry] = []
+        #: The next entry's sequence number (FIFO among entries due at the same time): a
+        #: plain int, which compiled code counts natively (``count().__next__`` was a call
+        #: through a method wrapper per entry).
+        self._seq = 0
         self._stop = False
         self._alarms: list[Alarm] = []
         self._alarm: Alarm | None = None  # the earliest set alarm
@@ -91,15 +159,19 @@ class Loop:
 
     def at(self, t: float, fn: Callable[[Any], None], arg: Any = None) -> None:
         """Call ``fn(arg)`` at time ``t`` (not before now)."""
-        heappush(self._heap, (t if t > self.now else self.now, self._seq(), fn, arg))
+        seq = self._seq
+        self._seq = seq + 1
+        _push(self._heap, Entry(t if t > self.now else self.now, seq, fn, arg))
 
     def after(self, delay: float, fn: Callable[[Any], None], arg: Any = None) -> None:
         """Call ``fn(arg)`` ``delay`` seconds from now (a negative delay counts as 0)."""
-        heappush(self._heap, (self.now + delay if delay > 0 else self.now, self._seq(), fn, arg))
+        seq = self._seq
+        self._seq = seq + 1
+        _push(self._heap, Entry(self.now + delay if delay > 0 else self.now, seq, fn, arg))
 
     def peek(self) -> float:
         """Time of the next entry or alarm (infinity when none)."""
-        top = self._heap[0][0] if self._heap else _INF
+        top = self._heap[0].t if self._heap else _INF
         return top if top < self.alarm_at else self.alarm_at
 
     def clear(self, t: float) -> bool:
@@ -110,7 +182,7 @@ class Loop:
         heap = self._heap
         return (
             t < self.alarm_at
-            and (not heap or t < heap[0][0])
+            and (not heap or t < heap[0].t)
             and t <= self._limit
             and not self._stop
         )
@@ -130,7 +202,7 @@ class Loop:
         limit = self._limit = _INF if until is None else until
         self._stop = False
         while True:
-            top = heap[0][0] if heap else _INF
+            top = heap[0].t if heap else _INF
             due = self.alarm_at
             if due <= top:  # an alarm due with heap entries runs first
                 if due > limit or due == _INF:
@@ -148,9 +220,9 @@ class Loop:
             else:
                 if top > limit:
                     break
-                t, _seq, fn, arg = heappop(heap)
-                self.now = t
-                fn(arg)
+                entry = _pop(heap)
+                self.now = entry.t
+                entry.fn(entry.arg)
             if self._stop:
                 break
         if until is not None and not self._stop and self.now < until:

@@ -39,12 +39,16 @@ class Harness:
         "_cores",
         "_current",
         "_deferred",
+        "_deferred_cb",
         "_gil",
+        "_got_cb",
         "_holding",
+        "_item_done_cb",
         "_items",
         "_loop",
         "_naps",
         "_sleeping",
+        "_woken_cb",
         "cpu_s",
     )
 
@@ -61,6 +65,12 @@ class Harness:
         self._naps = 0
         self._deferred = False
         self.cpu_s = 0.0
+        # Its steps as callbacks, bound once: compiled code makes a new bound method object
+        # each time it reads ``self._woken`` as a value (several per request).
+        self._woken_cb: Done = self._woken
+        self._deferred_cb: Done = self._deferred_wake
+        self._got_cb: Done = self._got
+        self._item_done_cb: Done = self._item_done
 
     def start(self) -> None:
         """Nothing to start: the thread begins asleep, waiting for its first item."""
@@ -78,7 +88,7 @@ class Harness:
         self._items.append((cost_s, done, arg))
         if self._sleeping:
             self._sleeping = False
-            self._loop.after(late() if late is not None else 0.0, self._woken)
+            self._loop.after(late() if late is not None else 0.0, self._woken_cb)
 
     def defer(self, cost_s: float, wake_s: float) -> None:
         """``cost_s`` of work the thread does when it next wakes, or ``wake_s`` from now
@@ -87,7 +97,7 @@ class Harness:
         self._items.append((cost_s, None, None))
         if self._sleeping and not self._deferred:
             self._deferred = True
-            self._loop.after(wake_s, self._deferred_wake, self._naps)
+            self._loop.after(wake_s, self._deferred_cb, self._naps)
 
     def _deferred_wake(self, nap: int) -> None:
         if nap == self._naps and self._sleeping:  # nothing woke it meanwhile
@@ -98,7 +108,7 @@ class Harness:
         if self._gil.take(SIM_THREAD):  # a free GIL: on at once, no continuation
             self._got(True)
         else:
-            self._gil.acquire(SIM_THREAD, self._got)
+            self._gil.acquire(SIM_THREAD, self._got_cb)
 
     def _got(self, free: bool | None = None) -> None:
         # Called last in a loop entry (the wake-up, or the GIL's hand-off): the first
@@ -113,7 +123,7 @@ class Harness:
             gil = self._gil
             if not (self._cores.instant(cost) if free else gil.run_instant(SIM_THREAD, cost)):
                 self._current = (done, arg)
-                gil.run(SIM_THREAD, cost, self._item_done)
+                gil.run(SIM_THREAD, cost, self._item_done_cb)
                 return
         if items:
             self._next()
@@ -140,7 +150,7 @@ class Harness:
         self._current = (done, arg)
         if cost > 0:
             self.cpu_s += cost
-            self._gil.run(SIM_THREAD, cost, self._item_done)
+            self._gil.run(SIM_THREAD, cost, self._item_done_cb)
             return
         self._item_done(None)
 
@@ -180,7 +190,22 @@ class ModelJob:
 class _Worker:
     """One load thread's state machine."""
 
-    __slots__ = ("_pool", "holding", "job", "name", "t0", "then")
+    __slots__ = (
+        "_back_cb",
+        "_finish_cb",
+        "_got_cb",
+        "_held_cb",
+        "_pool",
+        "_post_cb",
+        "_returned_cb",
+        "_sleep_cb",
+        "holding",
+        "job",
+        "name",
+        "step_cb",
+        "t0",
+        "then",
+    )
 
     def __init__(self, pool: ModelWorkers, name: str) -> None:
         self._pool = pool
@@ -188,8 +213,18 @@ class _Worker:
         self.holding = False
         self.job: ModelJob | None = None
         self.t0 = 0.0
+        # Its steps as callbacks, bound once (see Harness); ``step_cb`` is what a queued
+        # job's wake-up calls (ModelWorkers.submit).
+        self.step_cb: Done = self.step
+        self._got_cb: Done = self._got
+        self._held_cb: Done = self._held
+        self._back_cb: Done = self._back
+        self._returned_cb: Done = self._returned
+        self._post_cb: Done = self._post
+        self._sleep_cb: Callable[[], None] = self._sleep
+        self._finish_cb: Callable[[], None] = self._finish
         #: What follows the GIL-free section in progress, once the GIL is back.
-        self.then: Callable[[], None] = self._finish
+        self.then: Callable[[], None] = self._finish_cb
 
     def step(self, _arg: Any = None) -> None:
         """Take the next job, or go idle; also what the OS wake-up after a queued job
@@ -203,7 +238,7 @@ class _Worker:
             return
         if not self.holding:
             if not pool.gil.take(self.name):
-                pool.gil.acquire(self.name, self._got)
+                pool.gil.acquire(self.name, self._got_cb)
                 return
             self.holding = True
             self._start(True)
@@ -233,14 +268,14 @@ class _Worker:
         if pool.cores.instant(work) if free else pool.gil.run_instant(self.name, work):
             self._held()
         else:
-            pool.gil.run(self.name, work, self._held)
+            pool.gil.run(self.name, work, self._held_cb)
 
     def _held(self, _arg: Any = None) -> None:
         job = self.job
         assert job is not None
         if job.free_cpu_s > 0:  # a nogil kernel: CPU on a core, without the GIL
-            self._leave_gil(self._sleep)
-            self._pool.cores.run(job.free_cpu_s, self._back)
+            self._leave_gil(self._sleep_cb)
+            self._pool.cores.run(job.free_cpu_s, self._back_cb)
             return
         self._sleep()
 
@@ -248,8 +283,8 @@ class _Worker:
         job, pool = self.job, self._pool
         assert job is not None
         if job.free_sleep_s > 0:  # a GIL-free wait (no CPU), woken late like any sleep
-            self._leave_gil(self._finish)
-            pool.loop.after(job.free_sleep_s + pool.sleep_late(), self._back)
+            self._leave_gil(self._finish_cb)
+            pool.loop.after(job.free_sleep_s + pool.sleep_late(), self._back_cb)
             return
         self._finish()
 
@@ -265,7 +300,7 @@ class _Worker:
         if gil.take(self.name):
             self._returned()
         else:
-            gil.acquire(self.name, self._returned)
+            gil.acquire(self.name, self._returned_cb)
 
     def _returned(self, _arg: Any = None) -> None:
         job = self.job
@@ -281,7 +316,7 @@ class _Worker:
         # (real mode's measure() tear-down, the outcome: ModelWorkers.post_s): the
         # transfer starts at the post, so it waits for it (issue 40: 15-45 µs measured).
         if pool.post_s > 0:
-            pool.gil.run(self.name, pool.post_s, self._post)
+            pool.gil.run(self.name, pool.post_s, self._post_cb)
             return
         self._post()
 
@@ -346,4 +381,4 @@ class ModelWorkers:
     def submit(self, job: ModelJob) -> None:
         self.jobs.append(job)
         if self.idle:
-            self.loop.after(self.wake(), self.idle.popleft().step)
+            self.loop.after(self.wake(), self.idle.popleft().step_cb)

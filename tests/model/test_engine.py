@@ -166,8 +166,8 @@ def _model_trace(write_config, tmp_path, monkeypatch) -> tuple[list[list[Any]], 
         before = list(loop.heap)
         real_built(self, arg)
         # the forward: a wait that ends in the engine asking for the GIL back
-        (pushed,) = [e for e in loop.heap if e not in before and e[2] == self._forwarded]
-        wait = pushed[0] - loop.now
+        (pushed,) = [e for e in loop.heap if e not in before and e.fn == self._forwarded]
+        wait = pushed.t - loop.now
         steps[-1].append(("forward", self._gil.holder == me, wait))
 
     monkeypatch.setattr(model_engine.ModelEngine, "_begin", begin)

@@ -5,6 +5,7 @@ next), and the figure at a rate is split into a request's Python and its wake-up
 from __future__ import annotations
 
 import math
+import os
 
 import pytest
 
@@ -95,3 +96,20 @@ def test_the_target_rate_is_judged_on_the_median_of_its_runs(monkeypatch) -> Non
     figures = iter([30.0, 20.0])
     row, runs = bench.median_round(1000.0, 0.1, 2)
     assert row["harness_us_per_request"] == 20.0  # the lower middle of an even count
+
+
+def test_the_one_core_comparison_pins_and_restores_the_affinity(monkeypatch) -> None:
+    """The comparison runs with the process on one core and gives the affinity back."""
+    if not hasattr(os, "sched_setaffinity"):
+        pytest.skip("os.sched_setaffinity is absent on this platform")
+    seen: list[set[int]] = []
+    before = os.sched_getaffinity(0)
+
+    def fake(rate: float, seconds: float) -> dict[str, float]:
+        seen.append(os.sched_getaffinity(0))
+        return {**_row(rate, 0.1, 0.2), "harness_us_per_request": 20.0 + len(seen)}
+
+    monkeypatch.setattr(bench, "measure_rate", fake)
+    assert bench.one_core_round(1000.0, 0.1, 3) == 22.0
+    assert seen == [{min(before)}] * 3
+    assert os.sched_getaffinity(0) == before

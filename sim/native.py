@@ -60,6 +60,8 @@ MODULES = (
     "sim.model.draws",
     "sim.store.quiet_clock",
     "sim.runtime.pipeline",
+    "sim.runtime.workers",
+    "sim.store.modelled",
     "sim.store.link",
     "sim.store.model",
     "sim.point.arrivals",

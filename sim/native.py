@@ -61,6 +61,7 @@ MODULES = (
     "sim.store.quiet_clock",
     "sim.runtime.pipeline",
     "sim.runtime.workers",
+    "sim.runtime.run_clock",
     "sim.store.modelled",
     "sim.store.link",
     "sim.store.model",

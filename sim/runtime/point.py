@@ -26,8 +26,8 @@ from sim.runtime.addons import build_addons
 from sim.runtime.env import HybridEnvironment
 from sim.runtime.noise import measure_noise_floor, noise_floor_summary
 from sim.runtime.pipeline import LoadPipeline, prepare_jobs
+from sim.runtime.run_clock import RunClock
 from sim.runtime.workers import WorkerPool
-from sim.store.clock import Timer
 from sim.store.factory import open_store
 from sim.workload.plan import Workload, plan_workload
 
@@ -64,38 +64,11 @@ def build_variants(cfg: ExperimentConfig, store: Any = None) -> list[Any]:
     return variants
 
 
-class _RunClock:
-    """The environment's clock in run time (zero: the origin), as arrivals use it
-    (sim.point.arrivals.ArrivalClock): the pipeline reports ends in run time, so a
-    closed loop's next arrival is exactly the last end plus think time."""
-
-    __slots__ = ("_at", "_env", "_origin")
-
-    #: Callbacks run on the simulation thread itself: one that finds the next arrival
-    #: due hands it over at once (a backlog in one go).
-    inline_due = True
-
-    def __init__(self, env: HybridEnvironment) -> None:
-        self._env = env
-        self._origin = env.set_origin()
-        self._at = env.at
-
-    @property
-    def now(self) -> float:
-        return self._env._now - self._origin  # env.run_time(), one call less an arrival
-
-    def after(self, delay: float, fn: Callable[[Any], None], arg: Any = None) -> Timer:
-        return self._env.after(delay, fn, arg)
-
-    def at(self, t: float, fn: Callable[[Any], None], arg: Any = None) -> object:
-        return self._at(self._origin + t, fn, arg)
-
-
 def _drive(env: HybridEnvironment, pipeline: LoadPipeline, workload: Workload) -> None:
     """Hand each request to the pipeline at its planned time; run time zero is *now*
     (sim.point.arrivals: the one schedule of both modes, each timer a callback on the
     clock)."""
-    drive_arrivals(_RunClock(env), 0.0, workload, pipeline.inject)
+    drive_arrivals(RunClock(env), 0.0, workload, pipeline.inject)
 
 
 def run_point(

@@ -53,8 +53,12 @@ def _before(a: Entry, b: Entry) -> bool:
 
 def _push(heap: list[Entry], entry: Entry) -> None:
     """heapq.heappush: ``entry`` added, moved up past every parent it comes before."""
-    pos = len(heap)
     heap.append(entry)
+    _sift_up(heap, len(heap) - 1, entry)
+
+
+def _sift_up(heap: list[Entry], pos: int, entry: Entry) -> None:
+    """``entry`` put at ``pos`` or above: moved up past every parent it comes before."""
     while pos > 0:
         up = (pos - 1) >> 1
         parent = heap[up]
@@ -82,14 +86,7 @@ def _pop(heap: list[Entry]) -> Entry:
         heap[pos] = heap[child]
         pos = child
         child = 2 * pos + 1
-    while pos > 0:
-        up = (pos - 1) >> 1
-        parent = heap[up]
-        if not _before(last, parent):
-            break
-        heap[pos] = parent
-        pos = up
-    heap[pos] = last
+    _sift_up(heap, pos, last)
     return top
 
 

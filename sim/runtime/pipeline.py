@@ -280,8 +280,7 @@ class _Request:
         job = self.job
         assert job is not None
         faults = np.random.default_rng([self.req.job_seed, 1]) if p._faulty else None
-        tokens = self.req.tokens
-        nbytes = p._bytes.get(tokens) or p.request_bytes(tokens)  # one call less a request
+        nbytes = p.request_bytes(self.req.tokens)
         p._store.transfer(nbytes, outcome.result, job, faults, self._finish)
 
     def _finish(self, xfer: TransferOutcome | None) -> None:

@@ -11,8 +11,10 @@ cost each other with no GIL, at most.
 "At most": the threads here run requests back to back, all at once. In real GIL-off runs,
 where requests overlap now and then, the same regression of a request's thread CPU on its
 overlap with others gave 1.31-1.57x at full overlap for scalar x 2 and ~1.08x for x 4
-(docs/model-mode.md, "Load threads beside each other with no GIL"); a model term built
-on this figure ran their p50 40 % long, so model mode does not use it.
+(docs/model-mode.md, "Load threads beside each other with no GIL"). Model mode uses it
+with the GIL off as the slowdown at ``k`` load threads running Python at once, capped at
+the cores (sim.model.cores, ``crowd``): measured 4 Dec 2026 it brought the GIL-off grid to
+p50 6/6 and p99 5/6.
 
 ``k`` threads (2 to 4, more than the cores included) each run the same number of
 requests at once through one shared set of variant objects; rounds of one and ``k``

@@ -50,9 +50,11 @@ WAKE_BURST_S = 1.5e-3
 class CpuTask:
     """CPU work in progress; ``done(None)`` is called once it is finished."""
 
-    __slots__ = ("done", "due", "fast", "finish")
+    __slots__ = ("done", "due", "fast", "finish", "shared")
 
-    def __init__(self, finish: float, done: Callable[[Any], None], fast: bool = False) -> None:
+    def __init__(
+        self, finish: float, done: Callable[[Any], None], fast: bool = False, shared: bool = False
+    ) -> None:
         #: Virtual time at which the task is done (a burst's: the loop time it ends).
         self.finish = finish
         self.done = done
@@ -61,12 +63,22 @@ class CpuTask:
         self.due = 0.0
         #: A wake-up burst: on a core of its own, ``finish`` is a loop time.
         self.fast = fast
+        #: Python of a load thread with the GIL off: slowed by the others running beside it
+        #: (:attr:`Cores.crowd`).
+        self.shared = shared
 
 
 class Cores:
     """Processor sharing over ``n`` cores on the given loop."""
 
-    def __init__(self, loop: Loop, n: int, background: float = 0.0, burst_s: float = 0.0) -> None:
+    def __init__(
+        self,
+        loop: Loop,
+        n: int,
+        background: float = 0.0,
+        burst_s: float = 0.0,
+        crowd: tuple[float, ...] = (),
+    ) -> None:
         if n < 1:
             raise ValueError("cores must be >= 1")
         if background < 0:
@@ -90,6 +102,14 @@ class Cores:
         self._v = 0.0  # virtual time at self._t
         self._t = 0.0
         self._rate = 1.0
+        #: The share of a core each task has (``_rate`` is its pace: the share over the
+        #: crowd's slowdown).
+        self._share = 1.0
+        #: ``crowd[m]``: how much slower a shared task runs with ``m`` shared tasks on the
+        #: cores at once (index 0 and 1: 1.0); empty: never slower.
+        self._crowd = crowd
+        #: Shared tasks among ``_tasks``.
+        self._shared = 0
         self._busy_s = 0.0  # core-seconds used, for utilisation
         #: The completion entries' callback, bound once (compiled code would make a new
         #: bound method object per entry from ``self._fire``).
@@ -98,6 +118,11 @@ class Cores:
     @property
     def n(self) -> int:
         return self._n
+
+    @property
+    def shared_running(self) -> int:
+        """Shared tasks on the cores (:attr:`CpuTask.shared`)."""
+        return self._shared
 
     @property
     def running(self) -> int:
@@ -114,7 +139,7 @@ class Cores:
         dt = now - self._t
         if dt > 0:
             self._v += dt * self._rate
-            self._busy_s += dt * (self._rate * len(self._tasks) + self._bursting)
+            self._busy_s += dt * (self._share * len(self._tasks) + self._bursting)
             self._t = now
 
     def _set_rate(self) -> bool:
@@ -122,7 +147,14 @@ class Cores:
         A task in its burst has a core to itself: the others share what is left."""
         k = len(self._tasks) + self._bg
         free = self._n - self._bursting
-        rate = 1.0 if k <= free else (free / k if free > 0 else 0.0)
+        share = 1.0 if k <= free else (free / k if free > 0 else 0.0)
+        rate = share
+        crowd = self._crowd
+        if crowd and self._shared > 1:
+            at_once = min(self._shared, free)  # beyond the cores the others take turns
+            if at_once > 1:
+                rate = share / crowd[min(at_once, len(crowd) - 1)]
+        self._share = share
         if rate == self._rate:
             return False
         self._rate = rate
@@ -149,35 +181,45 @@ class Cores:
         dt = now - self._t
         if dt > 0:  # self._advance(), inline: this is the hottest path of model mode
             self._v += dt * self._rate
-            self._busy_s += dt * (self._rate * len(tasks) + self._bursting)
+            self._busy_s += dt * (self._share * len(tasks) + self._bursting)
             self._t = now
         if task.fast:
             self._bursting -= 1
         else:
             tasks.remove(task)
+            if task.shared:
+                self._shared -= 1
         if self._rate != 1.0 or len(tasks) + self._bursting + self._bg > self._n:
             self._set_rate()  # else the pace stays 1
         task.done(None)
 
-    def run(self, work_s: float, done: Callable[[Any], None]) -> CpuTask:
-        """Start ``work_s`` CPU seconds of work now; ``done(None)`` is called when they are done."""
+    def run(self, work_s: float, done: Callable[[Any], None], shared: bool = False) -> CpuTask:
+        """Start ``work_s`` CPU seconds of work now; ``done(None)`` is called when they are
+        done. ``shared``: a load thread's Python with the GIL off (:attr:`CpuTask.shared`)."""
         loop = self._loop
         now = loop.now
         tasks = self._tasks
         dt = now - self._t
         if dt > 0:  # self._advance(), inline
             self._v += dt * self._rate
-            self._busy_s += dt * (self._rate * len(tasks) + self._bursting)
+            self._busy_s += dt * (self._share * len(tasks) + self._bursting)
             self._t = now
         if work_s < 0:
             work_s = 0.0
         short = work_s <= self._burst_s and self._bursting < self._n
         k = len(tasks) + self._bursting + 1 + self._bg
-        if short and k > self._n and self._may_burst(work_s, self._n / k):  # full cores
-            return self._burst(work_s, done)
-        task = CpuTask(self._v + work_s, done)
+        shared = shared and bool(self._crowd)
+        if short and not shared and k > self._n and self._may_burst(work_s, self._n / k):
+            return self._burst(work_s, done)  # full cores
+        task = CpuTask(self._v + work_s, done, False, shared)
         tasks.append(task)
-        if self._rate == 1.0 and len(tasks) + self._bursting + self._bg <= self._n:
+        if shared:
+            self._shared += 1
+        if (
+            self._rate == 1.0
+            and self._shared < 2
+            and len(tasks) + self._bursting + self._bg <= self._n
+        ):
             task.due = now + work_s  # not full: full speed
             loop.at(task.due, self._fire_cb, task)
         elif not self._set_rate():  # otherwise _set_rate scheduled it with the others
@@ -252,6 +294,8 @@ class Cores:
             self._bursting -= 1
         else:
             self._tasks.remove(task)
+            if task.shared:
+                self._shared -= 1
         task.due = -1.0
 
     def take_off(self, task: CpuTask) -> float:
@@ -261,7 +305,7 @@ class Cores:
         dt = self._loop.now - self._t
         if dt > 0:  # self._advance(), inline
             self._v += dt * self._rate
-            self._busy_s += dt * (self._rate * len(tasks) + self._bursting)
+            self._busy_s += dt * (self._share * len(tasks) + self._bursting)
             self._t = self._loop.now
         left = task.finish - (self._loop.now if task.fast else self._v)
         if left < _EPS_S:

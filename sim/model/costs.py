@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from itertools import repeat
+from typing import Any
 
 import numpy as np
 
@@ -137,6 +138,10 @@ class ModelCosts:
     #: The calibration's measured costs times this (machine.cpu_scale: a host's speed);
     #: the fixed costs above are already scaled where measured, the fitted ones here.
     cpu_scale: float = 1.0
+    #: With no GIL, ``crowd[m]``: how much more CPU a load thread's request takes with
+    #: ``m`` load threads running Python at once (the calibration's parallel slowdown,
+    #: sim.calibration.measure_parallel; 1.0 at 0 and 1). Empty: never slower.
+    crowd: tuple[float, ...] = ()
     #: (key, chunks) -> ms, filled as requests ask (a point has few distinct sizes).
     _memo: dict[tuple[str, int], float] = field(default_factory=dict, compare=False, repr=False)
 
@@ -230,4 +235,18 @@ def point_costs(
         points=tuple(entry.get("points", ())),
         hold_spread=Spread(entry["hold_spread"], draw) if entry.get("hold_spread") else None,
         cpu_scale=scale,
+        crowd=_crowd(entry) if cfg.simulated_gil == "none" else (),
     )
+
+
+def _crowd(entry: dict[str, Any]) -> tuple[float, ...]:
+    """The variant's measured parallel slowdown by threads at once (ModelCosts.crowd);
+    empty where the calibration has none (measured under a GIL, or before it was)."""
+    found = entry.get("parallel_slowdown") or {}
+    crowd = [1.0, 1.0]
+    for m in range(2, 2 + len(found)):
+        at = found.get(str(m))
+        if at is None:
+            break
+        crowd.append(max(1.0, float(at["slowdown"])))
+    return tuple(crowd) if len(crowd) > 2 else ()

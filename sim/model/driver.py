@@ -256,7 +256,7 @@ class _Point:
         self.costs = costs
         self.loop = loop = Loop()
         self.draw = draw
-        self.cores = Cores(loop, cores, background, WAKE_BURST_S)
+        self.cores = Cores(loop, cores, background, WAKE_BURST_S, costs.crowd)
         if cfg.simulated_gil == "none":
             self.gil: SimGil = NoGil(loop, self.cores)
         else:

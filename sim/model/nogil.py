@@ -16,7 +16,10 @@ from typing import Any, ClassVar
 from sim.model.cores import Cores
 from sim.model.loop import Loop
 
-__all__ = ["NoGil", "SimGil"]
+__all__ = ["LOAD_THREAD_PREFIX", "NoGil", "SimGil"]
+
+#: The simulated load threads' names begin so (sim.model.threads names them).
+LOAD_THREAD_PREFIX = "kvsim-load-"
 
 #: What a thread does next, called with one (ignored) argument so that the loop can call it.
 Cont = Callable[[Any], None]
@@ -94,10 +97,12 @@ class NoGil(SimGil):
         return None
 
     def run_instant(self, thread: Any, work_s: float) -> bool:
-        return self._cores.instant(work_s)
+        # beside another load thread's Python the crowd may slow both: not at once then
+        return self._cores.shared_running == 0 and self._cores.instant(work_s)
 
     def run(self, thread: Any, work_s: float, cont: Cont, _arg: Any = None) -> None:
         if work_s > 0:
-            self._cores.run(work_s, cont)
+            # a load thread's Python: the others' beside it slow it (Cores.crowd)
+            self._cores.run(work_s, cont, thread.startswith(LOAD_THREAD_PREFIX))
         else:
             cont(None)

@@ -22,6 +22,7 @@ from typing import Any
 from sim.model.cores import Cores
 from sim.model.gil import SimGil
 from sim.model.loop import Loop
+from sim.model.nogil import LOAD_THREAD_PREFIX
 from sim.store.clock import QUIET_SLACK_S
 
 __all__ = ["SIM_THREAD", "Harness", "ModelJob", "ModelWorkers"]
@@ -265,7 +266,13 @@ class _Worker:
         work = job.hold_s + gap
         # Last in a loop entry (see step): the hold may be done at once (on a GIL just
         # found ``free`` nobody waits, so only the cores can say no).
-        if pool.cores.instant(work) if free else pool.gil.run_instant(self.name, work):
+        # (With no GIL, another load thread's Python beside it may slow it: not at once.)
+        cores = pool.cores
+        if (
+            cores.shared_running == 0 and cores.instant(work)
+            if free
+            else pool.gil.run_instant(self.name, work)
+        ):
             self._held()
         else:
             pool.gil.run(self.name, work, self._held_cb)
@@ -376,7 +383,7 @@ class ModelWorkers:
 
     def start(self) -> None:
         for i in range(self._n):
-            self.idle.append(_Worker(self, f"kvsim-load-{i}"))
+            self.idle.append(_Worker(self, f"{LOAD_THREAD_PREFIX}{i}"))
 
     def submit(self, job: ModelJob) -> None:
         self.jobs.append(job)

@@ -256,12 +256,15 @@ class Cores:
         loop.at(task.due, self._fire_cb, task)
         return task
 
-    def instant(self, work_s: float) -> bool:
+    def instant(self, work_s: float, shared: bool = False) -> bool:
         """Do ``work_s`` CPU seconds now, moving the clock to their end, when nothing else
         can happen meanwhile: a core is free (nobody's pace changes) and the loop's next
         entry is due later. Then no entry is needed. Only for a caller whose next step is
         the last thing the current loop entry does (what follows runs at the new time).
-        Returns False (nothing done) otherwise: the caller then uses :meth:`run`."""
+        Returns False (nothing done) otherwise: the caller then uses :meth:`run`.
+        ``shared``: as :meth:`run`'s."""
+        if shared and self._shared:  # beside another shared task the crowd slows both
+            return False
         loop = self._loop
         now = loop.now
         end = now + work_s

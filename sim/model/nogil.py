@@ -97,8 +97,7 @@ class NoGil(SimGil):
         return None
 
     def run_instant(self, thread: Any, work_s: float) -> bool:
-        # beside another load thread's Python the crowd may slow both: not at once then
-        return self._cores.shared_running == 0 and self._cores.instant(work_s)
+        return self._cores.instant(work_s, thread.startswith(LOAD_THREAD_PREFIX))
 
     def run(self, thread: Any, work_s: float, cont: Cont, _arg: Any = None) -> None:
         if work_s > 0:

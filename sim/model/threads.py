@@ -266,13 +266,7 @@ class _Worker:
         work = job.hold_s + gap
         # Last in a loop entry (see step): the hold may be done at once (on a GIL just
         # found ``free`` nobody waits, so only the cores can say no).
-        # (With no GIL, another load thread's Python beside it may slow it: not at once.)
-        cores = pool.cores
-        if (
-            cores.shared_running == 0 and cores.instant(work)
-            if free
-            else pool.gil.run_instant(self.name, work)
-        ):
+        if pool.cores.instant(work, True) if free else pool.gil.run_instant(self.name, work):
             self._held()
         else:
             pool.gil.run(self.name, work, self._held_cb)

@@ -93,3 +93,13 @@ def test_the_crowd_comes_from_the_calibrations_parallel_slowdown() -> None:
     }
     assert _crowd(entry) == (1.0, 1.0, 1.4, 1.0)
     assert _crowd({}) == ()
+
+
+def test_no_instant_shared_work_beside_another_shared_task() -> None:
+    """The shortcut would run it at full pace while the crowd should slow both."""
+    loop = Loop()
+    cores = Cores(loop, 2, crowd=(1.0, 1.0, 2.0))
+    cores.run(0.1, lambda _a: None, True)
+    assert not cores.instant(0.01, True)
+    assert cores.instant(0.01)  # unshared work beside it: a core is free, nothing due first
+    assert loop.now == pytest.approx(0.01)

@@ -99,7 +99,7 @@ def test_every_shortcut_off_gives_the_very_same_run(
         fast = _run(write_config, sampled_calibration, case, seed)
         with monkeypatch.context() as m:
             m.setattr(Loop, "clear", lambda self, t: False)
-            m.setattr(Cores, "instant", lambda self, work_s: False)
+            m.setattr(Cores, "instant", lambda self, work_s, shared=False: False)
             slow = _run(write_config, sampled_calibration, case, seed)
         assert fast[0] == slow[0], f"{case} seed {seed}: records differ"
         assert fast[1] == slow[1], f"{case} seed {seed}: summary differs"

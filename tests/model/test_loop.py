@@ -146,7 +146,7 @@ def test_the_instant_shortcut_changes_nothing(busy_point, monkeypatch) -> None:
     """Work done at once when nothing else is due gives the same run as a scheduled end."""
     _cfg, points = parse_config(busy_point)
     fast = run_model_point(points[0])
-    monkeypatch.setattr(Cores, "instant", lambda self, work_s: False)
+    monkeypatch.setattr(Cores, "instant", lambda self, work_s, shared=False: False)
     slow = run_model_point(points[0])
     assert [r.as_row() for r in fast.records] == [r.as_row() for r in slow.records]
     for key in ("stall_p99_ms", "gil_busy_probe", "model_switches", "engine_stall_p99_ms"):

@@ -216,3 +216,40 @@ def test_a_replayed_transfer_starts_at_the_answers_post(point) -> None:
     assert sorted(after)[len(after) // 2] - sorted(before)[len(before) // 2] == pytest.approx(
         lag_s * 1e3, rel=0.05
     )
+
+
+def test_a_gil_off_replay_adds_no_crowd_to_the_thread_cpu_it_replays(
+    write_config, tmp_path
+) -> None:
+    """With the GIL off the replay runs each request's thread CPU from the real run, which
+    already holds what the load threads running beside it cost it: the calibration's
+    parallel slowdown (here 1.5 at two threads at once) is not applied again. Two requests
+    that arrive together on two threads and two cores each take their 40 ms, as measured;
+    the same point run from the calibration takes the crowd's 60."""
+    slowdown = {"2": {"slowdown": 1.5, "ratio": 1.5, "overlap": 1.0}}
+    entry = {"overhead_ms": 0.0, "parallel_slowdown": slowdown}
+    cal = write_calibration(tmp_path / "cal.json", synthetic=entry)
+    path = write_config(
+        {
+            "mode": "model",
+            "gil": {"kind": "none"},
+            "machine": {"calibration": str(cal), "cores": 2, "background_load": 0.0},
+            "workload": {"requests": 2, "arrival": {"kind": "closed", "clients": 2}},
+            "connector": {"variant": "synthetic", "workers": 2, "options": {"hold_ms": 40.0}},
+        }
+    )
+    point = parse_config(path)[1][0]
+    modelled = run_model_point(point)
+    cpu = sorted(r.stage_wall_ms for r in modelled.records)
+    assert cpu == pytest.approx([60.0, 60.0], rel=0.02)  # the crowd, from the calibration
+    rows = _rows(modelled.records)
+    for row in rows:
+        row[columns.THREAD_CPU_MS.name] = "40.0"  # what each took in the real run
+    got = replay_point(point, [RealRep(0, rows)])
+    assert got.model[columns.LATENCY_MEAN_MS.name] < 0.75 * got.real[columns.LATENCY_MEAN_MS.name]
+    from sim.model import replay
+
+    replayed = run_model_point(point, measured=replay.measured(RealRep(0, rows)))
+    assert sorted(r.stage_wall_ms for r in replayed.records) == pytest.approx(
+        [40.0, 40.0], rel=0.02
+    )

@@ -175,20 +175,13 @@ def _run(
 
 
 def _probe(cfg: Any, cal: Any, events: Any, failed: set[str]) -> float | None:
-    """The machine's speed for ``cfg``'s point (sim.calibration.speed), its plug-ins
-    registered while it runs; None, said once per variant, when the probe cannot run."""
+    """The machine's speed for ``cfg``'s point (sim.calibration.speed: under the point's
+    own interpreter where it names one), its plug-ins registered while it runs; None, said
+    once per variant, when the probe cannot run."""
     from sim.calibration.speed import speed_ratio  # the measurements: only when they run
     from sim.config.plugins import plugin_scope  # pydantic: not at import sim
 
     variant = cfg.connector.variant
-    if cfg.interpreter.python:  # the probe measures in this process: another interpreter's
-        if "interpreter" not in failed:  # speed is not this one's (3.13t: pure Python ~2x)
-            failed.add("interpreter")
-            events.note(
-                "speed probe: not taken for points under interpreter.python (it measures in "
-                "kvsim's own python); those model points run at the calibration's speed"
-            )
-        return None
     try:
         with plugin_scope(cfg.plugins):
             return speed_ratio(cfg, cal)

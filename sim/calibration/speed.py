@@ -10,10 +10,18 @@ against the calibration's (1.07: 7 % slower); the model twin of each point is gi
 median of its real repeats' readings as ``machine.cpu_scale`` (one probe can meet a burst
 of other processes that a point's seconds average out). Nothing of the real point's own
 measurements enters it (``model-matched/`` is that diagnostic).
+
+A point under ``interpreter.python`` is probed in that python (a child, with the GIL as its
+calibration was measured: ``kvsim calibrate gil --python`` measures with it on), since
+kvsim's own python runs pure Python at another speed (3.13t about half 3.11's). Without it
+the GIL-on scalar points of configs/gil_on_off.yaml ran at the calibration's speed: 5 Dec
+2026, p50 −21 % and −19 % at one and two threads, where the model at each point's own
+speed (``model-matched/``) met 11/12.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from collections.abc import Mapping, Sequence
@@ -27,6 +35,15 @@ __all__ = ["MAX_PROBE_CHUNKS", "PROBE_REPS", "probe_row", "speed_line", "speed_r
 #: Requests one probe measures: as many as a calibration row's mean is of (calibrate's
 #: default ``--reps``), so the two means carry the same noise.
 PROBE_REPS = 5
+#: What a probe under another interpreter runs there: measure_hold's arguments as JSON;
+#: it prints the mean hold (ms) last.
+_UNDER_SCRIPT = """
+import json, sys
+from sim.calibration.measure import measure_hold
+print(measure_hold(*json.loads(sys.argv[1])))
+"""
+#: How long a probe under another interpreter may take (its start-up and imports included).
+_UNDER_TIMEOUT_S = 120
 #: The largest chunks per group a probe measures at: a probe must stay short beside a real
 #: point (scalar at 1,024 chunks × 61 regions holds ~25 ms: five requests ≈ 0.25 s).
 MAX_PROBE_CHUNKS = 1024
@@ -67,7 +84,7 @@ def speed_ratio(cfg: Any, cal: Calibration, reps: int = PROBE_REPS) -> float | N
     if row is None or not row["hold"] > 0:
         return None
     groups = int(row["groups"])
-    hold = measure_hold(
+    args = (
         cfg.connector.variant,
         cfg.connector.handler,
         int(row["chunks"]) // groups,
@@ -76,7 +93,35 @@ def speed_ratio(cfg: Any, cal: Calibration, reps: int = PROBE_REPS) -> float | N
         reps,
         dict(cfg.connector.options),
     )
+    if cfg.interpreter.python:
+        interp = cal.interpreter or {}
+        hold = _hold_under(cfg.interpreter.python, interp.get("gil_enabled", True), args)
+    else:
+        hold = measure_hold(*args)
     return hold / float(row["hold"])
+
+
+def _hold_under(python: str, gil_on: bool, args: tuple[Any, ...]) -> float:
+    """measure_hold(*args) in a child of ``python`` (as sim.process.interpreter resolves
+    it), its GIL on or off as ``gil_on`` says: the calibration's state."""
+    import subprocess  # a probe under another interpreter only
+
+    from sim.process.interpreter import child_env, resolve_python  # as the point children
+
+    path = resolve_python(python)
+    done = subprocess.run(
+        [path, "-c", _UNDER_SCRIPT, json.dumps(args)],
+        env=child_env("on" if gil_on else "off"),
+        capture_output=True,
+        text=True,
+        timeout=_UNDER_TIMEOUT_S,
+        stdin=subprocess.DEVNULL,
+    )
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        why = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+        raise RuntimeError(f"under {path}: {why[:200]}")
+    return float(lines[-1])
 
 
 def speed_line(readings: Mapping[Any, Sequence[float]], scaled: bool = True) -> str:

@@ -27,6 +27,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sim.columns import GIL_ENABLED
 from sim.model.calibration import PARAMETRIC, Calibration
 from sim.model.coverage import chunk_range
 
@@ -95,7 +96,7 @@ def speed_ratio(cfg: Any, cal: Calibration, reps: int = PROBE_REPS) -> float | N
     )
     if cfg.interpreter.python:
         interp = cal.interpreter or {}
-        hold = _hold_under(cfg.interpreter.python, interp.get("gil_enabled", True), args)
+        hold = _hold_under(cfg.interpreter.python, interp.get(GIL_ENABLED.name, True), args)
     else:
         hold = measure_hold(*args)
     return hold / float(row["hold"])

@@ -13,10 +13,11 @@ measurements enters it (``model-matched/`` is that diagnostic).
 
 A point under ``interpreter.python`` is probed in that python (a child, with the GIL as its
 calibration was measured: ``kvsim calibrate gil --python`` measures with it on), since
-kvsim's own python runs pure Python at another speed (3.13t about half 3.11's). Without it
-the GIL-on scalar points of configs/gil_on_off.yaml ran at the calibration's speed: 5 Dec
-2026, p50 −21 % and −19 % at one and two threads, where the model at each point's own
-speed (``model-matched/``) met 11/12.
+kvsim's own python runs pure Python at another speed (3.13t about half 3.11's); before,
+those points ran at the calibration's speed. A probe there starts a fresh child each time,
+and its readings are noisy: on 5 Dec 2026 the 72 of configs/gil_on_off.yaml moved −25 % …
++101 % about their median, and the GIL-on scalar points missed p50 by about −30 % with them
+as by about −20 % without (docs/model-mode.md).
 """
 
 from __future__ import annotations

@@ -406,17 +406,17 @@ def _simulate(
     check_point(cfg, cal, [least, most] if len(workload) else [])
     draw = Uniforms(rng)
     costs = point_costs(cfg, cal, draw.next)
-    if measured is not None and measured.engine_build_s is not None:
-        costs = replace(costs, engine_build_s=measured.engine_build_s)
     if measured is not None:
         # A replayed request's thread CPU is what it took in the real run, beside the
         # load threads that ran with it: with no GIL it already holds the slowdown they
         # caused each other, which the calibration's crowd would add a second time.
         costs = replace(costs, crowd=())
-    if measured is not None and measured.harness_s is not None:
-        # the run's own simulation thread, as each request's own hold (sim.model.replay)
-        arrival, complete, done = harness_split(measured.harness_s)
-        costs = replace(costs, arrival_s=arrival, complete_s=complete, done_s=done)
+        if measured.engine_build_s is not None:
+            costs = replace(costs, engine_build_s=measured.engine_build_s)
+        if measured.harness_s is not None:
+            # the run's own simulation thread, as each request's own hold (sim.model.replay)
+            arrival, complete, done = harness_split(measured.harness_s)
+            costs = replace(costs, arrival_s=arrival, complete_s=complete, done_s=done)
     cores = cfg.machine.cores or cal.cores
     background = cfg.machine.background_load
     if background is None:

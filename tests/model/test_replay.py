@@ -247,9 +247,7 @@ def test_a_gil_off_replay_adds_no_crowd_to_the_thread_cpu_it_replays(
         row[columns.THREAD_CPU_MS.name] = "40.0"  # what each took in the real run
     got = replay_point(point, [RealRep(0, rows)])
     assert got.model[columns.LATENCY_MEAN_MS.name] < 0.75 * got.real[columns.LATENCY_MEAN_MS.name]
-    from sim.model import replay
-
-    replayed = run_model_point(point, measured=replay.measured(RealRep(0, rows)))
+    replayed = run_model_point(point, measured=measured(RealRep(0, rows)))
     assert sorted(r.stage_wall_ms for r in replayed.records) == pytest.approx(
         [40.0, 40.0], rel=0.02
     )

@@ -20,6 +20,7 @@ from sim.rundir.validation_layout import ValidationLayout
 
 if TYPE_CHECKING:  # the sweep and the model load only when a validation runs
     from sim.api.experiments import Experiment
+    from sim.calibration.speed import ProbeChildren
 
 __all__ = ["check_coverage", "run_all", "run_real"]
 
@@ -142,6 +143,7 @@ def _run(
     a resumed run) adds its measurements to those kept."""
     # the measurements: only when they run
     from sim.calibration.measure_harness import measure_background_load
+    from sim.calibration.speed import ProbeChildren  # the measurements: only when they run
     from sim.config import Point  # pydantic: not at import sim
     from sim.sweep.session import open_session, plan_run  # the sweep: only when a run is planned
 
@@ -154,10 +156,12 @@ def _run(
     if resume and plan.existing and not plan.difference and not plan.pending:
         return
 
+    children = ProbeChildren()  # probes under a point's own interpreter: warm children
+
     def around(rep: Any) -> None:
         if measure and loads is not None and speeds is not None:
             loads.setdefault(rep.point.index, []).append(measure_background_load())
-            speed = _probe(rep.point.config, cal, events, failed)
+            speed = _probe(rep.point.config, cal, events, failed, children)
             if speed is not None:
                 speeds.setdefault(rep.point.index, []).append(round(speed, 4))
 
@@ -170,11 +174,13 @@ def _run(
         events.finished(rep, outcome)
 
     watch = SweepEvents(started, events.progress, finished, events.note)
-    with open_session(plan, force=force, resume=resume) as session:
+    with children, open_session(plan, force=force, resume=resume) as session:
         session.run(plan, watch)
 
 
-def _probe(cfg: Any, cal: Any, events: Any, failed: set[str]) -> float | None:
+def _probe(
+    cfg: Any, cal: Any, events: Any, failed: set[str], children: ProbeChildren
+) -> float | None:
     """The machine's speed for ``cfg``'s point (sim.calibration.speed: under the point's
     own interpreter where it names one), its plug-ins registered while it runs; None, said
     once per variant, when the probe cannot run."""
@@ -184,7 +190,7 @@ def _probe(cfg: Any, cal: Any, events: Any, failed: set[str]) -> float | None:
     variant = cfg.connector.variant
     try:
         with plugin_scope(cfg.plugins):
-            return speed_ratio(cfg, cal)
+            return speed_ratio(cfg, cal, children=children)
     except Exception as exc:  # a probe is a measurement beside the run, never its failure
         if variant not in failed:
             failed.add(variant)

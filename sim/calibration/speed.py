@@ -14,37 +14,55 @@ measurements enters it (``model-matched/`` is that diagnostic).
 A point under ``interpreter.python`` is probed in that python (a child, with the GIL as its
 calibration was measured: ``kvsim calibrate gil --python`` measures with it on), since
 kvsim's own python runs pure Python at another speed (3.13t about half 3.11's); before,
-those points ran at the calibration's speed. A probe there starts a fresh child each time,
-and its readings are noisy: on 5 Dec 2026 the 72 of configs/gil_on_off.yaml moved −25 % …
-+101 % about their median, and the GIL-on scalar points missed p50 by about −30 % with them
-as by about −20 % without (docs/model-mode.md).
+those points ran at the calibration's speed. The child lives as long as the validation
+(:class:`ProbeChildren`) and measures each probe when asked, as kvsim's own python does
+in-process: a fresh child a probe (up to 5 Dec 2026) read the 72 probes of
+configs/gil_on_off.yaml −25 % … +101 % about their median, its first requests in a cold
+process (docs/model-mode.md).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import select
 import statistics
+import subprocess
+import tempfile
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import IO, Any
 
 from sim.columns import GIL_ENABLED
 from sim.model.calibration import PARAMETRIC, Calibration
 from sim.model.coverage import chunk_range
 
-__all__ = ["MAX_PROBE_CHUNKS", "PROBE_REPS", "probe_row", "speed_line", "speed_ratio"]
+__all__ = [
+    "MAX_PROBE_CHUNKS",
+    "PROBE_REPS",
+    "ProbeChildren",
+    "probe_row",
+    "speed_line",
+    "speed_ratio",
+]
 
 #: Requests one probe measures: as many as a calibration row's mean is of (calibrate's
 #: default ``--reps``), so the two means carry the same noise.
 PROBE_REPS = 5
-#: What a probe under another interpreter runs there: measure_hold's arguments as JSON;
-#: it prints the mean hold (ms) last.
+#: The probe child under another interpreter: one line of measure_hold's arguments (JSON)
+#: in, one line out: the mean hold (ms), or the error that stopped it.
 _UNDER_SCRIPT = """
 import json, sys
 from sim.calibration.measure import measure_hold
-print(measure_hold(*json.loads(sys.argv[1])))
+for line in sys.stdin:
+    try:
+        out = {"hold_ms": measure_hold(*json.loads(line))}
+    except Exception as exc:
+        out = {"error": f"{type(exc).__name__}: {exc}"}
+    print(json.dumps(out), flush=True)
 """
-#: How long a probe under another interpreter may take (its start-up and imports included).
+#: How long one probe under another interpreter may take (the child's start-up and imports
+#: included, for its first).
 _UNDER_TIMEOUT_S = 120
 #: The largest chunks per group a probe measures at: a probe must stay short beside a real
 #: point (scalar at 1,024 chunks × 61 regions holds ~25 ms: five requests ≈ 0.25 s).
@@ -77,9 +95,16 @@ def probe_row(cfg: Any, cal: Calibration) -> dict[str, Any] | None:
     return min(rows, key=distance)
 
 
-def speed_ratio(cfg: Any, cal: Calibration, reps: int = PROBE_REPS) -> float | None:
+def speed_ratio(
+    cfg: Any,
+    cal: Calibration,
+    reps: int = PROBE_REPS,
+    children: ProbeChildren | None = None,
+) -> float | None:
     """The machine's speed now against the calibration's, for ``cfg``'s point: the probe's
-    mean hold over the calibration row's (None: no row to probe, see :func:`probe_row`)."""
+    mean hold over the calibration row's (None: no row to probe, see :func:`probe_row`).
+    A point under ``interpreter.python`` is probed in ``children``'s child of that python
+    (without: a child for this probe alone)."""
     from sim.calibration.measure import measure_hold  # the variants load only when a probe runs
 
     row = probe_row(cfg, cal)
@@ -96,34 +121,98 @@ def speed_ratio(cfg: Any, cal: Calibration, reps: int = PROBE_REPS) -> float | N
         dict(cfg.connector.options),
     )
     if cfg.interpreter.python:
-        interp = cal.interpreter or {}
-        hold = _hold_under(cfg.interpreter.python, interp.get(GIL_ENABLED.name, True), args)
+        gil_on = bool((cal.interpreter or {}).get(GIL_ENABLED.name, True))
+        if children is None:
+            with ProbeChildren() as once:
+                hold = once.hold(cfg.interpreter.python, gil_on, args)
+        else:
+            hold = children.hold(cfg.interpreter.python, gil_on, args)
     else:
         hold = measure_hold(*args)
     return hold / float(row["hold"])
 
 
-def _hold_under(python: str, gil_on: bool, args: tuple[Any, ...]) -> float:
-    """measure_hold(*args) in a child of ``python`` (as sim.process.interpreter resolves
-    it), its GIL on or off as ``gil_on`` says: the calibration's state."""
-    import subprocess  # a probe under another interpreter only
+class ProbeChildren:
+    """One probe child per (python, GIL state), started at its first probe and kept until
+    :meth:`close` (a ``with`` block: a validation's real runs), so that each probe
+    measures a warm process, as kvsim's own python's in-process probe does."""
 
-    from sim.process.interpreter import child_env, resolve_python  # as the point children
+    def __init__(self) -> None:
+        self._children: dict[tuple[str, bool], subprocess.Popen[str]] = {}
+        #: Each child's standard error: a file, not a pipe nobody reads until it ends
+        #: (a full pipe would stop the child).
+        self._errors: dict[tuple[str, bool], IO[bytes]] = {}
 
-    path = resolve_python(python)
-    done = subprocess.run(
-        [path, "-c", _UNDER_SCRIPT, json.dumps(args)],
-        env=child_env("on" if gil_on else "off"),
-        capture_output=True,
-        text=True,
-        timeout=_UNDER_TIMEOUT_S,
-        stdin=subprocess.DEVNULL,
-    )
-    lines = done.stdout.strip().splitlines()
-    if done.returncode != 0 or not lines:
-        why = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
-        raise RuntimeError(f"under {path}: {why[:200]}")
-    return float(lines[-1])
+    def __enter__(self) -> ProbeChildren:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def hold(self, python: str, gil_on: bool, args: tuple[Any, ...]) -> float:
+        """measure_hold(*args) in the child of ``python`` (as sim.process.interpreter
+        resolves it) with its GIL on or off as ``gil_on`` says: the calibration's state."""
+        child = self._child(python, gil_on)
+        assert child.stdin is not None and child.stdout is not None
+        try:
+            child.stdin.write(json.dumps(args) + "\n")
+            child.stdin.flush()
+        except OSError:
+            pass  # it has ended: said below, from what it wrote
+        ready, _, _ = select.select([child.stdout], [], [], _UNDER_TIMEOUT_S)
+        line = child.stdout.readline() if ready else ""
+        if not line:
+            why = f"no answer in {_UNDER_TIMEOUT_S} s" if not ready else "it ended"
+            raise RuntimeError(f"probe under {child.args[0]}: {why}{self._drop(python, gil_on)}")
+        out = json.loads(line)
+        if "error" in out:
+            raise RuntimeError(f"probe under {child.args[0]}: {out['error'][:200]}")
+        return float(out["hold_ms"])
+
+    def close(self) -> None:
+        for key in list(self._children):
+            self._drop(*key)
+
+    def _child(self, python: str, gil_on: bool) -> subprocess.Popen[str]:
+        key = (python, gil_on)
+        child = self._children.get(key)
+        if child is None or child.poll() is not None:
+            # as the point children: the interpreter, and its GIL set by the environment
+            from sim.process.interpreter import child_env, resolve_python
+
+            self._drop(python, gil_on)
+            errors = self._errors[key] = tempfile.TemporaryFile()  # noqa: SIM115 (closed in _drop)
+            child = self._children[key] = subprocess.Popen(
+                [resolve_python(python), "-c", _UNDER_SCRIPT],
+                env=child_env("on" if gil_on else "off"),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=errors,
+                text=True,
+            )
+        return child
+
+    def _drop(self, python: str, gil_on: bool) -> str:
+        """End the child (its input closed, it leaves its loop; killed if it does not) and
+        return the last line it wrote to its standard error, after ': ' (or its exit code)."""
+        key = (python, gil_on)
+        child = self._children.pop(key, None)
+        errors = self._errors.pop(key, None)
+        if child is None or errors is None:
+            return ""
+        for pipe in (child.stdin, child.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError):  # an ended child's input cannot flush
+                    pipe.close()
+        try:
+            child.wait(5.0)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+        errors.seek(0)
+        lines = errors.read().decode(errors="replace").strip().splitlines()
+        errors.close()
+        return f": {lines[-1][:200]}" if lines else f" (exit code {child.returncode})"
 
 
 def speed_line(readings: Mapping[Any, Sequence[float]], scaled: bool = True) -> str:

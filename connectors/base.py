@@ -25,7 +25,6 @@ __all__ = [
     "AddressVariant",
     "FreeTime",
     "LoadJob",
-    "LoadResult",
     "PreparedValues",
     "free_time",
     "gil_free",
@@ -95,14 +94,6 @@ class LoadJob:
     #: One uniform draw in [0, 1) from the run's generator, for variants that
     #: decide something at random (e.g. an injected failure), so runs stay seeded.
     draw: float = 0.0
-
-
-@dataclass(frozen=True)
-class LoadResult:
-    """What the CPU stages produced; ``values`` holds one PreparedValues per group."""
-
-    chunks: int
-    values: tuple[Any, ...]
 
 
 class AddressVariant:

@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import Any
 
 from connectors import registry
-from sim.api.plugin_files import command_plugins
+from sim.config.plugins import command_plugins
 from sim.conformance import refuse_wrong_plugins
 
 __all__ = ["PLUGGABLE", "TARGETS", "BenchArgs", "bench"]

@@ -181,7 +181,6 @@ def calibrate(
             say or (lambda _msg: None),
         )
     from connectors import registry  # the variants' registry: not at import sim
-    from sim.api.plugin_files import command_plugins  # pydantic: not at import sim
 
     # the measurements: only when they run
     from sim.calibration.measure import DEFAULT_CHUNKS, DEFAULT_GROUPS, DEFAULT_REGIONS, check_grid
@@ -189,6 +188,7 @@ def calibrate(
     # the measurements: only when they run
     from sim.calibration.measure import calibrate as measure_all
     from sim.config import ConfigError  # pydantic: not at import sim
+    from sim.config.plugins import command_plugins  # pydantic: not at import sim
     from sim.rundir.claim import claim_outputs  # the run directory's code: not at import sim
     from sim.rundir.outputs import write_json  # the run directory's code: not at import sim
 

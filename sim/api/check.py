@@ -67,7 +67,7 @@ def check(
     import difflib  # stdlib, on this path only: not at import sim
 
     from connectors import registry  # the variants' registry: not at import sim
-    from sim.api.plugin_files import command_plugins  # pydantic: not at import sim
+    from sim.config.plugins import command_plugins  # pydantic: not at import sim
     from sim.conformance import check_index_variant, check_variant  # numpy: not at import sim
 
     if not 1 <= threads <= 64:

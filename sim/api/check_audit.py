@@ -20,7 +20,7 @@ from typing import Any
 
 from sim import columns
 from sim.api.experiments import build
-from sim.api.plugin_files import command_plugins
+from sim.config.plugins import command_plugins
 from sim.rundir.numbers import as_float
 
 __all__ = ["AUDIT_POINT", "audit_variant"]

@@ -23,15 +23,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sim.api.cli_args import namespace_fields, set_items
 from sim.api.validation_conditions import loadavg_note, read_json
 from sim.errors import ConfigError, RunDirError
 from sim.events import SweepEvents
 from sim.rundir.validation_layout import TOP_FILES, ValidationLayout
 
 if TYPE_CHECKING:  # the sweep and the model load only when a validation runs
+    import argparse
+
     from sim.api.experiments import Experiment
 
-__all__ = ["LEVELS", "MIN_REPEATS", "Validation", "validate_model"]
+__all__ = ["LEVELS", "MIN_REPEATS", "ValidateModelArgs", "Validation", "validate_model"]
 
 #: What validate-model judges: the calibrated model's prediction (beside the real side's
 #: own repeatability), the mechanism (the real runs' own service times replayed through
@@ -45,6 +48,29 @@ LEVELS = ("prediction", "mechanism", "both")
 #: (docs/model-mode.md, Validation): one repeat cannot tell a model error of 10 % from
 #: the real side's own noise.
 MIN_REPEATS = 3
+
+
+@dataclass(frozen=True)
+class ValidateModelArgs:
+    """What ``kvsim validate-model`` was asked (the flags of
+    sim.commands.validate_model.add_arguments; ``run`` is ``not --no-run``):
+    ``validate_model(load(args.config, args.sets), args.out, force=args.force, …)``."""
+
+    config: str
+    #: ``--set`` items with ``--audit`` as one of them (both modes are run)
+    sets: tuple[str, ...]
+    out: str | None
+    force: bool
+    resume: bool
+    run: bool
+    boot: int
+    repeats: int | None
+    aa: bool
+    level: str
+
+    @classmethod
+    def from_cli_args(cls, args: argparse.Namespace) -> ValidateModelArgs:
+        return cls(**namespace_fields(cls, args, sets=set_items(args), run=not args.no_run))
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 from connectors import registry
 from sim.api.cli_args import namespace_fields
-from sim.api.plugin_files import command_plugins
 from sim.config.option_doc import option_rows
+from sim.config.plugins import command_plugins
 from sim.errors import UsageError
 
 if TYPE_CHECKING:

@@ -22,7 +22,6 @@ from sim import columns
 from sim.config import ExperimentConfig, Point
 
 __all__ = [
-    "LATENCIES",
     "WAKE_GAP_S",
     "measure_background_load",
     "measure_conditions",
@@ -158,10 +157,6 @@ def measure_background_load(seconds: float = 1.0, burst_s: float = 0.005) -> flo
     if stretch <= 1.05:
         return 0.0
     return max(0.0, n * stretch - 1.0)
-
-
-#: Latency distributions kept as samples: (key, how many kept).
-LATENCIES = ("wake", "timer_late", "sleep_late", "probe_late")
 
 
 def measure_conditions() -> dict[str, Any]:

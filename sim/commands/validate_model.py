@@ -21,8 +21,7 @@ import sys
 from typing import TYPE_CHECKING
 
 import sim
-from sim.api.validate_model import LEVELS, MIN_REPEATS
-from sim.api.validate_model_args import ValidateModelArgs
+from sim.api.validate_model import LEVELS, MIN_REPEATS, ValidateModelArgs
 from sim.commands.common_args import add_set_argument
 
 if TYPE_CHECKING:

@@ -19,10 +19,10 @@ from sim.config.workload import WorkloadConfig
 from sim.errors import ConfigError
 
 if TYPE_CHECKING:
-    from sim.config.loader import load_config, load_points, parse_config, parse_mapping
+    from sim.config.loader import load_config, parse_config, parse_mapping
 
 #: The loader's names, imported from sim.config.loader on first use.
-_LOADER = ("load_config", "load_points", "parse_config", "parse_mapping")
+_LOADER = ("load_config", "parse_config", "parse_mapping")
 
 __all__ = [
     "ConfigError",
@@ -38,7 +38,6 @@ __all__ = [
     "WorkloadConfig",
     "expand_points",
     "load_config",
-    "load_points",
     "parse_config",
     "parse_mapping",
 ]

@@ -33,7 +33,6 @@ __all__ = [
     "ConfigError",
     "ParsedConfig",
     "load_config",
-    "load_points",
     "parse_config",
     "parse_mapping",
     "read_config",
@@ -448,7 +447,3 @@ def _validate(
 
 def load_config(path: str | Path) -> ExperimentConfig:
     return parse_config(path)[0]
-
-
-def load_points(path: str | Path) -> list[Point]:
-    return parse_config(path)[1]

@@ -27,6 +27,7 @@ from sim.files.read import read_bounded
 __all__ = [
     "MAX_PLUGIN_BYTES",
     "PluginSource",
+    "command_plugins",
     "plugin_codes",
     "plugin_error",
     "plugin_scope",
@@ -107,3 +108,19 @@ def plugin_scope(sources: Sequence[PluginSource | dict[str, Any]]) -> Iterator[l
         except PluginError as exc:
             raise ConfigError(str(exc)) from None
         yield loaded
+
+
+@contextmanager
+def command_plugins(paths: Sequence[str | Path]) -> Iterator[list[dict[str, str]]]:
+    """The ``--plugin`` files of a workflow that has no config (``kvsim check``,
+    ``variants``, ``bench``, ``calibrate``), their variants registered for the block as a
+    config's ``plugins:`` entry registers them; yields the files as read (``{path,
+    source}``, what a config's ``plugins:`` holds)."""
+    read = []
+    for path in paths:
+        try:
+            read.append(read_plugin(str(path), Path.cwd()))
+        except ValueError as exc:  # the path said once, as for a config's plugins:
+            raise ConfigError(plugin_error(path, exc)) from None
+    with plugin_scope(read):
+        yield read

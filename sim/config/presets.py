@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["PRESETS", "Preset", "get_preset", "preset_names"]
+__all__ = ["PRESETS", "Preset", "get_preset"]
 
 
 @dataclass(frozen=True)
@@ -96,10 +96,6 @@ PRESETS: Mapping[str, Preset] = MappingProxyType(
         )
     }
 )
-
-
-def preset_names() -> list[str]:
-    return list(PRESETS)
 
 
 def get_preset(name: str) -> Preset:

@@ -35,7 +35,6 @@ from sim import columns
 
 __all__ = [
     "GC_COLUMNS",
-    "GC_SUMMARY",
     "GENERATIONS",
     "GcAddOn",
     "GcRecorder",
@@ -185,10 +184,6 @@ def thread_role(name: str) -> str:
     if name.startswith("kvsim-"):
         return name.removeprefix("kvsim-").split("-")[0]
     return "other"
-
-
-#: Summary columns of the GC add-on (all threads, while the load ran).
-GC_SUMMARY = columns.names(columns.GC)
 
 
 def gc_summary(rows: list[dict[str, Any]]) -> dict[str, float]:

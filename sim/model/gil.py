@@ -92,7 +92,6 @@ class CPythonGil(SimGil):
         #: it only if the GIL did not change hands in between.
         self._waiters: list[list[Any]] = []
         self._switches = 0
-        self._last_switch = 0.0
         self._task: CpuTask | None = None  # the holder's CPU work in progress
         self._run_cont: Cont | None = None
         self._drop_pending = False
@@ -124,7 +123,7 @@ class CPythonGil(SimGil):
             return False
         self.holder = thread
         self._switches += 1
-        now = self._last_switch = self._loop.now
+        now = self._loop.now
         if self.watch is not None:
             self.watch(now)
         return True
@@ -134,7 +133,6 @@ class CPythonGil(SimGil):
         if self.holder is None:
             self.holder = thread
             self._switches += 1
-            self._last_switch = self._loop.now
             if self.watch is not None:
                 self.watch(self._loop.now)
             cont(None)
@@ -288,7 +286,6 @@ class CPythonGil(SimGil):
         now = self._loop.now
         self.holder = w[0]
         self._switches += 1
-        self._last_switch = now
         delay = self._handoff()
         if n > 1:
             self._rearm()  # the others saw the GIL change hands

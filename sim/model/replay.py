@@ -52,7 +52,6 @@ __all__ = [
     "Target",
     "figures",
     "replay_point",
-    "replay_report",
 ]
 
 
@@ -275,32 +274,3 @@ def replay_point(
         error=error,
         within=within,
     )
-
-
-def replay_report(points: Sequence[ReplayPoint]) -> str:
-    """A plain-text table of the replay, one line per point, and the count that meets
-    the mechanism targets (per metric and over all)."""
-    short = {
-        columns.LATENCY_MEAN_MS.name: "mean",
-        columns.LATENCY_P50_MS.name: "p50",
-        columns.LATENCY_P99_MS.name: "p99",
-        columns.GIL_WAIT_MEAN_MS.name: "GIL wait",
-    }
-    lines = [
-        "mechanism (replay of the real run's measured holds; real → model, error):",
-    ]
-    for p in points:
-        cells = []
-        for m, name in short.items():
-            mark = {True: "ok", None: "n/a"}.get(p.within.get(m), "MISS")
-            err = p.error.get(m, math.nan)
-            err_text = f"{err:+.0%}" if math.isfinite(err) else "–"
-            cells.append(f"{name} {p.real[m]:.2f}→{p.model[m]:.2f} ({err_text} {mark})")
-        lines.append(f"  {p.label}: " + "; ".join(cells))
-    n = len(points)
-    per = ", ".join(
-        f"{short[m]} {t.text()} {sum(p.within.get(m, False) for p in points)}/{n}"
-        for m, t in MECHANISM_TARGETS.items()
-    )
-    lines.append(f"- within target: {per}; all four at {sum(p.meets for p in points)}/{n} points")
-    return "\n".join(lines)

@@ -43,7 +43,6 @@ class Harness:
         "_deferred_cb",
         "_gil",
         "_got_cb",
-        "_holding",
         "_item_done_cb",
         "_items",
         "_loop",
@@ -59,7 +58,6 @@ class Harness:
         self._cores = gil.cores
         self._items: deque[tuple[float, Done | None, Any]] = deque()
         self._sleeping = True
-        self._holding = False
         self._current: tuple[Done | None, Any] = (None, None)
         #: Times the thread went to sleep (tells a deferred wake-up whether it is stale),
         #: and whether one is set for this sleep.
@@ -116,7 +114,6 @@ class Harness:
         # item may be done at once (GIL.run_instant; on a GIL just found ``free`` nobody
         # waits, so only the cores can say no). There is one: only this thread takes
         # items, and it sleeps only once they are all done.
-        self._holding = True
         items = self._items
         cost, done, arg = items.popleft()
         if cost > 0:
@@ -129,7 +126,6 @@ class Harness:
         if items:
             self._next()
         else:  # _next: nothing more to do, asleep again
-            self._holding = False
             self._gil.release(SIM_THREAD)
             self._sleep()
         if done is not None:  # the thread moved on before the poster resumes
@@ -143,7 +139,6 @@ class Harness:
     def _next(self) -> None:
         items = self._items
         if not items:
-            self._holding = False
             self._gil.release(SIM_THREAD)
             self._sleep()
             return

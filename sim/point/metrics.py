@@ -19,7 +19,6 @@ __all__ = [
     "CELL_COLUMNS",
     "OK_ONLY_INPUTS",
     "PLANNED_METRICS",
-    "STAGE_METRICS",
     "SUMMARY_INPUTS",
     "SUMMARY_METRICS",
     "cell_table",
@@ -34,9 +33,6 @@ __all__ = [
 
 #: Columns known from the workload plan alone (sim.workload.replay); NaN unless a replay.
 PLANNED_METRICS = columns.names(columns.PLANNED)
-
-#: Mean and p99 of each stage's hold per request (requests.csv ``hold_<stage>_ms``).
-STAGE_METRICS = columns.names(columns.STAGES)
 
 #: Summary columns after the axis columns, in order (their units and meanings: sim.columns).
 SUMMARY_METRICS = list(columns.names(columns.SUMMARY))

@@ -17,23 +17,17 @@ from pathlib import Path
 from typing import Any
 
 from sim.config import ExperimentConfig, Point
-from sim.events import SweepEvents
+from sim.events import RepOutcome, SweepEvents
 from sim.process.signals import deferred_signals, sigterm_unwinds
+from sim.rundir.combine import Combiner
 from sim.rundir.guard import record_owned
-from sim.rundir.layout import MANIFEST_FILE, in_run_order
+from sim.rundir.layout import MANIFEST_FILE, RepRun, in_run_order, rep_runs
 from sim.rundir.lock import RunLock
 from sim.rundir.manifest import read_manifest
 from sim.rundir.rep_files import clear_rep_dir
 from sim.rundir.results_json import RESULTS_FILE, write_results_json
 from sim.rundir.verify import record_files
-from sim.sweep import (
-    Combiner,
-    RepOutcome,
-    RepRun,
-    rep_runs,
-    run_rep,
-    runner,
-)
+from sim.sweep import runner
 from sim.sweep.executors import ExecutorChoice, build_executor
 from sim.sweep.executors.parallel import ParallelModelExecutor, model_workers
 from sim.sweep.hostinfo import host_base
@@ -41,6 +35,7 @@ from sim.sweep.identity import DataDigests
 from sim.sweep.plan import PlannedRun, SweepPlan, axis_columns, check_resumable, plan_sweep
 from sim.sweep.result import ExperimentResult
 from sim.sweep.run_manifest import RunManifest
+from sim.sweep.runner import run_rep
 from sim.sweep.spec import write_spec
 
 #: Least seconds between two rewrites of the top-level tables while model-mode points run.

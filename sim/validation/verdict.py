@@ -62,9 +62,6 @@ MECHANISM_SHARE = (9, 10)
 #: the verdict is CANNOT_JUDGE).
 REPEAT_SHARE = (1, 2)
 
-#: (value, its verdict) per value of one swept axis.
-ValueVerdicts = list[tuple[str, "Verdict"]]
-
 TARGET, REPEAT, OUTSIDE, MISSING = "target", "repeat", "outside", "–"
 WITHIN = "within target"
 NOT_WITHIN = "outside target"

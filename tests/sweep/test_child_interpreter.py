@@ -11,8 +11,8 @@ import pytest
 
 from sim.config.loader import read_mapping
 from sim.errors import RunError
-from sim.rundir.layout import read_status
-from sim.sweep import child, rep_runs
+from sim.rundir.layout import read_status, rep_runs
+from sim.sweep import child
 from sim.sweep.runner import run_rep
 from sim.sweep.spec import write_spec
 from tests.conftest import TINY

@@ -12,9 +12,8 @@ import pytest
 from sim.cli import main
 from sim.config import parse_config
 from sim.rundir.guard import prepare_run_dir
-from sim.rundir.layout import SPEC_FILE, read_status
+from sim.rundir.layout import SPEC_FILE, read_status, rep_runs
 from sim.rundir.outputs import read_csv
-from sim.sweep import rep_runs
 from sim.sweep.executors import ExecutorChoice, ExecutorError, SweepEvents
 from sim.sweep.executors.ray_driver import RayExecutor, _Flight
 from sim.sweep.executors.transfer import (

@@ -10,10 +10,11 @@ import pytest
 
 from sim.config import parse_config
 from sim.events import SweepEvents
+from sim.rundir.combine import aggregate_repeats
 from sim.rundir.guard import prepare_run_dir
 from sim.rundir.outputs import read_csv
-from sim.sweep import aggregate_repeats, config_hash, first_difference
 from sim.sweep.experiment import axis_columns, plan_sweep, run_experiment
+from sim.sweep.identity import config_hash, first_difference
 
 
 def test_aggregate_repeats_means_spreads_sums_and_statuses() -> None:

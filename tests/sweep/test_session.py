@@ -16,8 +16,8 @@ from sim.cli import main
 from sim.config import parse_config
 from sim.events import SweepEvents
 from sim.rundir.guard import RunDirError, prepare_run_dir
+from sim.rundir.layout import read_status, rep_runs
 from sim.rundir.outputs import read_csv
-from sim.sweep import read_status, rep_runs
 from sim.sweep.experiment import plan_sweep, run_experiment
 
 pytestmark = pytest.mark.realthreads
@@ -248,8 +248,7 @@ def test_resume_refuses_an_edited_trace_and_names_the_file(write_config, tmp_pat
 
 
 def test_identity_hashes_every_data_file_and_only_when_there_is_one(write_config, tmp_path) -> None:
-    from sim.sweep import config_hash, config_identity, first_difference
-    from sim.sweep.identity import data_files
+    from sim.sweep.identity import config_hash, config_identity, data_files, first_difference
 
     plain, _ = parse_config(write_config())
     assert "data_files" not in config_identity(plain)  # old runs keep their hash

@@ -11,8 +11,8 @@ import yaml
 
 from sim.config import ExperimentConfig, expand_points, parse_config
 from sim.rundir.guard import prepare_run_dir
+from sim.rundir.layout import read_status, rep_runs
 from sim.rundir.outputs import read_csv
-from sim.sweep import read_status, rep_runs
 from sim.sweep.child import execute
 from sim.sweep.experiment import run_experiment
 from sim.sweep.spec import SPEC_VERSION, PointSpec, SpecError, read_spec, write_spec

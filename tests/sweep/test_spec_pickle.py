@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sim.config import ExperimentConfig, expand_points
-from sim.sweep import rep_runs
+from sim.rundir.layout import rep_runs
 from sim.sweep.spec import PICKLE_KEY, PointSpec, read_spec, write_spec
 
 RAW = {

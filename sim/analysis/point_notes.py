@@ -48,7 +48,7 @@ def _lag_key(row: Mapping[str, Any]) -> tuple[float, float]:
 
 
 def _behind_figures(row: Mapping[str, Any]) -> str:
-    parts = [f"lag p99 {_num(row.get('inject_lag_p99_ms')):.1f} ms"]
+    parts = [f"lag p99 {_num(row.get(columns.INJECT_LAG_P99_MS.name)):.1f} ms"]
     offered, achieved = (
         _num(row.get(columns.OFFERED_RPS.name)),
         _num(row.get(columns.ACHIEVED_RPS.name)),
@@ -73,7 +73,7 @@ def _behind_summary(late: Sequence[Mapping[str, Any]], total: int, axes: Sequenc
 def _audit_summary(flagged: Sequence[Mapping[str, Any]], total: int, axes: Sequence[str]) -> str:
     worst = sorted(flagged, key=lambda r: _num(r.get(columns.AUDIT_VS_METER.name)))[:WORST_NAMED]
     named = "; ".join(
-        f"{point_label(r, axes)} ({_num(r.get('audit_vs_meter')):.2f})" for r in worst
+        f"{point_label(r, axes)} ({_num(r.get(columns.AUDIT_VS_METER.name)):.2f})" for r in worst
     )
     variants = list(dict.fromkeys(str(r.get("variant", "?")) for r in flagged))
     return (

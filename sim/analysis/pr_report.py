@@ -190,7 +190,7 @@ def _bench_section(rows: Sequence[dict[str, str]], variants: Sequence[str]) -> l
         if r.get("variant") not in variants and r.get("variant") != "scalar":
             continue
         lines.append(
-            f"| {r['variant']} | {_ms(as_float(r['gil_hold_ms']))} | "
+            f"| {r['variant']} | {_ms(as_float(r[columns.GIL_HOLD_MS.name]))} | "
             f"{as_float(r['hold_vs_scalar']):.2f}× | {_ms(as_float(r['sustained_hold_ms']))} | "
             f"{as_float(r['sustained_vs_scalar']):.2f}× |"
         )

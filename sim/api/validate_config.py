@@ -72,7 +72,8 @@ def _lines(config: str, cfg: ExperimentConfig, points: list[Point]) -> Iterator[
         if varies:
             line += f"  ({n} requests"
             if not math.isnan(s.get(columns.TRACE_REQUESTS.name, math.nan)):
-                line += f"; {s['trace_requests']:.0f} read, {s['skipped_requests']:.0f} skipped"
+                read, skipped = s[columns.TRACE_REQUESTS.name], s[columns.SKIPPED_REQUESTS.name]
+                line += f"; {read:.0f} read, {skipped:.0f} skipped"
             line += ")"
         yield line
     yield from memory_lines
@@ -155,10 +156,11 @@ def trace_lines(points: Sequence[Point], previews: Sequence[WorkloadPreview]) ->
         warm = w.warm_lines or 0
         out[
             f"trace: {w.requests} requests load something (of "
-            f"{w.stats['trace_requests']:.0f} measured"
+            f"{w.stats[columns.TRACE_REQUESTS.name]:.0f} measured"
             + (f", after {warm} lines warming the store untimed" if warm else ", cold store")
             + f"), span {human_seconds(w.span_s)} at speed-up {arr.speedup:g}; hit ratio "
-            f"{w.stats['hit_ratio']:.3f} of prompt tokens; tokens loaded (load: {arr.load}) "
+            f"{w.stats[columns.HIT_RATIO.name]:.3f} of prompt tokens; tokens loaded "
+            f"(load: {arr.load}) "
             f"mean {w.mean_tokens:,.0f}, p50 {w.tokens_p50:,.0f}, p99 {w.tokens_p99:,.0f}"
         ] = None
         measured = w.stats[columns.TRACE_REQUESTS.name]

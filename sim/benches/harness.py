@@ -300,13 +300,13 @@ def main(args: argparse.Namespace) -> int:
             row = measure_rate(rate, args.seconds)
         floor = max(floor, row[columns.NOISE_FLOOR_P99_MS.name])
         table.add_row(
-            f"{row['offered_rps']:.0f}",
-            f"{row['achieved_rps']:.1f}",
-            f"{row['harness_us_per_request']:.1f}",
-            f"{row['harness_cpu_us_per_request']:.1f}",
-            f"{row['harness_wakes_per_request']:.2f}",
-            f"{row['inject_lag_p50_ms']:.3f}",
-            f"{row['inject_lag_p99_ms']:.3f}",
+            f"{row[columns.OFFERED_RPS.name]:.0f}",
+            f"{row[columns.ACHIEVED_RPS.name]:.1f}",
+            f"{row[columns.HARNESS_US_PER_REQUEST.name]:.1f}",
+            f"{row[columns.HARNESS_CPU_US_PER_REQUEST.name]:.1f}",
+            f"{row[columns.HARNESS_WAKES_PER_REQUEST.name]:.2f}",
+            f"{row[columns.INJECT_LAG_P50_MS.name]:.3f}",
+            f"{row[columns.INJECT_LAG_P99_MS.name]:.3f}",
         )
     console.print(table)
     console.print(
@@ -319,8 +319,8 @@ def main(args: argparse.Namespace) -> int:
     hot = measure_rate(HOT_RATE_RPS, 0.05, min_requests=5000)
     console.print(
         f"run hot (offered {HOT_RATE_RPS:,.0f} req/s: requests overdue, the thread never "
-        f"sleeps): {hot['harness_us_per_request']:.1f} µs per request — the Python a request "
-        "costs; what a row above has beyond it is the cost of its wake-ups"
+        f"sleeps): {hot[columns.HARNESS_US_PER_REQUEST.name]:.1f} µs per request — the Python "
+        "a request costs; what a row above has beyond it is the cost of its wake-ups"
     )
     if at_target is not None:
         got = at_target[columns.HARNESS_US_PER_REQUEST.name]
@@ -350,7 +350,8 @@ def main(args: argparse.Namespace) -> int:
     if not args.no_search:
         best, trials = sustained_rate(min(args.seconds, 1.0), floor_ms=floor)
         tried = ", ".join(
-            f"{t['rate_rps']:.0f} ({t['inject_lag_p99_ms']:.2f} ms < {lag_limit_ms(floor, t):.2f}?)"
+            f"{t['rate_rps']:.0f} ({t[columns.INJECT_LAG_P99_MS.name]:.2f} ms "
+            f"< {lag_limit_ms(floor, t):.2f}?)"
             for t in trials
         )
         verdict = f"{best:.0f} req/s" if best > 0 else "none of the rates tried"

@@ -139,13 +139,14 @@ def mechanism_table(points: Sequence[Any], targets: Mapping[str, Any], title: st
     axes = ", ".join(keys[0])
     lines = [f"## {title}", "", f"Each point by its {axes}:", "", head1.rstrip(), head2]
     lat, wait = columns.LATENCY_MEAN_MS.name, columns.GIL_WAIT_MEAN_MS.name
+    p50, p99 = columns.LATENCY_P50_MS.name, columns.LATENCY_P99_MS.name
     for key, p in zip(keys, points, strict=True):
         w = p.within
         cells = (
             f"{point_cell(key):<{POINT_WIDTH}} │ {_num(p.real[lat]):>6} {_num(p.model[lat]):>6} "
             f"{_err(p.error[lat], w.get(lat)):>7} │ "
-            f"{_err(p.error['latency_p50_ms'], w.get('latency_p50_ms')):>7} │ "
-            f"{_err(p.error['latency_p99_ms'], w.get('latency_p99_ms')):>7} │ "
+            f"{_err(p.error[p50], w.get(p50)):>7} │ "
+            f"{_err(p.error[p99], w.get(p99)):>7} │ "
             f"{_num(p.real[wait]):>6} {_num(p.model[wait]):>6} "
             f"{_err(p.error[wait], w.get(wait)):>7}"
         )

@@ -218,19 +218,23 @@ def axis_key(values: Iterable[Any]) -> tuple[str, ...]:
 
 def speed_scales(real: RunResults, model: RunResults) -> dict[tuple[str, ...], float]:
     """Per point (its axis values but mode): the real twin's mean GIL hold per request
-    over the model's. The machine's speed drifts: the same real point's mean hold read
-    23–33 ms within half an hour here. Given this as ``machine.cpu_scale``, the model
-    runs at the speed the real point met, and what is left of its error is the GIL and
-    the cores it simulates, not the calibration's moment."""
+    over the model's, or, where the GIL was off and nothing held it, its mean thread CPU
+    per request over the model's. The machine's speed drifts: the same real point's mean
+    hold read 23–33 ms within half an hour here, and a single load thread's CPU for one
+    request 45 or 90 ms by the minute (5 Dec 2026). Given this as ``machine.cpu_scale``,
+    the model runs at the speed the real point met, and what is left of its error is the
+    GIL and the cores it simulates, not the calibration's moment."""
     axes = [a for a in real.axes if a != "mode"]
 
-    def holds(res: RunResults) -> dict[tuple[str, ...], float]:
-        return {
-            axis_key(r.get(a) for a in axes): as_float(r.get(columns.GIL_HOLD_MEAN_MS.name))
-            for r in res.summary
-        }
+    def per_request(res: RunResults) -> dict[tuple[str, ...], float]:
+        out = {}
+        for r in res.summary:
+            hold = as_float(r.get(columns.GIL_HOLD_MEAN_MS.name))
+            cpu = as_float(r.get(columns.THREAD_CPU_MEAN_MS.name))
+            out[axis_key(r.get(a) for a in axes)] = hold if hold > 0 else cpu
+        return out
 
-    got_real, got_model = holds(real), holds(model)
+    got_real, got_model = per_request(real), per_request(model)
     out = {}
     for key, r in got_real.items():
         m = got_model.get(key, math.nan)

@@ -189,7 +189,8 @@ def matched_line(rows: list[ValidationRow], scales: list[float]) -> str:
     span = f", {min(scales):.2f}–{max(scales):.2f} here" if scales else ""
     return (
         f"- the same model at the speed each real point met (machine.cpu_scale = its mean "
-        f"GIL hold over the model's{span}; model-matched/): "
+        f"GIL hold, or with the GIL off its thread CPU, over the model's{span}; "
+        f"model-matched/): "
         f"{_latency_counts(summary_counts(rows), 'error')}\n"
     )
 

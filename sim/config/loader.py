@@ -144,6 +144,12 @@ def _in_words(kind: str, loc: tuple[Any, ...], err: dict[str, Any]) -> str | Non
                 f"(got {excerpt(given)})"
             )
         return f"expected a list such as [1, 2] (got {excerpt(given)})"
+    if kind == "string_type" and isinstance(given, bool):
+        # The text is gone by now: YAML 1.1 made it a boolean (`name: off` -> False).
+        return (
+            f"expected a string, got the boolean {given} (YAML reads an unquoted on, off, "
+            'yes, no, true or false as a boolean): quote it, e.g. "off"'
+        )
     if kind == "string_pattern_mismatch":
         model = _model_at(tuple(err["loc"]))
         field = getattr(model, "model_fields", {}).get(loc[-1]) if loc else None

@@ -54,3 +54,18 @@ def test_sweeping_the_rate_uses_the_default_poisson_arrival(tmp_path) -> None:
     _, points = parse_config(path)
     arrivals = [p.config.workload.arrival for p in points]
     assert [(a.kind, a.rate_rps) for a in arrivals] == [("poisson", 10), ("poisson", 20)]
+
+
+@pytest.mark.parametrize(
+    ("text", "line"), [("name: off\n", 1), ("name: t\nconnector: {variant: no}\n", 2)]
+)
+def test_a_yaml_boolean_where_a_string_belongs_says_to_quote_it(tmp_path, text, line) -> None:
+    """YAML 1.1 reads an unquoted off/no as False before kvsim sees the text: pydantic's
+    "Input should be a valid string (got False)" left a user to guess why."""
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        parse_config(path)
+    msg = str(info.value)
+    assert msg.startswith(f"{path}:{line}:"), msg
+    assert "got the boolean False" in msg and "quote it" in msg, msg

@@ -16,9 +16,11 @@ calibration was measured: ``kvsim calibrate gil --python`` measures with it on),
 kvsim's own python runs pure Python at another speed (3.13t about half 3.11's); before,
 those points ran at the calibration's speed. The child lives as long as the validation
 (:class:`ProbeChildren`) and measures each probe when asked, as kvsim's own python does
-in-process: a fresh child a probe (up to 5 Dec 2026) read the 72 probes of
-configs/gil_on_off.yaml −25 % … +101 % about their median, its first requests in a cold
-process (docs/model-mode.md).
+in-process. Neither narrowed the spread: a fresh child a probe (up to 5 Dec 2026) read the
+72 probes of configs/gil_on_off.yaml −25 % … +101 % about their median, its first requests
+in a cold process; the warm child (5 Dec 2026, 14:02) read them 0.74–2.09 of the
+calibration, because the machine itself moved — a single thread's CPU a request was 45 ms
+mostly and 72–91 ms in spells (docs/model-mode.md).
 """
 
 from __future__ import annotations

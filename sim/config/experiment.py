@@ -210,6 +210,19 @@ def set_path(raw: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
     return out
 
 
+def _as_taken(cfg: ExperimentConfig, path: str, value: Any) -> Any:
+    """An axis value as the config took it where YAML 1.1 made a boolean of a word: a sweep
+    ``interpreter.gil: [on, off]`` reads True, False, which the field takes as "on", "off";
+    the point's label, directory and axis column say on/off too (the GIL on/off table looks
+    for them: sim.analysis.gil_onoff)."""
+    if not isinstance(value, bool):
+        return value
+    taken: Any = cfg
+    for part in path.split("."):
+        taken = getattr(taken, part, None)
+    return taken if isinstance(taken, str) else value
+
+
 def expand_points(raw: dict[str, Any], build) -> list[Point]:
     """Every combination of the sweep axes of ``raw``, validated by ``build(raw, where)``.
 
@@ -234,6 +247,6 @@ def expand_points(raw: dict[str, Any], build) -> list[Point]:
             "mode": cfg.mode,
         }
         for path, value in zip(paths, combo, strict=False):
-            axes[labels[path]] = value
+            axes[labels[path]] = _as_taken(cfg, path, value)
         points.append(Point(index=i, axes=axes, config=cfg))
     return points

@@ -69,3 +69,16 @@ def test_a_yaml_boolean_where_a_string_belongs_says_to_quote_it(tmp_path, text, 
     msg = str(info.value)
     assert msg.startswith(f"{path}:{line}:"), msg
     assert "got the boolean False" in msg and "quote it" in msg, msg
+
+
+def test_a_swept_yaml_on_off_labels_its_points_on_and_off(tmp_path) -> None:
+    """``sweep: {interpreter.gil: [on, off]}`` unquoted: YAML gives True, False; the points
+    are labelled (and their directories named) on/off as the field took them, which the GIL
+    on/off table looks for (sim.analysis.gil_onoff), not gil=True / gil=False."""
+    path = tmp_path / "c.yaml"
+    path.write_text("name: t\nsweep:\n  interpreter.gil: [on, off]\n  gil.probe: [true]\n")
+    _, points = parse_config(path)
+    assert [p.axes["gil"] for p in points] == ["on", "off"]
+    assert [p.config.interpreter.gil for p in points] == ["on", "off"]
+    assert points[1].label.endswith("gil=off,probe=True"), points[1].label
+    assert points[1].slug.endswith("gil-off_probe-True"), points[1].slug

@@ -76,6 +76,8 @@ def check(
         address, index = registry.address_variant_names(), registry.index_variant_names()
         if name in index and name not in address:
             return check_index_variant(name)
+        if name not in address and name.endswith(".py"):
+            raise UsageError(_a_file_named(name, plugins))
         if name not in address:
             close = difflib.get_close_matches(name, [*address, *index], n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
@@ -89,3 +91,23 @@ def check(
             return check_variant(name, dict(options or {}), threads)
         except ValueError as exc:
             raise UsageError(f"options: {exc}") from None
+
+
+def _a_file_named(path: str, plugins: Sequence[str | Path]) -> str:
+    """Where a file was given for the variant's name (``kvsim check mine.py``): the command
+    to type, with the names the file registers (it is loaded to find them)."""
+    from connectors import registry  # the variants' registry: not at import sim
+    from sim.config.plugins import command_plugins  # pydantic: not at import sim
+
+    if not Path(path).is_file():
+        return (
+            f"no variant {path!r} and no such file; "
+            "a file of your own: kvsim check NAME --plugin FILE"
+        )
+    before = {*registry.address_variant_names(), *registry.index_variant_names()}
+    with command_plugins([*plugins, path]):
+        after = [*registry.address_variant_names(), *registry.index_variant_names()]
+    # A file that registers none is refused as it loads (sim.config.plugins), in one line.
+    names = [n for n in after if n not in before]
+    example = f"kvsim check {names[0] if names else 'NAME'} --plugin {path}"
+    return f"{path} is a file; it registers {', '.join(map(repr, names))}: {example}"

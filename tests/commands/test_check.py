@@ -345,3 +345,19 @@ def test_bench_index_refuses_a_wrong_index_plugin(tmp_path: Path, capsys) -> Non
     err = capsys.readouterr().err
     assert f"{path}: index variant 'shifted' is not measured: " in err
     assert not (tmp_path / "b.csv").exists()
+
+
+def test_a_file_given_as_the_name_gets_the_command_with_its_variants(
+    tmp_path: Path, capsys
+) -> None:
+    """``kvsim check off.py``, the first guess of a user with a file: the command to type,
+    naming what the file registers (it was "no variant 'off.py'; known: ...")."""
+    path = _plugin(tmp_path, "off.py", OFF_BY_ONE)
+    assert main(["check", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(f"registers 'offbyone': kvsim check offbyone --plugin {path}"), err
+    assert len(err.splitlines()) == 1
+    assert main(["check", str(tmp_path / "none.py")]) == 2
+    assert "no such file; a file of your own: kvsim check NAME --plugin FILE" in (
+        capsys.readouterr().err
+    )

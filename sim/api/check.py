@@ -77,7 +77,7 @@ def check(
         if name in index and name not in address:
             return check_index_variant(name)
         if name not in address and name.endswith(".py"):
-            raise UsageError(_a_file_named(name, plugins))
+            raise UsageError(_a_file_named(name))
         if name not in address:
             close = difflib.get_close_matches(name, [*address, *index], n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
@@ -93,9 +93,10 @@ def check(
             raise UsageError(f"options: {exc}") from None
 
 
-def _a_file_named(path: str, plugins: Sequence[str | Path]) -> str:
+def _a_file_named(path: str) -> str:
     """Where a file was given for the variant's name (``kvsim check mine.py``): the command
-    to type, with the names the file registers (it is loaded to find them)."""
+    to type, with the names the file registers (it is loaded to find them, inside the
+    ``--plugin`` files' scope the caller holds: those are not loaded again)."""
     from connectors import registry  # the variants' registry: not at import sim
     from sim.config.plugins import command_plugins  # pydantic: not at import sim
 
@@ -105,7 +106,7 @@ def _a_file_named(path: str, plugins: Sequence[str | Path]) -> str:
             "a file of your own: kvsim check NAME --plugin FILE"
         )
     before = {*registry.address_variant_names(), *registry.index_variant_names()}
-    with command_plugins([*plugins, path]):
+    with command_plugins([path]):
         after = [*registry.address_variant_names(), *registry.index_variant_names()]
     # A file that registers none is refused as it loads (sim.config.plugins), in one line.
     names = [n for n in after if n not in before]

@@ -127,8 +127,16 @@ REQUESTS = (
     ARRIVAL_S := _c(
         "arrival_s", "planned arrival, from the start of the load (latency counts from it)"
     ),
-    INJECTED_S := _c("injected_s", "when the harness handed the request to the pipeline"),
-    INJECT_LAG_MS := _c("inject_lag_ms", "injected_s minus arrival_s: how late the harness was"),
+    INJECTED_S := _c(
+        "injected_s",
+        "when the harness handed the request to the pipeline, or its planned arrival where "
+        "it was handed over ahead (an open loop over the modelled store: its load thread "
+        "keeps it until then)",
+    ),
+    INJECT_LAG_MS := _c(
+        "inject_lag_ms",
+        "injected_s minus arrival_s: how late the harness was (0 for a request handed over ahead)",
+    ),
     START_S := _c("start_s", "when a load thread started the request's CPU stages"),
     _c("cpu_done_s", "when its CPU stages ended"),
     _c("done_s", "when its transfer ended"),

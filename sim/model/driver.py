@@ -46,7 +46,7 @@ from sim.model.loop import Loop
 from sim.model.probe import ModelProbe
 from sim.model.threads import Harness, ModelJob, ModelWorkers
 from sim.point.addons import AddOn
-from sim.point.arrivals import drive_arrivals
+from sim.point.arrivals import HAND_OVER_LEAD_S, drive_arrivals
 from sim.point.record_sink import RecordSink, RowWriter, point_sink
 from sim.point.records import RequestRecord, end_record
 from sim.point.result import PointResult, point_result
@@ -104,11 +104,14 @@ class _Request(ModelJob):
         arrival_s: float,
         then: Callable[[float], None] | None,
     ) -> None:
-        injected = p.loop.now
         p.arrived += 1
         self.p = p
         self.req = req
         self.arrival = arrival = p.origin + arrival_s  # loop time; the record has run time
+        # Handed over ahead (sim.point.arrivals, lead_s): injected at its planned time, when
+        # its load thread takes it up (ModelWorkers.submit_at); late: when handed over.
+        now = p.loop.now
+        injected = arrival if arrival > now else now
         self.then = then
         tokens = req.tokens
         size = p.sizes.get(tokens) or p.size(req)
@@ -126,7 +129,7 @@ class _Request(ModelJob):
         self.done = self._cpu_done
         self.start = self.end = self.free_wall = 0.0
         self.thread = ""
-        p.workers.submit(self)
+        p.workers.submit_at(self, injected)
 
     def _waited_ms(self) -> float:
         """The job's wall time outside its hold and GIL-free sections (ms): the GIL wait
@@ -321,7 +324,9 @@ class _Point:
         c = self.costs
         # A closed loop's client is posted without a timer's lateness (model semantics).
         late = c.timer_late.draw if workload.closed_clients is None else None
-        clock = _HarnessClock(self.loop, self.harness, c.arrival_s, late)
+        # Ahead of their times where real mode's pipeline keeps them (a modelled store)
+        lead_s = HAND_OVER_LEAD_S if self.cfg.store.kind == "model" else 0.0
+        clock = _HarnessClock(self.loop, self.harness, c.arrival_s, late, lead_s)
         self.origin = self.loop.now
         # the hand-over is the request's constructor: no call of ours in between
         drive_arrivals(clock, self.origin, workload, partial(_Request, self))
@@ -333,11 +338,17 @@ class _HarnessClock:
     ``late()`` late when asleep: sim.model.threads.Harness.post), and ``fn(arg)`` runs
     once that is done. A call already due is posted at once."""
 
-    __slots__ = ("_cost_s", "_harness", "_late", "_loop", "_post_cb", "inline_due")
+    __slots__ = ("_cost_s", "_harness", "_late", "_loop", "_post_cb", "inline_due", "lead_s")
 
     def __init__(
-        self, loop: Loop, harness: Harness, cost_s: float, late: Callable[[], float] | None
+        self,
+        loop: Loop,
+        harness: Harness,
+        cost_s: float,
+        late: Callable[[], float] | None,
+        lead_s: float = 0.0,
     ) -> None:
+        self.lead_s = lead_s
         self._loop = loop
         self._harness = harness
         self._cost_s = cost_s

@@ -378,3 +378,18 @@ class ModelWorkers:
         self.jobs.append(job)
         if self.idle:
             self.loop.after(self.wake(), self.idle.popleft().step_cb)
+
+    def submit_at(self, job: ModelJob, t: float) -> None:
+        """As :meth:`submit`, for a job handed over before its time ``t`` (real mode's
+        WorkerPool.run_at): it is queued then, and an idle load thread takes it up a
+        timed sleep's lateness after, not a cross-thread wake-up's (it slept until then
+        with the job in hand; one busy then takes it when free, as in real mode)."""
+        if t <= self.loop.now:
+            self.submit(job)
+        else:
+            self.loop.at(t, self._due, job)
+
+    def _due(self, job: ModelJob) -> None:
+        self.jobs.append(job)
+        if self.idle:
+            self.loop.after(self.sleep_late(), self.idle.popleft().step_cb)

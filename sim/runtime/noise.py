@@ -5,7 +5,9 @@ planned to arrive after an idle gap (so the worker and the simulation thread are
 asleep, as they are between real arrivals), and counts from that planned time, as
 a request's latency does; it submits a no-op job to a worker pool and ends when
 the job does. That is what the framework itself adds: the arrival timer's lateness,
-the simulation loop's hand-over, the worker's wake-up and queue hand-off. What
+the simulation loop's hand-over, the worker's wake-up and queue hand-off (or, for a
+point that hands its requests over ahead, the load thread's own wake-up at the planned
+time, with the job handed to it before: sim.point.arrivals). What
 follows adds nothing more: the transfer starts when the load thread's work ended
 and ends when the model says, however late the simulation thread notes either
 (sim.runtime.env).
@@ -22,6 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Generator, Sequence
 from typing import Any
+
+import simpy
 
 from sim import columns
 from sim.runtime.env import HybridEnvironment
@@ -40,16 +44,27 @@ def _noop() -> None:
     return None
 
 
-def measure_noise_floor(samples: int = NOISE_SAMPLES, workers: int = 1) -> list[float]:
-    """``samples`` latencies (ms) that the harness adds to a request doing nothing."""
+def measure_noise_floor(
+    samples: int = NOISE_SAMPLES, workers: int = 1, ahead: bool = False
+) -> list[float]:
+    """``samples`` latencies (ms) that the harness adds to a request doing nothing.
+    ``ahead``: handed over before its planned time, as the point's requests are where it
+    leads (sim.point.arrivals): the load thread's own wake-up at that time, not the
+    arrival timer's and the hand-over's."""
     env = HybridEnvironment(stall_timeout_s=30.0)
     lat: list[float] = []
 
     def proc() -> Generator[Any, Any, None]:
         for _ in range(samples):
-            yield env.timeout(_GAP_S)
-            planned = env.now  # the timer's own time
-            yield pool.submit(_noop)  # resumes at the time the no-op job ended
+            if ahead:
+                planned = env.now + _GAP_S
+                done = simpy.Event(env)
+                pool.run_at(env.t0_ns + round(planned * 1e9), done.succeed, _noop)
+                yield done
+            else:
+                yield env.timeout(_GAP_S)
+                planned = env.now  # the timer's own time
+                yield pool.submit(_noop)  # resumes at the time the no-op job ended
             lat.append((env.now - planned) * 1e3)
 
     pool = WorkerPool(env, workers, name="kvsim-noise", timed_answers=True)

@@ -52,8 +52,8 @@ JOB_BUDGET_BYTES = 256 * 2**20
 
 
 class CpuExecutor(Protocol):
-    def run(
-        self, done: Callable[[JobOutcome], None], fn: Callable[..., Any], *args: Any
+    def run_at(
+        self, at_ns: int, done: Callable[[JobOutcome], None], fn: Callable[..., Any], *args: Any
     ) -> None: ...
 
 
@@ -126,6 +126,13 @@ class LoadPipeline:
         self._immediate = store.immediate  # admit and release skipped (LoadStore.immediate)
 
     @property
+    def keeps_early(self) -> bool:
+        """Whether a request handed over before its planned time waits for it on its load
+        thread (sim.point.arrivals, ``lead_s``): only where its arrival does nothing else
+        on the simulation thread (a real store admits it: its slots, at its time)."""
+        return self._immediate
+
+    @property
     def gil_on(self) -> bool:
         """Whether the GIL was on when the pipeline was built (its records say so)."""
         return self._gil_on
@@ -172,8 +179,9 @@ class LoadPipeline:
     def inject(
         self, req: PlannedRequest, at_s: float, then: Callable[[float], None] | None = None
     ) -> None:
-        """Hand over a request planned to arrive at run time ``at_s`` (call it then, or as
-        soon as the simulation thread can); ``then(run time it was done)`` once it is done."""
+        """Hand over a request planned to arrive at run time ``at_s`` (call it then, as
+        soon as the simulation thread can, or ahead of it where :attr:`keeps_early`);
+        ``then(run time it was done)`` once it is done."""
         _Request(self, req, at_s, then)
 
     def records(self) -> Iterator[RequestRecord]:
@@ -245,14 +253,17 @@ class _Request:
         at_s: float,
         then: Callable[[float], None] | None,
     ) -> None:
-        self.injected_ns = time.perf_counter_ns()
+        # Handed over ahead (sim.point.arrivals, lead_s): injected at its planned time,
+        # when its load thread takes it up (WorkerPool.run_at); late: when handed over.
+        now_ns = time.perf_counter_ns()
+        planned_ns = p._env.origin_ns + round(at_s * 1e9)
+        self.injected_ns = planned_ns if planned_ns > now_ns else now_ns
         self.p = p
         self.req = req
         self.at_s = at_s
         self.then = then
         self.xfer: TransferOutcome | None = None
         self.job: LoadJob | None = None
-        # (the planned arrival on the perf_counter_ns scale is made with the row, after)
         job = p._jobs.pop(req.request_id, None)
         if job is None:
             job = req.job(p._geometry, p._job_gen)
@@ -265,8 +276,9 @@ class _Request:
         p = self.p
         self.job = job
         self.waited_s = waited_s
+        # (handed over ahead, the watchdog counts from the hand-over: up to a lead early)
         p._staging[self.req.request_id] = p._env._now
-        p._cpu.run(self._staged, p._stage, p._variants, p._handler, job)
+        p._cpu.run_at(self.injected_ns, self._staged, p._stage, p._variants, p._handler, job)
 
     def _staged(self, outcome: JobOutcome) -> None:
         p = self.p

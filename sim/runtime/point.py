@@ -19,7 +19,7 @@ from sim.config.experiment import ExperimentConfig, Point
 from sim.instruments.heap import live_heap
 from sim.instruments.threadtime import ThreadTimes
 from sim.point.addons import start_up
-from sim.point.arrivals import drive_arrivals
+from sim.point.arrivals import HAND_OVER_LEAD_S, drive_arrivals
 from sim.point.record_sink import RowWriter, point_sink
 from sim.point.result import PointResult, point_result
 from sim.runtime.addons import build_addons
@@ -67,8 +67,9 @@ def build_variants(cfg: ExperimentConfig, store: Any = None) -> list[Any]:
 def _drive(env: HybridEnvironment, pipeline: LoadPipeline, workload: Workload) -> None:
     """Hand each request to the pipeline at its planned time; run time zero is *now*
     (sim.point.arrivals: the one schedule of both modes, each timer a callback on the
-    clock)."""
-    drive_arrivals(RunClock(env), 0.0, workload, pipeline.inject)
+    clock), or ahead of it where the pipeline can keep it until then."""
+    lead_s = HAND_OVER_LEAD_S if pipeline.keeps_early else 0.0
+    drive_arrivals(RunClock(env, lead_s), 0.0, workload, pipeline.inject)
 
 
 def run_point(
@@ -106,7 +107,7 @@ def run_point(
         # the heap is built (and collected or frozen) before anything is measured
         heap = stack.enter_context(live_heap(cfg.engine.heap))
         stack.enter_context(switch_interval(cfg.gil.switch_interval_ms))
-        noise_before = measure_noise_floor(workers=cfg.connector.workers)
+        noise_before = measure_noise_floor(workers=cfg.connector.workers, ahead=store.immediate)
         env = HybridEnvironment(stall_timeout_s=cfg.limits.request_timeout_s + 5.0)
         store.attach(env)
         pool = WorkerPool(env, cfg.connector.workers, timed_answers=True)
@@ -144,7 +145,7 @@ def run_point(
             finally:
                 for addon in reversed(addons):
                     addon.detach()
-        noise_after = measure_noise_floor(workers=cfg.connector.workers)
+        noise_after = measure_noise_floor(workers=cfg.connector.workers, ahead=store.immediate)
         store_summary = store.summary()
     sink = point_sink(cfg, len(workload), write_rows)
     threads = ThreadTimes(pipeline.gil_on)

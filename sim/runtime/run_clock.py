@@ -20,13 +20,16 @@ class RunClock:
     (sim.point.arrivals.ArrivalClock): the pipeline reports ends in run time, so a
     closed loop's next arrival is exactly the last end plus think time."""
 
-    __slots__ = ("_at", "_env", "_origin")
+    __slots__ = ("_at", "_env", "_origin", "lead_s")
 
     #: Callbacks run on the simulation thread itself: one that finds the next arrival
     #: due hands it over at once (a backlog in one go).
     inline_due = True
 
-    def __init__(self, env: HybridEnvironment) -> None:
+    def __init__(self, env: HybridEnvironment, lead_s: float = 0.0) -> None:
+        """``lead_s``: how far ahead an open loop may hand a request over, where the
+        pipeline keeps it until its time (sim.point.arrivals.HAND_OVER_LEAD_S)."""
+        self.lead_s = lead_s
         self._env = env
         self._origin = env.set_origin()
         self._at = env.at

@@ -11,7 +11,7 @@ import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from time import perf_counter_ns
+from time import perf_counter_ns, sleep
 from typing import Any
 
 import simpy
@@ -86,10 +86,19 @@ class WorkerPool:
 
     def run(self, done: Callable[[JobOutcome], None], fn: Callable[..., Any], *args: Any) -> None:
         """Queue ``fn(*args)``; ``done(outcome)`` runs on the simulation thread after it."""
+        self.run_at(0, done, fn, *args)
+
+    def run_at(
+        self, at_ns: int, done: Callable[[JobOutcome], None], fn: Callable[..., Any], *args: Any
+    ) -> None:
+        """As :meth:`run`, for a job not to start before ``at_ns`` (``perf_counter_ns``):
+        the load thread that takes it sleeps until then, GIL released. A request handed
+        over ahead of its planned time (sim.point.arrivals, ``lead_s``) starts when its
+        load thread wakes for it, without the simulation thread waking to hand it over."""
         if not self._open:
             raise RuntimeError("pool is not running")
         self._env.expect()
-        self._jobs.put((done, fn, args))
+        self._jobs.put((at_ns, done, fn, args))
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> simpy.Event:
         """Queue ``fn(*args)``; the returned event succeeds with a :class:`JobOutcome`."""
@@ -103,7 +112,10 @@ class WorkerPool:
             item = self._jobs.get()
             if item is _STOP:
                 return
-            done, fn, args = item
+            at_ns, done, fn, args = item
+            ahead_ns = at_ns - perf_counter_ns()
+            if ahead_ns > 0:
+                sleep(ahead_ns / 1e9)
             if self._stopping.is_set():
                 continue
             result, error, timing = measure(fn, *args)

@@ -17,7 +17,7 @@ def _row(rate: float, lag: float, floor: float) -> dict[str, float]:
         "rate_rps": rate,
         "offered_rps": rate,
         "achieved_rps": rate,
-        "inject_lag_p99_ms": lag,
+        "queue_p99_ms": lag,
         "noise_floor_p99_ms": floor,
     }
 

@@ -81,7 +81,11 @@ def test_a_real_runs_replay_is_never_slower_than_it(write_config, tmp_path) -> N
         # the replayed holds are the real ones: the model's latency is at least their mean
         holds = [float(r["gil_hold_ms"]) for r in mine]
         assert p.model["latency_mean_ms"] >= sum(holds) / len(holds)
-        assert p.model["gil_wait_mean_ms"] == pytest.approx(0.0, abs=1e-9)  # one thread
+        # One load thread: the only GIL it can wait for is the free harness's, when a batch
+        # of hand-overs (sim.point.arrivals, one every 10 ms) waits out a switch interval
+        # behind a chain of jobs the thread runs without letting go: a hand-off, now and
+        # then, a small part of a hold.
+        assert 0.0 <= p.model["gil_wait_mean_ms"] <= 0.01 * sum(holds) / len(holds)
 
 
 def test_a_directory_without_a_real_point_is_refused_in_one_line(tmp_path) -> None:

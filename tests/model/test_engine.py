@@ -143,11 +143,17 @@ def _model_trace(write_config, tmp_path, monkeypatch) -> tuple[list[list[Any]], 
 
         def call(self, thread, *args, **kwargs):
             if thread == me:
-                if name in ("run", "run_instant"):
+                holders.append(self)
+                if name == "run_instant":  # a build, unless it says no (then it runs)
+                    holds = self.holder == me
+                    done = real(self, thread, *args, **kwargs)
+                    if done:
+                        steps[-1].append(("build", holds, args[0]))
+                    return done
+                if name == "run":
                     steps[-1].append(("build", self.holder == me, args[0]))
                 elif name == "acquire" and steps and steps[-1] and steps[-1][-1][0] == "forward":
                     steps[-1].append(("resume", self.holder == me))
-                holders.append(self)
             return real(self, thread, *args, **kwargs)
 
         return call

@@ -10,6 +10,7 @@ import pytest
 
 from sim.config import parse_config
 from sim.config.workload import ConstantArrival, OnOffArrival, PoissonArrival
+from sim.point.arrivals import HAND_OVER_LEAD_S
 from sim.runtime.env import HybridEnvironment
 from sim.runtime.point import _drive, run_point
 from sim.workload.arrivals import gaps_from_times, onoff_times, open_loop_gaps, open_loop_times
@@ -81,7 +82,9 @@ def test_a_run_follows_constant_arrivals(write_config) -> None:
     # The schedule is the plan, exactly, however late the loop got round to each request.
     assert [r.arrival_s for r in recs] == [i / 50.0 for i in range(8)]
     for r in recs:
-        assert r.injected_s >= r.arrival_s - 1e-9  # never handed over early
+        # injected at its planned time (handed over ahead, kept by its load thread) or late
+        assert r.injected_s >= r.arrival_s - 1e-9
+        assert r.start_s >= r.arrival_s  # never started early
         assert r.inject_lag_ms == pytest.approx((r.injected_s - r.arrival_s) * 1e3, abs=1e-3)
         # Latency and queue time count from the plan: they include the lag.
         assert r.latency_ms == pytest.approx((r.done_s - r.arrival_s) * 1e3, abs=1e-3)
@@ -109,6 +112,8 @@ def test_closed_loop_clients_send_at_completion_plus_think_time(write_config) ->
 class _SlowFirst:
     """A pipeline whose first request blocks the simulation thread: the loop falls behind."""
 
+    keeps_early = False  # each request handed over at its time, not ahead
+
     def __init__(self, env: HybridEnvironment, stall_s: float) -> None:
         self.env, self.stall_s = env, stall_s
         self.seen: list[tuple[float, float]] = []  # (planned run time, run time handed over)
@@ -132,6 +137,32 @@ def test_a_late_loop_never_shifts_later_arrivals() -> None:
     assert all(handed >= stall for at, handed in pipe.seen[1:] if at < stall)
     # ...and none is ever handed over before its planned time.
     assert all(handed >= at - 1e-9 for at, handed in pipe.seen)
+
+
+class _Early(_SlowFirst):
+    """A pipeline that keeps a request handed over ahead until its time."""
+
+    keeps_early = True
+
+
+def test_a_pipeline_that_keeps_requests_gets_them_ahead_in_batches() -> None:
+    env = HybridEnvironment(stall_timeout_s=5)
+    n, rate, stall = 120, 1000.0, 0.05
+    times = open_loop_times(ConstantArrival(rate_rps=rate), np.random.default_rng(0), n)
+    reqs = tuple(PlannedRequest(i, 16, t, 0, 0.0) for i, t in enumerate(times))
+    pipe = _Early(env, stall)
+    _drive(env, pipe, Workload(reqs, None, 0.0))  # type: ignore[arg-type]
+    env.run()
+    assert [at for at, _ in pipe.seen] == [i / rate for i in range(n)]
+    lead = HAND_OVER_LEAD_S
+    # Never more than a lead ahead (the clock's calls run at their time or later)...
+    assert all(handed >= at - lead - 1e-9 for at, handed in pipe.seen)
+    # ...those planned during the stall after it, and past it ahead, most of them by more
+    # than half a lead (a batch every half lead: the wake-ups the harness saves)
+    after = [at - handed for at, handed in pipe.seen if at > stall + lead]
+    assert after and all(ahead > 0 for ahead in after[1:])
+    assert sum(ahead >= lead / 2 - 1e-3 for ahead in after) >= len(after) // 2
+    assert env.waits < n / 4
 
 
 def test_a_curve_follows_its_rate_step_by_step_and_repeats() -> None:

@@ -18,8 +18,11 @@ def test_summary_pools_every_side() -> None:
 
 @pytest.mark.realthreads
 @pytest.mark.parametrize("workers", [1, 3])
-def test_samples_are_the_latency_added_around_nothing(workers: int) -> None:
-    lat = measure_noise_floor(samples=20, workers=workers)
+@pytest.mark.parametrize("ahead", [False, True])
+def test_samples_are_the_latency_added_around_nothing(workers: int, ahead: bool) -> None:
+    """Handed over at its time, or ahead (the load thread waking for it itself, as a
+    point's requests are where the arrivals lead: sim.point.arrivals)."""
+    lat = measure_noise_floor(samples=20, workers=workers, ahead=ahead)
     assert len(lat) == 20
     # latency minus the modelled timer: never negative, since the clock never
     # fires a timer early

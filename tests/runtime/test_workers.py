@@ -111,3 +111,24 @@ def test_start_and_shutdown_are_explicit() -> None:
     assert pool.threads == []
     with pytest.raises(ValueError):
         WorkerPool(env, 0)
+
+
+def test_a_job_handed_over_ahead_starts_at_its_time_not_before() -> None:
+    """run_at: the load thread that takes it sleeps until its time (the arrivals' lead,
+    sim.point.arrivals); one already due starts at once."""
+    env = HybridEnvironment(stall_timeout_s=10)
+    outcomes: list[JobOutcome] = []
+    due: list[int] = []
+
+    def proc():
+        for ahead_ms in (8.0, 3.0, -1.0):
+            at_ns = time.perf_counter_ns() + round(ahead_ms * 1e6)
+            due.append(at_ns)
+            done = env.event()
+            pool.run_at(at_ns, done.succeed, lambda: None)
+            outcomes.append((yield done))
+
+    with WorkerPool(env, 1) as pool:
+        _run(env, proc())
+    assert len(outcomes) == 3 and all(o.ok for o in outcomes)
+    assert all(o.timing.start_ns >= at for o, at in zip(outcomes, due, strict=True))

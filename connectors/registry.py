@@ -23,7 +23,6 @@ default registries' methods under their historical names.
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import pkgutil
 import re
 from collections.abc import Callable, Iterator
@@ -195,8 +194,12 @@ def discover_variants() -> None:
     for mod in pkgutil.iter_modules(connectors.__path__):
         if mod.name.startswith(("address_", "index_")):
             importlib.import_module(f"connectors.{mod.name}")
+    # start-up: importlib.metadata (and the email package under it) costs a point child
+    # ~15 ms at import, and only discovery needs it
+    from importlib import metadata
+
     # Looked up at call time (not imported by name) so tests can substitute entry points.
-    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
         try:
             ep.load()
         except Exception as exc:

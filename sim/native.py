@@ -20,14 +20,11 @@ from __future__ import annotations
 
 import hashlib
 import importlib.machinery
-import importlib.metadata
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 import sysconfig
-import tempfile
 from functools import cache
 from pathlib import Path
 
@@ -150,9 +147,13 @@ def enable(package: str, path: list[str]) -> None:
 
 def _compiler() -> str:
     """The mypy (mypyc) version that would compile now; "" where none is installed."""
+    # start-up: every compiled package's __init__ imports this module, and only an
+    # install asks for the compiler (importlib.metadata: ~15 ms a point child)
+    from importlib import metadata
+
     try:
-        return importlib.metadata.version("mypy")
-    except importlib.metadata.PackageNotFoundError:
+        return metadata.version("mypy")
+    except metadata.PackageNotFoundError:
         return ""
 
 
@@ -177,6 +178,9 @@ def build() -> Path:
     the build (a failure names it). The new build replaces the old one only once
     complete, and its stamp names the sources it compiled, read before compiling, and
     the mypyc that compiled them: an edit during the build leaves it stale, never wrong."""
+    import subprocess  # start-up: only a build runs the compiler
+    import tempfile  # start-up: only a build needs a scratch directory
+
     digest = _digest()
     compiler = _compiler()
     dest = _native_dir()

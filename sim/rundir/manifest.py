@@ -8,10 +8,8 @@ from __future__ import annotations
 import json
 import os
 import platform
-import subprocess
 import sys
 from datetime import datetime, timezone
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +32,10 @@ _PACKAGES = ("kvsim", "simpy", "numpy", "numba", "torch", "pydantic", "pyyaml")
 
 
 def package_versions() -> dict[str, str | None]:
+    # start-up: a point child records the host its sweep read, and never asks
+    # (importlib.metadata: ~15 ms)
+    from importlib.metadata import PackageNotFoundError, version
+
     out: dict[str, str | None] = {}
     for name in _PACKAGES:
         try:
@@ -54,6 +56,8 @@ def _cpu_model() -> str:
 
 
 def _git_commit() -> str | None:
+    import subprocess  # start-up: as package_versions, only where a host is read
+
     here = Path(__file__).resolve().parent.parent
     try:
         out = subprocess.run(

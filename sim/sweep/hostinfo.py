@@ -19,7 +19,6 @@ import hashlib
 import os
 import socket
 from functools import lru_cache
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +65,10 @@ def code_hash() -> str:
 
 
 def _ray_version() -> str | None:
+    # start-up: a point child is given the host its sweep read, and never asks
+    # (importlib.metadata: ~15 ms)
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version("ray")
     except PackageNotFoundError:

@@ -98,7 +98,7 @@ def _open_loop(clock: ArrivalClock, origin: float, workload: Workload, hand_over
             t = origin + (req.at_s or 0.0)
             now = clock.now
             if t - lead > now:  # past this batch: the next one, half a lead on at least
-                clock.at(t if not lead else max(t - lead, now + lead / 2), arrive, req)
+                clock.at(max(t - lead, now + lead / 2), arrive, req)
                 return
             if not inline:  # in this batch, each hand-over a call of its own
                 clock.at(min(t, now), arrive, req)

@@ -126,13 +126,6 @@ class LoadPipeline:
         self._immediate = store.immediate  # admit and release skipped (LoadStore.immediate)
 
     @property
-    def keeps_early(self) -> bool:
-        """Whether a request handed over before its planned time waits for it on its load
-        thread (sim.point.arrivals, ``lead_s``): only where its arrival does nothing else
-        on the simulation thread (a real store admits it: its slots, at its time)."""
-        return self._immediate
-
-    @property
     def gil_on(self) -> bool:
         """Whether the GIL was on when the pipeline was built (its records say so)."""
         return self._gil_on
@@ -180,7 +173,7 @@ class LoadPipeline:
         self, req: PlannedRequest, at_s: float, then: Callable[[float], None] | None = None
     ) -> None:
         """Hand over a request planned to arrive at run time ``at_s`` (call it then, as
-        soon as the simulation thread can, or ahead of it where :attr:`keeps_early`);
+        soon as the simulation thread can, or ahead of it: its load thread keeps it until then);
         ``then(run time it was done)`` once it is done."""
         _Request(self, req, at_s, then)
 

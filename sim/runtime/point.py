@@ -64,11 +64,12 @@ def build_variants(cfg: ExperimentConfig, store: Any = None) -> list[Any]:
     return variants
 
 
-def _drive(env: HybridEnvironment, pipeline: LoadPipeline, workload: Workload) -> None:
-    """Hand each request to the pipeline at its planned time; run time zero is *now*
-    (sim.point.arrivals: the one schedule of both modes, each timer a callback on the
-    clock), or ahead of it where the pipeline can keep it until then."""
-    lead_s = HAND_OVER_LEAD_S if pipeline.keeps_early else 0.0
+def _drive(
+    env: HybridEnvironment, pipeline: LoadPipeline, workload: Workload, lead_s: float
+) -> None:
+    """Hand each request to the pipeline at its planned time, or up to ``lead_s`` ahead of
+    it; run time zero is *now* (sim.point.arrivals: the one schedule of both modes, each
+    timer a callback on the clock)."""
     drive_arrivals(RunClock(env, lead_s), 0.0, workload, pipeline.inject)
 
 
@@ -107,7 +108,10 @@ def run_point(
         # the heap is built (and collected or frozen) before anything is measured
         heap = stack.enter_context(live_heap(cfg.engine.heap))
         stack.enter_context(switch_interval(cfg.gil.switch_interval_ms))
-        noise_before = measure_noise_floor(workers=cfg.connector.workers, ahead=store.immediate)
+        # Ahead only where the arrival does nothing else on the simulation thread (a real
+        # store admits the request, its slots, at its time: sim.point.arrivals)
+        lead_s = HAND_OVER_LEAD_S if store.immediate else 0.0
+        noise_before = measure_noise_floor(workers=cfg.connector.workers, ahead=lead_s > 0)
         env = HybridEnvironment(stall_timeout_s=cfg.limits.request_timeout_s + 5.0)
         store.attach(env)
         pool = WorkerPool(env, cfg.connector.workers, timed_answers=True)
@@ -134,7 +138,7 @@ def run_point(
                 cpu0_ns = time.thread_time_ns()
                 waits0, asleep0_ns = env.waits, env.asleep_cpu_ns  # not the baseline's
                 env.process(pipeline.watchdog())
-                _drive(env, pipeline, workload)
+                _drive(env, pipeline, workload, lead_s)
                 env.run(until=all_done)
                 harness_cpu_ns = time.thread_time_ns() - cpu0_ns
                 harness_ns = harness_cpu_ns - (env.asleep_cpu_ns - asleep0_ns)
@@ -145,7 +149,7 @@ def run_point(
             finally:
                 for addon in reversed(addons):
                     addon.detach()
-        noise_after = measure_noise_floor(workers=cfg.connector.workers, ahead=store.immediate)
+        noise_after = measure_noise_floor(workers=cfg.connector.workers, ahead=lead_s > 0)
         store_summary = store.summary()
     sink = point_sink(cfg, len(workload), write_rows)
     threads = ThreadTimes(pipeline.gil_on)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from typing import Any
 
 import numpy as np
 import pytest
@@ -112,8 +113,6 @@ def test_closed_loop_clients_send_at_completion_plus_think_time(write_config) ->
 class _SlowFirst:
     """A pipeline whose first request blocks the simulation thread: the loop falls behind."""
 
-    keeps_early = False  # each request handed over at its time, not ahead
-
     def __init__(self, env: HybridEnvironment, stall_s: float) -> None:
         self.env, self.stall_s = env, stall_s
         self.seen: list[tuple[float, float]] = []  # (planned run time, run time handed over)
@@ -124,14 +123,21 @@ class _SlowFirst:
             time.sleep(self.stall_s)
 
 
-def test_a_late_loop_never_shifts_later_arrivals() -> None:
+def _stalled_run(n: int, rate: float, stall: float, lead_s: float) -> tuple[Any, Any]:
+    """``n`` constant arrivals at ``rate`` driven through a pipeline whose first request
+    stalls the loop ``stall`` seconds, handed over up to ``lead_s`` ahead."""
     env = HybridEnvironment(stall_timeout_s=5)
-    n, rate, stall = 40, 1000.0, 0.05
     times = open_loop_times(ConstantArrival(rate_rps=rate), np.random.default_rng(0), n)
     reqs = tuple(PlannedRequest(i, 16, t, 0, 0.0) for i, t in enumerate(times))
     pipe = _SlowFirst(env, stall)
-    _drive(env, pipe, Workload(reqs, None, 0.0))  # type: ignore[arg-type]
+    _drive(env, pipe, Workload(reqs, None, 0.0), lead_s)  # type: ignore[arg-type]
     env.run()
+    return pipe, env
+
+
+def test_a_late_loop_never_shifts_later_arrivals() -> None:
+    n, rate, stall = 40, 1000.0, 0.05
+    pipe, _env = _stalled_run(n, rate, stall, 0.0)
     assert [at for at, _ in pipe.seen] == [i / rate for i in range(n)]
     # Requests planned during the stall are handed over after it, all at once...
     assert all(handed >= stall for at, handed in pipe.seen[1:] if at < stall)
@@ -139,20 +145,9 @@ def test_a_late_loop_never_shifts_later_arrivals() -> None:
     assert all(handed >= at - 1e-9 for at, handed in pipe.seen)
 
 
-class _Early(_SlowFirst):
-    """A pipeline that keeps a request handed over ahead until its time."""
-
-    keeps_early = True
-
-
 def test_a_pipeline_that_keeps_requests_gets_them_ahead_in_batches() -> None:
-    env = HybridEnvironment(stall_timeout_s=5)
     n, rate, stall = 120, 1000.0, 0.05
-    times = open_loop_times(ConstantArrival(rate_rps=rate), np.random.default_rng(0), n)
-    reqs = tuple(PlannedRequest(i, 16, t, 0, 0.0) for i, t in enumerate(times))
-    pipe = _Early(env, stall)
-    _drive(env, pipe, Workload(reqs, None, 0.0))  # type: ignore[arg-type]
-    env.run()
+    pipe, env = _stalled_run(n, rate, stall, HAND_OVER_LEAD_S)
     assert [at for at, _ in pipe.seen] == [i / rate for i in range(n)]
     lead = HAND_OVER_LEAD_S
     # Never more than a lead ahead (the clock's calls run at their time or later)...

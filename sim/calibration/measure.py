@@ -37,7 +37,7 @@ __all__ = [
     "DEFAULT_REGIONS",
     "calibrate",
     "fit_linear",
-    "measure_hold",
+    "measure_holds",
     "measure_variant",
     "request_config",
 ]
@@ -139,7 +139,7 @@ def _job_costs(cfg: Any, reps: int) -> tuple[float, float]:
     return float(statistics.fmean(holds)), float(statistics.fmean(frees))
 
 
-def measure_hold(
+def measure_holds(
     variant: str,
     handler: str,
     chunks: int,
@@ -147,13 +147,13 @@ def measure_hold(
     groups: int,
     reps: int,
     options: dict[str, Any] | None = None,
-) -> float:
-    """Mean GIL hold (ms) of ``reps`` requests at one geometry, measured exactly as a
-    calibration row is (validate-model's speed probe reads it beside each real point)."""
-    hold, _free = _job_costs(
+) -> list[float]:
+    """Each GIL hold (ms) of ``reps`` requests at one geometry, measured exactly as a
+    calibration row is (validate-model's speed probe reads them beside each real point)."""
+    holds, _free = _job_samples(
         request_config(variant, handler, chunks, regions, groups, options), reps
     )
-    return hold
+    return holds
 
 
 def hold_spread(cfg: Any, reps: int = SPREAD_REPS) -> list[float]:

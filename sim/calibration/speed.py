@@ -4,12 +4,22 @@ A calibrated model runs at the speed of the minute it was calibrated in, and thi
 speed drifts ±10 % within minutes (issue 40: a saturated p50 moves by up to 2× with it).
 validate-model therefore measures, just before and just after every real repeat, what the
 calibration measured: :data:`PROBE_REPS` requests of the point's variant at the calibration
-row nearest the point's geometry, through the same meter (``sim.calibration.measure.measure_hold``).
-Their mean hold over the calibration's at that row is the machine's speed at that minute
-against the calibration's (1.07: 7 % slower); the model twin of each point is given the
-median of its real repeats' readings as ``machine.cpu_scale`` (one probe can meet a burst
-of other processes that a point's seconds average out). Nothing of the real point's own
-measurements enters it (``model-matched/`` is that diagnostic).
+row nearest the point's geometry, through the same meter
+(``sim.calibration.measure.measure_holds``).
+Their median hold over the model's median request at that row (the row's mean times its
+variant's spread's median, as the model draws a request) is the machine's speed at that
+minute against the calibration's (1.07: 7 % slower); the model twin of each point is given
+the median of its real repeats' readings as ``machine.cpu_scale``. Nothing of the real
+point's own measurements enters it (``model-matched/`` is that diagnostic).
+
+Medians, not means: one request of five meets a collection or a burst of other processes
+now and then (one read 3.18 at quickstart under load 11-16), and the row's mean is of five
+requests too. Forty probes on a quiet machine (6 Dec 2026, 05:08, the free-threaded build),
+six drawn at a time as a point's are: the median of six means over the row's mean read
+numpy 1.16-1.42 (p5-p95) and scalar 1.05-1.21; the median of six medians over the model's
+median request read 1.09-1.33 and 1.06-1.15, narrower, and numpy's 7 % lower (its
+requests' median is 1.05 of their mean: a mean of five falls below it and reads high
+against a row's mean of five).
 
 A point under ``interpreter.python`` is probed in that python (a child, with the GIL as its
 calibration was measured: ``kvsim calibrate gil --python`` measures with it on), since
@@ -48,17 +58,17 @@ __all__ = [
     "speed_ratio",
 ]
 
-#: Requests one probe measures: as many as a calibration row's mean is of (calibrate's
-#: default ``--reps``), so the two means carry the same noise.
+#: Requests one probe measures (calibrate's default ``--reps``): scalar at quickstart's
+#: geometry holds ~25 ms, so a probe costs ~0.15 s beside a real point.
 PROBE_REPS = 5
-#: The probe child under another interpreter: one line of measure_hold's arguments (JSON)
-#: in, one line out: the mean hold (ms), or the error that stopped it.
+#: The probe child under another interpreter: one line of measure_holds's arguments (JSON)
+#: in, one line out: each request's hold (ms), or the error that stopped it.
 _UNDER_SCRIPT = """
 import json, sys
-from sim.calibration.measure import measure_hold
+from sim.calibration.measure import measure_holds
 for line in sys.stdin:
     try:
-        out = {"hold_ms": measure_hold(*json.loads(line))}
+        out = {"holds_ms": measure_holds(*json.loads(line))}
     except Exception as exc:
         out = {"error": f"{type(exc).__name__}: {exc}"}
     print(json.dumps(out), flush=True)
@@ -104,14 +114,16 @@ def speed_ratio(
     children: ProbeChildren | None = None,
 ) -> float | None:
     """The machine's speed now against the calibration's, for ``cfg``'s point: the probe's
-    mean hold over the calibration row's (None: no row to probe, see :func:`probe_row`).
-    A point under ``interpreter.python`` is probed in ``children``'s child of that python
-    (without: a child for this probe alone)."""
-    from sim.calibration.measure import measure_hold  # the variants load only when a probe runs
+    median hold over the model's median request at the calibration row (None: no row to
+    probe, see :func:`probe_row`). A point under ``interpreter.python`` is probed in
+    ``children``'s child of that python (without: a child for this probe alone)."""
+    from sim.calibration.measure import measure_holds  # the variants load only when a probe runs
 
     row = probe_row(cfg, cal)
     if row is None or not row["hold"] > 0:
         return None
+    entry = cal.variant(cfg.connector.variant, cfg.connector.handler) or {}
+    spread = entry.get("hold_spread") or [1.0]
     groups = int(row["groups"])
     args = (
         cfg.connector.variant,
@@ -126,12 +138,12 @@ def speed_ratio(
         gil_on = bool((cal.interpreter or {}).get(GIL_ENABLED.name, True))
         if children is None:
             with ProbeChildren() as once:
-                hold = once.hold(cfg.interpreter.python, gil_on, args)
+                holds = once.holds(cfg.interpreter.python, gil_on, args)
         else:
-            hold = children.hold(cfg.interpreter.python, gil_on, args)
+            holds = children.holds(cfg.interpreter.python, gil_on, args)
     else:
-        hold = measure_hold(*args)
-    return hold / float(row["hold"])
+        holds = measure_holds(*args)
+    return statistics.median(holds) / (float(row["hold"]) * statistics.median(spread))
 
 
 class ProbeChildren:
@@ -151,8 +163,8 @@ class ProbeChildren:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def hold(self, python: str, gil_on: bool, args: tuple[Any, ...]) -> float:
-        """measure_hold(*args) in the child of ``python`` (as sim.process.interpreter
+    def holds(self, python: str, gil_on: bool, args: tuple[Any, ...]) -> list[float]:
+        """measure_holds(*args) in the child of ``python`` (as sim.process.interpreter
         resolves it) with its GIL on or off as ``gil_on`` says: the calibration's state."""
         child = self._child(python, gil_on)
         assert child.stdin is not None and child.stdout is not None
@@ -169,7 +181,7 @@ class ProbeChildren:
         out = json.loads(line)
         if "error" in out:
             raise RuntimeError(f"probe under {child.args[0]}: {out['error'][:200]}")
-        return float(out["hold_ms"])
+        return [float(h) for h in out["holds_ms"]]
 
     def close(self) -> None:
         for key in list(self._children):
@@ -237,7 +249,7 @@ def speed_line(readings: Mapping[Any, Sequence[float]], scaled: bool = True) -> 
     )
     return (
         f"- machine speed (a {PROBE_REPS}-request calibration probe before and after each "
-        f"real repeat, its hold over the calibration's; >0: slower): {_pct(lo - 1)} … "
+        f"real repeat, its median hold over the calibration's; >0: slower): {_pct(lo - 1)} … "
         f"{_pct(hi - 1)} against the calibration over the validation (median {_pct(mid - 1)}, "
         f"{len(values)} probes; moved {_pct(lo / mid - 1)} … {_pct(hi / mid - 1)} about its "
         f"median); {used}\n"

@@ -25,7 +25,6 @@ the GIL keeps it without using CPU time, which the meter cannot see).
 from __future__ import annotations
 
 import ctypes
-import math
 import os
 import random
 import sys
@@ -33,8 +32,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from sim import columns
 from sim.instruments.gilmeter import ENGINE, HoldLedger, close_ledger, open_ledger
+from sim.point.probe_summary import probe_summary
 from sim.stats import percentiles
 
 if TYPE_CHECKING:
@@ -246,19 +245,10 @@ class ProbeAddOn:
                 engine = self._ledger.total_of(ENGINE) / window_ns
             if self._core_wait_ns is not None:
                 core_wait = self._core_wait_ns / window_ns
-        accounted = requests + harness + (0.0 if math.isnan(engine) else engine)
-        return {
-            columns.STALL_P50_MS.name: s50,
-            columns.STALL_P99_MS.name: s99,
-            columns.STALL_MAX_MS.name: max(stall) if stall else nan,
-            columns.GIL_BUSY_PROBE.name: probe,
-            columns.GIL_BUSY_PROBE_CORE.name: probe_core,
-            columns.GIL_BUSY_REQUESTS.name: requests,
-            columns.GIL_BUSY_HARNESS.name: harness,
-            columns.GIL_BUSY_ENGINE.name: engine,
-            columns.GIL_BUSY_AGREEMENT.name: probe / accounted if accounted > 0 else nan,
-            columns.CORE_WAIT_FRAC.name: core_wait,
-        }
+        stall_max = max(stall) if stall else nan
+        return probe_summary(
+            (s50, s99, stall_max), probe, probe_core, requests, harness, engine, core_wait
+        )
 
     def tables(self) -> dict[str, list[dict[str, Any]]]:
         return {}

@@ -34,12 +34,12 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from sim import columns
 from sim.config import GilConfig
 from sim.model.costs import ModelCosts
 from sim.model.gil import SimGil
 from sim.model.loop import Alarm, Loop
 from sim.model.threads import Harness
+from sim.point.probe_summary import probe_summary
 from sim.stats import StreamPercentiles
 
 __all__ = ["COMPACT_AT", "EXACT_WAKES", "PROBE_THREAD", "ModelProbe"]
@@ -295,19 +295,8 @@ class ModelProbe:
         window = self._t1 - self._t0
         requests = self._request_hold_ms() / 1e3 / window if window > 0 else nan
         sim_busy = self._harness.cpu_s / window if window > 0 else nan
-        accounted = requests + sim_busy
-        return {
-            columns.STALL_P50_MS.name: s50,
-            columns.STALL_P99_MS.name: s99,
-            columns.STALL_MAX_MS.name: stall.max if stall.count else nan,
-            columns.GIL_BUSY_PROBE.name: probe,
-            columns.GIL_BUSY_PROBE_CORE.name: nan,
-            columns.GIL_BUSY_REQUESTS.name: requests,
-            columns.GIL_BUSY_HARNESS.name: sim_busy,
-            columns.GIL_BUSY_ENGINE.name: nan,
-            columns.GIL_BUSY_AGREEMENT.name: probe / accounted if accounted > 0 else nan,
-            columns.CORE_WAIT_FRAC.name: nan,
-        }
+        stall_max = stall.max if stall.count else nan
+        return probe_summary((s50, s99, stall_max), probe, nan, requests, sim_busy, nan, nan)
 
     def tables(self) -> dict[str, list[dict[str, Any]]]:
         return {}

@@ -192,7 +192,7 @@ def calibrate(
     from sim.rundir.claim import claim_outputs  # the run directory's code: not at import sim
     from sim.rundir.outputs import write_json  # the run directory's code: not at import sim
 
-    with command_plugins(plugins):  # a plug-in's variants are calibrated as built-in ones
+    with command_plugins(plugins) as read:  # a plug-in's variants: as built-in ones
         path = Path(out)
         claim_outputs([path], force)  # before minutes of measuring
         names = registry.address_variant_names()
@@ -228,6 +228,7 @@ def calibrate(
             reps,
             engine=engine,
             say=say or (lambda _msg: None),
+            plugins=read,
         )
         path.parent.mkdir(parents=True, exist_ok=True)
         write_json(path, doc)

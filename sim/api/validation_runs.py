@@ -156,7 +156,7 @@ def _run(
     if resume and plan.existing and not plan.difference and not plan.pending:
         return
 
-    children = ProbeChildren()  # probes under a point's own interpreter: warm children
+    children = ProbeChildren()  # the probes' warm children, one a python and variant
 
     def around(rep: Any) -> None:
         if measure and loads is not None and speeds is not None:
@@ -181,16 +181,14 @@ def _run(
 def _probe(
     cfg: Any, cal: Any, events: Any, failed: set[str], children: ProbeChildren
 ) -> float | None:
-    """The machine's speed for ``cfg``'s point (sim.calibration.speed: under the point's
-    own interpreter where it names one), its plug-ins registered while it runs; None, said
-    once per variant, when the probe cannot run."""
+    """The machine's speed for ``cfg``'s point (sim.calibration.speed: in a child of the
+    point's own interpreter, its plug-ins registered there); None, said once per variant,
+    when the probe cannot run."""
     from sim.calibration.speed import speed_ratio  # the measurements: only when they run
-    from sim.config.plugins import plugin_scope  # pydantic: not at import sim
 
     variant = cfg.connector.variant
     try:
-        with plugin_scope(cfg.plugins):
-            return speed_ratio(cfg, cal, children=children)
+        return speed_ratio(cfg, cal, children=children)
     except Exception as exc:  # a probe is a measurement beside the run, never its failure
         if variant not in failed:
             failed.add(variant)

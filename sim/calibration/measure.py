@@ -7,10 +7,19 @@ the simulation thread's CPU per request (a real no-op point, with the probe's
 ledger), thread wake-up and timer lateness, the probe's own lateness, and the
 engine step's build hold per index variant. Medians are taken throughout: a
 loaded machine adds outliers, not a shift of the bulk.
+
+Each variant and handler is measured in a child process of this python that measures
+nothing else (:func:`measure_variant_alone`), as a point's child runs one variant: what a
+process ran before moves what a variant costs there. In one free-threaded process numpy
+held 6.0 ms a request (the median of 30) before 30 scalar requests and 9.9-12.6 ms after,
+for as long as it was measured, and in 3.11 7.0 before and 9.4 just after (6 Dec 2026,
+05:30); a calibration that measured numpy after scalar in one process had it at 11.1 ms
+where the real points held 6.9-8.2 ms.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import statistics
@@ -39,6 +48,7 @@ __all__ = [
     "fit_linear",
     "measure_holds",
     "measure_variant",
+    "measure_variant_alone",
     "request_config",
 ]
 
@@ -58,6 +68,18 @@ SPREAD_REPS = 120
 IDLE_GAP_S = 0.02
 
 Say = Callable[[str], None]
+
+#: One variant's entry measured in a child (:func:`measure_variant_alone`): [plug-ins,
+#: measure_variant's arguments] as JSON in argv; the entry as JSON, one line, out.
+_ALONE_SCRIPT = """
+import json, sys
+from sim.calibration.measure import measure_variant
+from sim.config.plugins import plugin_scope
+plugins, args = json.loads(sys.argv[1])
+with plugin_scope(plugins):
+    entry = measure_variant(*args)
+print(json.dumps(entry))
+"""
 
 
 def request_config(
@@ -224,6 +246,37 @@ def measure_variant(
     }
 
 
+def measure_variant_alone(
+    variant: str,
+    handler: str,
+    chunks: Sequence[int] = DEFAULT_CHUNKS,
+    regions: Sequence[int] = DEFAULT_REGIONS,
+    groups: Sequence[int] = DEFAULT_GROUPS,
+    reps: int = 5,
+    plugins: Sequence[dict[str, str]] = (),
+) -> dict[str, Any]:
+    """:func:`measure_variant` in a child process of this python (its environment, so its
+    PYTHON_GIL) that measures nothing else, ``plugins`` (``{path, source}``, as a config's
+    ``plugins:`` holds them) registered there. A failure there is one line here."""
+    import subprocess  # start-up: only a calibration starts children
+
+    from sim.process.interpreter import child_env  # the same: only a calibration asks
+
+    args = [variant, handler, list(chunks), list(regions), list(groups), reps]
+    done = subprocess.run(
+        [sys.executable, "-c", _ALONE_SCRIPT, json.dumps([list(plugins), args])],
+        env=child_env("default"),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+        raise RuntimeError(f"{variant}/{handler}: {last[:300]}")
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
 def calibrate(
     variants: Sequence[str],
     handlers: Sequence[str] = ("per_group", "per_chunk"),
@@ -233,8 +286,10 @@ def calibrate(
     reps: int = 5,
     engine: bool = True,
     say: Say = lambda _msg: None,
+    plugins: Sequence[dict[str, str]] = (),
 ) -> dict[str, Any]:
-    """The whole calibration document (not yet written)."""
+    """The whole calibration document (not yet written); each variant measured alone in a
+    child, ``plugins`` registered there."""
     t0 = time.perf_counter()
     say("harness: simulation thread, wake-ups, timers, probe")
     harness = measure_harness()
@@ -243,7 +298,7 @@ def calibrate(
         for h in handlers[:1] if v in PARAMETRIC else handlers:
             key = v if v in PARAMETRIC else f"{v}/{h}"
             say(f"variant {key}")
-            entries[key] = measure_variant(v, h, chunks, regions, groups, reps)
+            entries[key] = measure_variant_alone(v, h, chunks, regions, groups, reps, plugins)
     eng: dict[str, Any] = {}
     if engine:
         say("engine: step build per index variant")

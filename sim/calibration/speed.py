@@ -21,16 +21,15 @@ median request read 1.09-1.33 and 1.06-1.15, narrower, and numpy's 7 % lower (it
 requests' median is 1.05 of their mean: a mean of five falls below it and reads high
 against a row's mean of five).
 
-A point under ``interpreter.python`` is probed in that python (a child, with the GIL as its
-calibration was measured: ``kvsim calibrate gil --python`` measures with it on), since
-kvsim's own python runs pure Python at another speed (3.13t about half 3.11's); before,
-those points ran at the calibration's speed. The child lives as long as the validation
-(:class:`ProbeChildren`) and measures each probe when asked, as kvsim's own python does
-in-process. Neither narrowed the spread: a fresh child a probe (up to 5 Dec 2026) read the
-72 probes of configs/gil_on_off.yaml −25 % … +101 % about their median, its first requests
-in a cold process; the warm child (5 Dec 2026, 14:02) read them 0.74–2.09 of the
-calibration, because the machine itself moved — a single thread's CPU a request was 45 ms
-mostly and 72–91 ms in spells (docs/model-mode.md).
+Every probe runs in a child of the point's python that measures that variant only
+(:class:`ProbeChildren`, kept as long as the validation's real runs): a point under
+``interpreter.python`` is probed in that python, with the GIL as its calibration was
+measured (``kvsim calibrate gil --python`` measures with it on), since kvsim's own python
+runs pure Python at another speed (3.13t about half 3.11's); and a variant is probed apart
+from the others, since what a process ran before moves what a variant costs there (the
+class says how much). The machine itself also moves: a single thread's CPU a request was
+45 ms mostly and 72–91 ms in spells (5 Dec 2026, docs/model-mode.md), which a probe
+before and after a repeat does not see inside it.
 """
 
 from __future__ import annotations
@@ -61,21 +60,26 @@ __all__ = [
 #: Requests one probe measures (calibrate's default ``--reps``): scalar at quickstart's
 #: geometry holds ~25 ms, so a probe costs ~0.15 s beside a real point.
 PROBE_REPS = 5
-#: The probe child under another interpreter: one line of measure_holds's arguments (JSON)
-#: in, one line out: each request's hold (ms), or the error that stopped it.
-_UNDER_SCRIPT = """
+#: A probe child: one line in (JSON: measure_holds's arguments and the config's plug-ins),
+#: one line out: each request's hold (ms), or the error that stopped it.
+_PROBE_SCRIPT = """
 import json, sys
 from sim.calibration.measure import measure_holds
+from sim.config.plugins import plugin_scope
 for line in sys.stdin:
     try:
-        out = {"holds_ms": measure_holds(*json.loads(line))}
+        ask = json.loads(line)
+        with plugin_scope(ask["plugins"]):
+            out = {"holds_ms": measure_holds(*ask["args"])}
     except Exception as exc:
         out = {"error": f"{type(exc).__name__}: {exc}"}
     print(json.dumps(out), flush=True)
 """
-#: How long one probe under another interpreter may take (the child's start-up and imports
-#: included, for its first).
-_UNDER_TIMEOUT_S = 120
+#: How long one probe may take (the child's start-up and imports included, for its first).
+_PROBE_TIMEOUT_S = 120
+#: A probe child's key: python ('' : this one), PYTHON_GIL ('on', 'off', 'default'),
+#: variant, handler.
+_Key = tuple[str, str, str, str]
 #: The largest chunks per group a probe measures at: a probe must stay short beside a real
 #: point (scalar at 1,024 chunks × 61 regions holds ~25 ms: five requests ≈ 0.25 s).
 MAX_PROBE_CHUNKS = 1024
@@ -115,10 +119,8 @@ def speed_ratio(
 ) -> float | None:
     """The machine's speed now against the calibration's, for ``cfg``'s point: the probe's
     median hold over the model's median request at the calibration row (None: no row to
-    probe, see :func:`probe_row`). A point under ``interpreter.python`` is probed in
-    ``children``'s child of that python (without: a child for this probe alone)."""
-    from sim.calibration.measure import measure_holds  # the variants load only when a probe runs
-
+    probe, see :func:`probe_row`), measured in ``children``'s child for the point's python
+    and variant (without: a child for this probe alone)."""
     row = probe_row(cfg, cal)
     if row is None or not row["hold"] > 0:
         return None
@@ -134,28 +136,31 @@ def speed_ratio(
         reps,
         dict(cfg.connector.options),
     )
-    if cfg.interpreter.python:
-        gil_on = bool((cal.interpreter or {}).get(GIL_ENABLED.name, True))
-        if children is None:
-            with ProbeChildren() as once:
-                holds = once.holds(cfg.interpreter.python, gil_on, args)
-        else:
-            holds = children.holds(cfg.interpreter.python, gil_on, args)
-    else:
-        holds = measure_holds(*args)
+    gil = "default"  # a GIL build: PYTHON_GIL means nothing there
+    if cfg.interpreter.python:  # the GIL as the calibration measured it
+        gil = "on" if (cal.interpreter or {}).get(GIL_ENABLED.name, True) else "off"
+    plugins = [p.model_dump() for p in cfg.plugins]
+    with contextlib.nullcontext(children) if children else ProbeChildren() as kids:
+        holds = kids.holds(cfg.interpreter.python, gil, args, plugins)
     return statistics.median(holds) / (float(row["hold"]) * statistics.median(spread))
 
 
 class ProbeChildren:
-    """One probe child per (python, GIL state), started at its first probe and kept until
-    :meth:`close` (a ``with`` block: a validation's real runs), so that each probe
-    measures a warm process, as kvsim's own python's in-process probe does."""
+    """One probe child per (python, GIL state, variant, handler), started at its first
+    probe and kept until :meth:`close` (a ``with`` block: a validation's real runs).
+
+    A child per variant because a point's child runs one variant, and what ran before in a
+    process moves what a variant costs: in one free-threaded process numpy held 6.0 ms a
+    request (the median of 30) before 30 scalar requests and 9.9-12.6 ms after, for as
+    long as it was measured; in 3.11, 7.0 before and 9.4 just after (6 Dec 2026, 05:30).
+    A probe in a process that had measured scalar read numpy 1.2-1.3 times slower than the
+    real points ran it."""
 
     def __init__(self) -> None:
-        self._children: dict[tuple[str, bool], subprocess.Popen[str]] = {}
+        self._children: dict[_Key, subprocess.Popen[str]] = {}
         #: Each child's standard error: a file, not a pipe nobody reads until it ends
         #: (a full pipe would stop the child).
-        self._errors: dict[tuple[str, bool], IO[bytes]] = {}
+        self._errors: dict[_Key, IO[bytes]] = {}
 
     def __enter__(self) -> ProbeChildren:
         return self
@@ -163,21 +168,30 @@ class ProbeChildren:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def holds(self, python: str, gil_on: bool, args: tuple[Any, ...]) -> list[float]:
-        """measure_holds(*args) in the child of ``python`` (as sim.process.interpreter
-        resolves it) with its GIL on or off as ``gil_on`` says: the calibration's state."""
-        child = self._child(python, gil_on)
+    def holds(
+        self,
+        python: str,
+        gil: str,
+        args: tuple[Any, ...],
+        plugins: Sequence[Mapping[str, str]] = (),
+    ) -> list[float]:
+        """measure_holds(*args) in the child of ``python`` ('' : this one; resolved as
+        sim.process.interpreter does) for ``args``' variant and handler, with PYTHON_GIL as
+        ``gil`` says ('on', 'off', or 'default': as this process has it) and ``plugins``
+        (a config's ``plugins:`` entries, ``{path, source}``) registered."""
+        key = (python, gil, str(args[0]), str(args[1]))
+        child = self._child(key)
         assert child.stdin is not None and child.stdout is not None
         try:
-            child.stdin.write(json.dumps(args) + "\n")
+            child.stdin.write(json.dumps({"args": args, "plugins": list(plugins)}) + "\n")
             child.stdin.flush()
         except OSError:
             pass  # it has ended: said below, from what it wrote
-        ready, _, _ = select.select([child.stdout], [], [], _UNDER_TIMEOUT_S)
+        ready, _, _ = select.select([child.stdout], [], [], _PROBE_TIMEOUT_S)
         line = child.stdout.readline() if ready else ""
         if not line:
-            why = f"no answer in {_UNDER_TIMEOUT_S} s" if not ready else "it ended"
-            raise RuntimeError(f"probe under {child.args[0]}: {why}{self._drop(python, gil_on)}")
+            why = f"no answer in {_PROBE_TIMEOUT_S} s" if not ready else "it ended"
+            raise RuntimeError(f"probe under {child.args[0]}: {why}{self._drop(key)}")
         out = json.loads(line)
         if "error" in out:
             raise RuntimeError(f"probe under {child.args[0]}: {out['error'][:200]}")
@@ -185,20 +199,20 @@ class ProbeChildren:
 
     def close(self) -> None:
         for key in list(self._children):
-            self._drop(*key)
+            self._drop(key)
 
-    def _child(self, python: str, gil_on: bool) -> subprocess.Popen[str]:
-        key = (python, gil_on)
+    def _child(self, key: _Key) -> subprocess.Popen[str]:
+        python, gil = key[:2]
         child = self._children.get(key)
         if child is None or child.poll() is not None:
             # as the point children: the interpreter, and its GIL set by the environment
             from sim.process.interpreter import child_env, resolve_python
 
-            self._drop(python, gil_on)
+            self._drop(key)
             errors = self._errors[key] = tempfile.TemporaryFile()  # noqa: SIM115 (closed in _drop)
             child = self._children[key] = subprocess.Popen(
-                [resolve_python(python), "-c", _UNDER_SCRIPT],
-                env=child_env("on" if gil_on else "off"),
+                [resolve_python(python), "-c", _PROBE_SCRIPT],
+                env=child_env(gil),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=errors,
@@ -206,10 +220,9 @@ class ProbeChildren:
             )
         return child
 
-    def _drop(self, python: str, gil_on: bool) -> str:
+    def _drop(self, key: _Key) -> str:
         """End the child (its input closed, it leaves its loop; killed if it does not) and
         return the last line it wrote to its standard error, after ': ' (or its exit code)."""
-        key = (python, gil_on)
         child = self._children.pop(key, None)
         errors = self._errors.pop(key, None)
         if child is None or errors is None:

@@ -50,3 +50,37 @@ def test_calibrate_measures_a_spread_around_the_mean(tmp_path) -> None:
     assert len(spread) == SPREAD_REPS and spread == sorted(spread)
     assert statistics.fmean(spread) == pytest.approx(1.0, abs=1e-9)
     assert spread[0] > 0
+
+
+def test_each_variant_is_measured_in_a_process_of_its_own(monkeypatch) -> None:
+    # what a process ran before moves what a variant costs there (numpy after scalar in one
+    # free-threaded process: 6.0 -> 9.9-12.6 ms), and a point's child runs one variant
+    import sim.calibration.measure as measure
+
+    entries = {}
+    for variant in ("scalar", "numpy"):
+        entry = measure.measure_variant_alone(variant, "per_group", [1], [4], [1], reps=1)
+        assert [r["chunks"] for r in entry["points"]] == [1] and entry["points"][0]["hold"] > 0
+        entries[variant] = entry
+    calls = []
+
+    def alone(v, h, chunks, regions, groups, reps, plugins):  # type: ignore[no-untyped-def]
+        calls.append((v, h, list(plugins)))
+        return entries[v]
+
+    monkeypatch.setattr(measure, "measure_variant_alone", alone)
+    monkeypatch.setattr(measure, "measure_harness", lambda: {})
+    plug = [{"path": "p.py", "source": ""}]
+    doc = measure.calibrate(
+        ["scalar", "numpy"], ["per_group"], [1], [4], [1], 1, engine=False, plugins=plug
+    )
+    assert calls == [("scalar", "per_group", plug), ("numpy", "per_group", plug)]
+    assert doc["variants"]["numpy/per_group"] is entries["numpy"]
+
+
+def test_a_variant_that_fails_in_its_child_is_one_line_naming_it() -> None:
+    from sim.calibration.measure import measure_variant_alone
+
+    with pytest.raises(RuntimeError, match=r"^no_such_variant/per_group: .+") as err:
+        measure_variant_alone("no_such_variant", "per_group", [1], [4], [1], reps=1)
+    assert "\n" not in str(err.value)

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-import sim.calibration.measure as measure
 from sim.api.experiments import load
 from sim.calibration.speed import speed_ratio
 from sim.model.calibration import Calibration
@@ -33,23 +32,29 @@ def point() -> Any:
     )
 
 
-def _probe_reads(monkeypatch: pytest.MonkeyPatch, holds: list[float]) -> None:
-    monkeypatch.setattr(measure, "measure_holds", lambda *args: list(holds))
+class _Measured:
+    """Probe children that answer set holds, and note what they were asked."""
+
+    def __init__(self, holds: list[float]) -> None:
+        self._holds = holds
+        self.asked: list[tuple[str, str, tuple[Any, ...]]] = []
+
+    def holds(self, python: str, gil: str, args: tuple[Any, ...], plugins: Any) -> list[float]:
+        self.asked.append((python, gil, args))
+        return list(self._holds)
 
 
-def test_one_slow_request_of_five_does_not_move_the_reading(
-    monkeypatch: pytest.MonkeyPatch, point: Any
-) -> None:
-    _probe_reads(monkeypatch, [22.0, 21.0, 80.0, 22.0, 23.0])  # one met a collection
+def test_one_slow_request_of_five_does_not_move_the_reading(point: Any) -> None:
+    children = _Measured([22.0, 21.0, 80.0, 22.0, 23.0])  # one met a collection
     # median 22 over the row's 20 (no spread recorded: its median request is its mean)
-    assert speed_ratio(point, _calibration(None)) == pytest.approx(1.1)
+    assert speed_ratio(point, _calibration(None), children=children) == pytest.approx(1.1)  # type: ignore[arg-type]
+    # this python (a GIL build: PYTHON_GIL left as it is), the row's geometry
+    assert children.asked == [("", "default", ("scalar", "per_group", 1024, 61, 1, 5, {}))]
 
 
-def test_the_reading_is_against_the_model_s_median_request(
-    monkeypatch: pytest.MonkeyPatch, point: Any
-) -> None:
+def test_the_reading_is_against_the_model_s_median_request(point: Any) -> None:
     # the model draws a request as the row's mean times a spread whose median is 1.05: its
     # median request holds 21 ms, and a probe whose median is 21 ms reads the same speed
-    _probe_reads(monkeypatch, [20.0, 21.0, 21.0, 22.0, 26.0])
+    children = _Measured([20.0, 21.0, 21.0, 22.0, 26.0])
     spread = [0.7, 0.75, 1.05, 1.1, 1.4]
-    assert speed_ratio(point, _calibration(spread)) == pytest.approx(1.0)
+    assert speed_ratio(point, _calibration(spread), children=children) == pytest.approx(1.0)  # type: ignore[arg-type]

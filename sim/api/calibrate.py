@@ -297,9 +297,10 @@ def _with_parallel_slowdown(
     python: str, path: str, out: Path, doc: dict[str, Any], say: Callable[[str], None]
 ) -> dict[str, Any]:
     """``doc`` with each variant's slowdown beside other load threads, measured in the
-    same free-threaded ``python`` with its GIL off (a second child: PYTHON_GIL is read at
-    start-up), written back to ``out`` and printed by the command (model mode does not use
-    it: sim.calibration.measure_parallel says why)."""
+    same free-threaded ``python`` with its GIL off (a child a variant: PYTHON_GIL is read at
+    start-up, and what a process ran before moves what a variant costs there, as
+    sim.calibration.measure says), written back to ``out`` and printed by the command
+    (model mode does not use it: sim.calibration.measure_parallel says why)."""
     import tempfile  # random, shutil and more: not at import sim (free-threaded calibrations only)
 
     from sim.process.interpreter import child_env  # as in _calibrate_under
@@ -308,13 +309,15 @@ def _with_parallel_slowdown(
     keys = [k for k in doc.get("variants", {}) if "/" in k]
     if not keys:
         return doc
+    interpreter = None
     with tempfile.TemporaryDirectory(prefix="kvsim-parallel-") as tmp:
-        answer = Path(tmp) / "parallel.json"
-        argv = [path, "-c", _PARALLEL_SCRIPT, json.dumps([keys, PARALLEL_THREADS, str(answer)])]
-        _relay(python, argv, child_env("off"), say)
-        found = json.loads(answer.read_text(encoding="utf-8"))
-    for key, slowdown in found["variants"].items():
-        doc["variants"][key]["parallel_slowdown"] = slowdown
-    doc["parallel_slowdown"] = {"interpreter": found["interpreter"], "threads": PARALLEL_THREADS}
+        for key in keys:
+            answer = Path(tmp) / "parallel.json"
+            ask = json.dumps([[key], PARALLEL_THREADS, str(answer)])
+            _relay(python, [path, "-c", _PARALLEL_SCRIPT, ask], child_env("off"), say)
+            found = json.loads(answer.read_text(encoding="utf-8"))
+            doc["variants"][key]["parallel_slowdown"] = found["variants"][key]
+            interpreter = found["interpreter"]
+    doc["parallel_slowdown"] = {"interpreter": interpreter, "threads": PARALLEL_THREADS}
     write_json(out, doc)
     return doc

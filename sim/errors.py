@@ -23,6 +23,7 @@ __all__ = [
     "ConfigError",
     "HFConfigError",
     "KvsimError",
+    "MeasureError",
     "PluginFault",
     "RunDirError",
     "RunError",
@@ -89,6 +90,11 @@ class PluginFault(RunError, RuntimeError):
     """A variant did what a point cannot go on from: ended its thread (``sys.exit``,
     ``KeyboardInterrupt``), returned what breaks the contract, hung an engine step. The
     point fails with this one line, naming the variant and its file."""
+
+
+class MeasureError(RunError, RuntimeError):
+    """A calibration's measurement failed in the child that ran it (a variant that raised,
+    a child that died): one line naming the variant and what its child said last."""
 
 
 class StallError(RunError, RuntimeError):

@@ -36,6 +36,7 @@ from sim import columns
 from sim.calibration.measure_engine import measure_engine
 from sim.calibration.measure_harness import measure_harness
 from sim.config import ConfigError, ExperimentConfig
+from sim.errors import MeasureError
 from sim.model.calibration import CALIBRATION_KIND, PARAMETRIC, LinearFit
 from sim.process.interpreter import this_interpreter
 from sim.rundir.manifest import machine_info
@@ -273,7 +274,7 @@ def measure_variant_alone(
     )
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
-        raise RuntimeError(f"{variant}/{handler}: {last[:300]}")
+        raise MeasureError(f"{variant}/{handler}: {last[:300]} (in its calibration's child)")
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 

@@ -84,3 +84,25 @@ def test_a_variant_that_fails_in_its_child_is_one_line_naming_it() -> None:
     with pytest.raises(RuntimeError, match=r"^no_such_variant/per_group: .+") as err:
         measure_variant_alone("no_such_variant", "per_group", [1], [4], [1], reps=1)
     assert "\n" not in str(err.value)
+
+
+def test_a_plugin_variant_that_raises_ends_calibrate_in_one_line(tmp_path, capsys) -> None:
+    plugin = tmp_path / "bad.py"
+    plugin.write_text(
+        "from connectors.address_scalar import ScalarVariant\n"
+        "from connectors.registry import register\n\n"
+        "@register\n"
+        "class Bad(ScalarVariant):\n"
+        "    name = 'bad_one'\n"
+        "    description = 'raises'\n\n"
+        "    def prepare_values(self, chunks, block_ids):\n"
+        "        raise ValueError('broken on purpose')\n"
+    )
+    out = tmp_path / "cal.json"
+    args = ["calibrate", "--plugin", str(plugin), "--variants", "bad_one", "--out", str(out)]
+    args += ["--chunks", "1", "--regions", "4", "--groups", "1", "--reps", "1", "--no-engine"]
+    assert cli_main(args) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("kvsim: error: bad_one/per_group: ValueError: broken on purpose")
+    assert not any("Traceback" in line for line in err)
+    assert not out.exists()  # nothing half-written

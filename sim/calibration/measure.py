@@ -248,24 +248,18 @@ def measure_variant(
 
 
 def measure_variant_alone(
-    variant: str,
-    handler: str,
-    chunks: Sequence[int] = DEFAULT_CHUNKS,
-    regions: Sequence[int] = DEFAULT_REGIONS,
-    groups: Sequence[int] = DEFAULT_GROUPS,
-    reps: int = 5,
-    plugins: Sequence[dict[str, str]] = (),
+    args: Sequence[Any], plugins: Sequence[dict[str, str]] = ()
 ) -> dict[str, Any]:
-    """:func:`measure_variant` in a child process of this python (its environment, so its
-    PYTHON_GIL) that measures nothing else, ``plugins`` (``{path, source}``, as a config's
-    ``plugins:`` holds them) registered there. A failure there is one line here."""
+    """``measure_variant(*args)`` in a child process of this python (its environment, so
+    its PYTHON_GIL) that measures nothing else, ``plugins`` (``{path, source}``, as a
+    config's ``plugins:`` holds them) registered there. A failure there is one line here."""
     import subprocess  # start-up: only a calibration starts children
 
     from sim.process.interpreter import child_env  # the same: only a calibration asks
 
-    args = [variant, handler, list(chunks), list(regions), list(groups), reps]
+    variant, handler = args[0], args[1]
     done = subprocess.run(
-        [sys.executable, "-c", _ALONE_SCRIPT, json.dumps([list(plugins), args])],
+        [sys.executable, "-c", _ALONE_SCRIPT, json.dumps([list(plugins), list(args)])],
         env=child_env("default"),
         stdin=subprocess.DEVNULL,
         capture_output=True,
@@ -299,7 +293,8 @@ def calibrate(
         for h in handlers[:1] if v in PARAMETRIC else handlers:
             key = v if v in PARAMETRIC else f"{v}/{h}"
             say(f"variant {key}")
-            entries[key] = measure_variant_alone(v, h, chunks, regions, groups, reps, plugins)
+            grid = (list(chunks), list(regions), list(groups))
+            entries[key] = measure_variant_alone((v, h, *grid, reps), plugins)
     eng: dict[str, Any] = {}
     if engine:
         say("engine: step build per index variant")

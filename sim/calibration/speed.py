@@ -26,10 +26,10 @@ Every probe runs in a child of the point's python that measures that variant onl
 ``interpreter.python`` is probed in that python, with the GIL as its calibration was
 measured (``kvsim calibrate gil --python`` measures with it on), since kvsim's own python
 runs pure Python at another speed (3.13t about half 3.11's); and a variant is probed apart
-from the others, since what a process ran before moves what a variant costs there (the
-class says how much). The machine itself also moves: a single thread's CPU a request was
-45 ms mostly and 72–91 ms in spells (5 Dec 2026, docs/model-mode.md), which a probe
-before and after a repeat does not see inside it.
+from the others, since what a process ran before moves what a variant costs there
+(sim.calibration.measure says how much). The machine itself also moves: a single
+thread's CPU a request was 45 ms mostly and 72–91 ms in spells (5 Dec 2026,
+docs/model-mode.md), which a probe before and after a repeat does not see inside it.
 """
 
 from __future__ import annotations
@@ -150,11 +150,9 @@ class ProbeChildren:
     probe and kept until :meth:`close` (a ``with`` block: a validation's real runs).
 
     A child per variant because a point's child runs one variant, and what ran before in a
-    process moves what a variant costs: in one free-threaded process numpy held 6.0 ms a
-    request (the median of 30) before 30 scalar requests and 9.9-12.6 ms after, for as
-    long as it was measured; in 3.11, 7.0 before and 9.4 just after (6 Dec 2026, 05:30).
-    A probe in a process that had measured scalar read numpy 1.2-1.3 times slower than the
-    real points ran it."""
+    process moves what a variant costs (sim.calibration.measure says how much): a probe
+    child that had measured scalar read numpy 1.2-1.3 times slower than the real points
+    ran it."""
 
     def __init__(self) -> None:
         self._children: dict[_Key, subprocess.Popen[str]] = {}

@@ -59,14 +59,14 @@ def test_each_variant_is_measured_in_a_process_of_its_own(monkeypatch) -> None:
 
     entries = {}
     for variant in ("scalar", "numpy"):
-        entry = measure.measure_variant_alone(variant, "per_group", [1], [4], [1], reps=1)
+        entry = measure.measure_variant_alone((variant, "per_group", [1], [4], [1], 1))
         assert [r["chunks"] for r in entry["points"]] == [1] and entry["points"][0]["hold"] > 0
         entries[variant] = entry
     calls = []
 
-    def alone(v, h, chunks, regions, groups, reps, plugins):  # type: ignore[no-untyped-def]
-        calls.append((v, h, list(plugins)))
-        return entries[v]
+    def alone(args, plugins):  # type: ignore[no-untyped-def]
+        calls.append((args[0], args[1], list(plugins)))
+        return entries[args[0]]
 
     monkeypatch.setattr(measure, "measure_variant_alone", alone)
     monkeypatch.setattr(measure, "measure_harness", lambda: {})
@@ -82,7 +82,7 @@ def test_a_variant_that_fails_in_its_child_is_one_line_naming_it() -> None:
     from sim.calibration.measure import measure_variant_alone
 
     with pytest.raises(RuntimeError, match=r"^no_such_variant/per_group: .+") as err:
-        measure_variant_alone("no_such_variant", "per_group", [1], [4], [1], reps=1)
+        measure_variant_alone(("no_such_variant", "per_group", [1], [4], [1], 1))
     assert "\n" not in str(err.value)
 
 

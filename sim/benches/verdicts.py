@@ -156,19 +156,27 @@ def _judge(
     methods: tuple[str, ...],
     seed: int,
     n_boot: int,
+    prev: dict[tuple[float, float], dict[str, dict[str, Any]]] | None = None,
 ) -> None:
+    """Mark each comparison of one trial's grid (``_PAIRS``), or with ``prev``, of two runs
+    made at different times (``_ACROSS``: B from ``cells``, A from ``prev``): the new
+    method paired by round there, unpaired here (as compare A B does); the old one its
+    request bootstrap."""
     from sim.analysis.bootstrap import ratio_interval  # not with `kvsim bench --help`
     from sim.analysis.verdict import marks, ratio_verdict  # not with `kvsim bench --help`
 
-    for i, (kind, b, a) in enumerate(_PAIRS):
+    for i, (kind, b, a) in enumerate(_PAIRS if prev is None else _ACROSS):
         for label, col, stat in METRICS:
-            sb, sa = _series(cells, b, col), _series(cells, a, col)
+            sb, sa = _series(cells, b, col), _series(cells if prev is None else prev, a, col)
             for method in methods:
-                if method == "new":
-                    v = ratio_verdict(sb, sa, stat, n_boot=n_boot, seed=[seed, i])
+                if method.startswith("new"):
+                    v = ratio_verdict(
+                        sb, sa, stat, paired=prev is None, n_boot=n_boot, seed=[seed, i]
+                    )
                     low, high = v.low, v.high
-                    tally.ratios.setdefault((kind, label), []).append(v.ratio)
-                    tally.spreads.setdefault((kind, label), []).append(_spread(sb, sa, stat))
+                    if prev is None:
+                        tally.ratios.setdefault((kind, label), []).append(v.ratio)
+                        tally.spreads.setdefault((kind, label), []).append(_spread(sb, sa, stat))
                 else:
                     r = ratio_interval(
                         list(sb.values()), list(sa.values()), stat, n_boot, [seed, i]
@@ -195,31 +203,6 @@ _ACROSS = (
     ("A/B", (HOLD_B, NAME_A), (HOLD_A, NAME_A)),
     ("A/B", (HOLD_B, NAME_B), (HOLD_A, NAME_B)),
 )
-
-
-def _judge_across(
-    tally: Tally,
-    cur: dict[tuple[float, float], dict[str, dict[str, Any]]],
-    prev: dict[tuple[float, float], dict[str, dict[str, Any]]],
-    method: str,
-    seed: int,
-    n_boot: int,
-) -> None:
-    """Two runs made at different times: the new method unpaired (as compare A B does),
-    the old one its request bootstrap."""
-    from sim.analysis.bootstrap import ratio_interval  # not with `kvsim bench --help`
-    from sim.analysis.verdict import marks, ratio_verdict  # not with `kvsim bench --help`
-
-    for i, (kind, b, a) in enumerate(_ACROSS):
-        for label, col, stat in METRICS:
-            sb, sa = _series(cur, b, col), _series(prev, a, col)
-            if method.startswith("new"):
-                v = ratio_verdict(sb, sa, stat, paired=False, n_boot=n_boot, seed=[seed, i])
-                low, high = v.low, v.high
-            else:
-                r = ratio_interval(list(sb.values()), list(sa.values()), stat, n_boot, [seed, i])
-                low, high = r.low, r.high
-            tally.add(method, kind, label, marks(low, high))
 
 
 def run_trials(
@@ -250,13 +233,13 @@ def run_trials(
             cells = _run(new, Path(tmp) / f"new-{t}", isolate)
             _judge(tally, cells, ("new", "old, same runs"), trial_seed, n_boot)
             if prev_new is not None:
-                _judge_across(tally, cells, prev_new, "new, two runs", trial_seed, n_boot)
+                _judge(tally, cells, ("new, two runs",), trial_seed, n_boot, prev_new)
             prev_new = cells
             old = trial_config(1, "grid", trial_seed, requests, rate_rps)
             cells = _run(old, Path(tmp) / f"old-{t}", isolate)
             _judge(tally, cells, ("old as shipped",), trial_seed, n_boot)
             if prev_old is not None:
-                _judge_across(tally, cells, prev_old, "old, two runs", trial_seed, n_boot)
+                _judge(tally, cells, ("old, two runs",), trial_seed, n_boot, prev_old)
             prev_old = cells
             tally.trials += 1
             tally.runs += 4 * (repeats + 1)

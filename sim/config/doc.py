@@ -13,8 +13,8 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from sim.config import ExperimentConfig
-from sim.config.loader import _members
 from sim.config.option_doc import variant_options_markdown
+from sim.config.sweep_axes import config_models
 
 __all__ = ["render"]
 
@@ -90,7 +90,7 @@ def _section(model: type[BaseModel], prefix: str, out: list[str], seen: set[str]
     out.append("| field | type | default | allowed | meaning |")
     out.append("|---|---|---|---|---|")
     for name, field in model.model_fields.items():
-        members = _members(field.annotation)
+        members = config_models(field.annotation)
         path = f"{prefix}.{name}" if prefix else name
         kind = " or ".join(m.__name__ for m in members) if members else _type_name(field.annotation)
         desc = (field.description or "").replace("|", "\\|")

@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -24,7 +24,7 @@ from sim.config.grid import check_grid
 from sim.config.overrides import apply_overrides, parse_overrides
 from sim.config.paths import CONFIG_DIR
 from sim.config.plugins import plugin_error, plugin_scope, read_plugin
-from sim.config.sweep_axes import axis_problem, sweep_value_line
+from sim.config.sweep_axes import axis_problem, config_models, sweep_value_line
 from sim.config.yaml_reader import read_yaml
 from sim.errors import ConfigError
 from sim.files.read import excerpt
@@ -59,16 +59,6 @@ def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
     return line
 
 
-def _members(annotation: Any) -> list[type[BaseModel]]:
-    """The config models an annotation can hold (itself, or the members of a union)."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return [annotation]
-    out: list[type[BaseModel]] = []
-    for arg in get_args(annotation):
-        out.extend(_members(arg))
-    return out
-
-
 def _model_at(raw_loc: tuple[Any, ...]) -> type[BaseModel] | None:
     """The config model that holds the field at ``raw_loc`` (pydantic's loc, with union
     tags), so an unknown key can be matched against the right field names."""
@@ -79,7 +69,7 @@ def _model_at(raw_loc: tuple[Any, ...]) -> type[BaseModel] | None:
         field = model.model_fields.get(key)
         if field is None:
             return None
-        members = _members(field.annotation)
+        members = config_models(field.annotation)
         if len(members) > 1 and parts:
             tag = parts.pop(0)
             members = [m for m in members if tag in _tags(m)]

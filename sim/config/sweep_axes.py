@@ -15,15 +15,16 @@ from typing import Any, get_args, get_origin
 import yaml
 from pydantic import BaseModel
 
-__all__ = ["axis_problem", "field_paths", "sweep_value_line"]
+__all__ = ["axis_problem", "config_models", "field_paths", "sweep_value_line"]
 
 
-def _members(annotation: Any) -> list[type[BaseModel]]:
+def config_models(annotation: Any) -> list[type[BaseModel]]:
+    """The config models an annotation can hold (itself, or the members of a union)."""
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return [annotation]
     out: list[type[BaseModel]] = []
     for arg in get_args(annotation):
-        out.extend(_members(arg))
+        out.extend(config_models(arg))
     return out
 
 
@@ -36,7 +37,7 @@ def field_paths(model: type[BaseModel], prefix: str = "") -> list[str]:
     out: list[str] = []
     for name, field in model.model_fields.items():
         path = f"{prefix}{name}"
-        members = _members(field.annotation)
+        members = config_models(field.annotation)
         if members:
             for m in members:
                 out += [p for p in field_paths(m, path + ".") if p not in out]
@@ -62,7 +63,7 @@ def axis_problem(root: type[BaseModel], axis: str) -> str | None:
         annotation = fields[part].annotation
         if _is_mapping(annotation):
             return None  # free-form mapping (connector.options): any key
-        models = _members(annotation)
+        models = config_models(annotation)
         if not models:
             if i < len(parts) - 1:
                 return f"{'.'.join(parts[: i + 1])} is a value, not a section"

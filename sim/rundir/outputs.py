@@ -54,22 +54,9 @@ def atomic_write_text(path: Path, text: str, durable: bool = True) -> None:
     recorded, and a resume reruns the point), where fsync would cost more than
     the point.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; results follow the umask
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            if durable:
-                os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:  # a full disk: say which file could not be written
-        Path(tmp).unlink(missing_ok=True)
-        raise OSError(exc.errno, exc.strerror, str(path)) from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with AtomicTextStream(path, durable) as out:
+        out.write(text)
+        out.commit()
 
 
 class AtomicTextStream:

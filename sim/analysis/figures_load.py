@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from sim import columns
-from sim.analysis.figures import _grid, _short
+from sim.analysis.figures import _MARKERS, _MAX_PANELS, _colour, _grid, _short
 from sim.analysis.layout import Layout, label, rows_by_point
 from sim.rundir.reader import RunResults, as_float, column
 
@@ -35,15 +35,6 @@ __all__ = [
 
 #: Axes that are an offered rate, in the order they are looked for.
 RATE_AXES = ("rate_rps",)
-
-_MARKERS = "osD^vP*Xh"
-_MAX_PANELS = 12
-
-
-def _colour(i: int) -> Any:
-    import matplotlib  # heavy: matplotlib loads only when a figure is drawn
-
-    return matplotlib.colormaps["tab10"](i % 10)
 
 
 def rate_axis(res: RunResults) -> str | None:

@@ -35,6 +35,7 @@ __all__ = [
     "CHILD_COMMAND",
     "CHILD_ENV_DEFAULTS",
     "child_environment",
+    "protocol_line",
     "run_rep",
     "start_child",
     "stop_child",
@@ -136,12 +137,13 @@ def _relay(
                 return True
             *lines, pending = (pending + chunk).split(b"\n")
             for line in lines:
-                if _protocol_line(line, progress) == "started":
+                if protocol_line(line, progress) == "started":
                     deadline.restart(bound_s, "run")
 
 
-def _protocol_line(line: bytes, progress: ProgressFn | None) -> str:
-    """Act on one line of the child's protocol; say which kind it was."""
+def protocol_line(line: bytes | str, progress: ProgressFn | None) -> str:
+    """Act on one line of the child's protocol (a progress line: ``progress(done,
+    total)``); say which kind it was."""
     try:
         msg = json.loads(line)
     except ValueError:

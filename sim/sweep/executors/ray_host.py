@@ -19,7 +19,6 @@ watcher stops its child, which marks its point interrupted and ends the task.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -37,7 +36,7 @@ from sim.rundir.outputs import write_json
 from sim.sweep.deadline import START_ALLOWANCE_S, Deadline, over_budget_error, wait_bound_s
 from sim.sweep.executors.transfer import InputFile, collect_outputs, place_inputs
 from sim.sweep.hostinfo import code_hash, host_name
-from sim.sweep.runner import TERMINATE_GRACE_S, start_child, stop_child
+from sim.sweep.runner import TERMINATE_GRACE_S, protocol_line, start_child, stop_child
 
 __all__ = [
     "POINT_SCRATCH",
@@ -73,18 +72,16 @@ def _relay(proc: subprocess.Popen[str], key: str, board: Any) -> None:
     """Read the child's protocol lines; forward progress at most every PROGRESS_EVERY_S."""
     assert proc.stdout is not None
     last = 0.0
-    for line in proc.stdout:
-        try:
-            msg = json.loads(line)
-        except ValueError:
-            continue
-        pair = msg.get("progress") if isinstance(msg, dict) else None
-        if board is None or not (isinstance(pair, list) and len(pair) == 2):
-            continue
+
+    def progress(done: int, total: int) -> None:
+        nonlocal last
         now = time.monotonic()
-        if now - last >= PROGRESS_EVERY_S or pair[0] >= pair[1]:
+        if now - last >= PROGRESS_EVERY_S or done >= total:
             last = now
-            board.progress.remote(key, int(pair[0]), int(pair[1]))
+            board.progress.remote(key, done, total)
+
+    for line in proc.stdout:
+        protocol_line(line, progress if board is not None else None)
 
 
 def _watch_for_stop(proc: subprocess.Popen[str], board: Any, over: threading.Event) -> None:

@@ -229,14 +229,13 @@ def _method_lines(comp: Any) -> list[str]:
         f"bootstrap as a floor, seed {comp.seed}; docs/statistics.md); `*` marks an interval "
         "that excludes 1.00×, a difference beyond the run-to-run spread."
     ]
-    if cells:
-        chance = cells * (1 - comp.level)
-        lines += [
-            "",
-            f"{cells} ratio(s) have an interval; between identical variants each is marked "
-            f"`*` by chance {1 - comp.level:.0%} of the time, about {chance:.1f} here — read a "
-            "lone `*` in a big table with that in mind.",
-        ]
+    chance = cells * (1 - comp.level)
+    lines += [
+        "",
+        f"{cells} ratio(s) have an interval; between identical variants each is marked "
+        f"`*` by chance {1 - comp.level:.0%} of the time, about {chance:.1f} here — read a "
+        "lone `*` in a big table with that in mind.",
+    ]
     if not comp.paired:
         lines += [
             "",

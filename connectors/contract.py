@@ -16,26 +16,27 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ContractError", "result_problem"]
+__all__ = ["ContractError", "result_problem", "type_name"]
 
 
 class ContractError(ValueError):
     """A variant's result that breaks the list contract; the run cannot go on with it."""
 
 
-def _kind(value: Any) -> str:
+def type_name(value: Any) -> str:
+    """``int``, or ``numpy.int64``: what an error message calls a value's type."""
     t = type(value)
     return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__name__}"
 
 
 def _row_problem(row: Any, regions: int, what: str, chunk: int) -> str | None:
     if type(row) is not list:
-        return f"chunk {chunk}'s {what} are a {_kind(row)}, not a list"
+        return f"chunk {chunk}'s {what} are a {type_name(row)}, not a list"
     if len(row) != regions:
         return f"chunk {chunk} has {len(row)} {what}, expected {regions} (one per region)"
     if regions and (type(row[0]) is not int or type(row[-1]) is not int):
         bad = row[0] if type(row[0]) is not int else row[-1]
-        return f"chunk {chunk}'s {what} are {_kind(bad)}, not Python ints"
+        return f"chunk {chunk}'s {what} are {type_name(bad)}, not Python ints"
     return None
 
 
@@ -91,13 +92,13 @@ def result_problem(values: Any, chunks: int, regions: int) -> str | None:
 def _explain(values: Any, chunks: int, regions: int) -> str | None:
     """The first thing :func:`result_problem` found wrong, in words."""
     if type(values) is not tuple and type(values) is not list:
-        return f"returned a {_kind(values)}, not (addr_lists, size_lists, block_ids)"
+        return f"returned a {type_name(values)}, not (addr_lists, size_lists, block_ids)"
     if len(values) != 3:
         return f"returned {len(values)} parts, not (addr_lists, size_lists, block_ids)"
     addrs, sizes, bids = values
     for name, part in (("addr_lists", addrs), ("size_lists", sizes), ("block_ids", bids)):
         if type(part) is not list:
-            return f"{name} is a {_kind(part)}, not a list"
+            return f"{name} is a {type_name(part)}, not a list"
         if len(part) != chunks:
             return f"{name} has {len(part)} entries for {chunks} chunks"
     if not chunks:
@@ -109,5 +110,5 @@ def _explain(values: Any, chunks: int, regions: int) -> str | None:
         if problem:
             return problem
         if type(bids[c]) is not int:
-            return f"chunk {c}'s block id is {_kind(bids[c])}, not a Python int"
+            return f"chunk {c}'s block id is {type_name(bids[c])}, not a Python int"
     return None

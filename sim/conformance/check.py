@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from connectors import registry
+from connectors.contract import type_name
 from connectors.plugin_trace import ending
 from sim.conformance.corpus import Case, corpus
 
@@ -67,20 +68,15 @@ class CheckResult:
         return f"{self.variant}: {done}; first mismatch: {self.failure}"
 
 
-def _type_name(value: Any) -> str:
-    t = type(value)
-    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__name__}"
-
-
 def _ints(got: Any, expected: list[int], what: str, where: str, blen: Sequence[int]) -> str | None:
     """The first difference in one chunk's list of ints (``what``: address, size)."""
     if type(got) is not list:
-        return f"{where}: the {what}es are a {_type_name(got)}, not a list; {_WHY_INT}"
+        return f"{where}: the {what}es are a {type_name(got)}, not a list; {_WHY_INT}"
     if len(got) != len(expected):
         return f"{where}: {len(got)} {what}es, expected {len(expected)} (one per region)"
     for r, (g, e) in enumerate(zip(got, expected, strict=True)):
         if type(g) is not int:
-            return f"{where}, region {r}: {what} is {_type_name(g)}, not a Python int; {_WHY_INT}"
+            return f"{where}, region {r}: {what} is {type_name(g)}, not a Python int; {_WHY_INT}"
         if g != e:
             step = blen[r % len(blen)] if what == "address" and blen else 0
             blocks = (g - e) // step if step and (g - e) % step == 0 else 0
@@ -93,11 +89,11 @@ def first_difference(case: Case, expected: Any, got: Any) -> str | None:
     """One line saying where ``got`` first differs from the reference's ``expected``."""
     head = case.label
     if not isinstance(got, (tuple, list)) or len(got) != 3:
-        return f"{head}: returned a {_type_name(got)}, not (addr_lists, size_lists, block_ids)"
+        return f"{head}: returned a {type_name(got)}, not (addr_lists, size_lists, block_ids)"
     names = ("addr_lists", "size_lists", "block_ids")
     for name, part, want in zip(names, got, expected, strict=True):
         if type(part) is not list:
-            return f"{head}: {name} is a {_type_name(part)}, not a list; {_WHY_INT}"
+            return f"{head}: {name} is a {type_name(part)}, not a list; {_WHY_INT}"
         if len(part) != len(want):
             return f"{head}: {name} has {len(part)} chunks, expected {len(want)}"
     blen = case.geometry.db.region_block_len()
@@ -109,7 +105,7 @@ def first_difference(case: Case, expected: Any, got: Any) -> str | None:
                 return found
         g, e = got[2][c], expected[2][c]
         if type(g) is not int:
-            return f"{where}: block id is {_type_name(g)}, not a Python int; {_WHY_INT}"
+            return f"{where}: block id is {type_name(g)}, not a Python int; {_WHY_INT}"
         if g != e:
             return f"{where}: block id expected {e}, got {g}"
     return None

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sim.api.cli_args import namespace_fields
+from sim.api.cli_args import FromCliArgs, namespace_fields
 
 if TYPE_CHECKING:
     import argparse
@@ -91,17 +91,13 @@ class GilArgs:
 
 
 @dataclass(frozen=True)
-class StoreFitArgs:
+class StoreFitArgs(FromCliArgs):
     """What ``kvsim calibrate store`` was asked: :func:`fit_store`'s run and worker count,
     and whether to print the fit as JSON."""
 
     run_dir: str
     workers: int | None
     json: bool
-
-    @classmethod
-    def from_cli_args(cls, args: argparse.Namespace) -> StoreFitArgs:
-        return cls(**namespace_fields(cls, args))
 
 
 @dataclass(frozen=True)

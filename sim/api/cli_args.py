@@ -9,12 +9,12 @@ runs the same workflow from Python.
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 if TYPE_CHECKING:
     import argparse
 
-__all__ = ["namespace_fields", "set_items"]
+__all__ = ["FromCliArgs", "namespace_fields", "set_items"]
 
 
 def namespace_fields(cls: type, ns: argparse.Namespace, **given: Any) -> dict[str, Any]:
@@ -26,6 +26,14 @@ def namespace_fields(cls: type, ns: argparse.Namespace, **given: Any) -> dict[st
             value = getattr(ns, f.name)
             out[f.name] = tuple(value) if isinstance(value, list) else value
     return out
+
+
+class FromCliArgs:
+    """A command's argument dataclass whose every field is read from the Namespace by name."""
+
+    @classmethod
+    def from_cli_args(cls, args: argparse.Namespace) -> Self:
+        return cls(**namespace_fields(cls, args))
 
 
 def set_items(args: argparse.Namespace) -> tuple[str, ...]:

@@ -9,18 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from sim.api.cli_args import namespace_fields
+from sim.api.cli_args import FromCliArgs
 from sim.config import ConfigError, GeometryConfig
 from sim.config.model_source import layout_for
 from sim.config.presets import PRESETS, get_preset
 from sim.errors import UsageError
-
-if TYPE_CHECKING:
-    import argparse
 
 __all__ = ["GeometryArgs", "geometry"]
 
@@ -28,7 +24,7 @@ _REFERENCE_TOKENS = 131072
 
 
 @dataclass(frozen=True)
-class GeometryArgs:
+class GeometryArgs(FromCliArgs):
     """What ``kvsim geometry`` was asked: a preset or config.json (None: list the presets),
     the tensor-parallel size, tokens per store chunk and the KV element type."""
 
@@ -36,10 +32,6 @@ class GeometryArgs:
     tp: int = 1
     block_size: int = 128
     kv_dtype: str = "auto"
-
-    @classmethod
-    def from_cli_args(cls, args: argparse.Namespace) -> GeometryArgs:
-        return cls(**namespace_fields(cls, args))
 
 
 def geometry(args: GeometryArgs) -> list[str]:

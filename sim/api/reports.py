@@ -12,12 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from sim.api.cli_args import namespace_fields
+from sim.api.cli_args import FromCliArgs
 from sim.errors import UsageError
 
 if TYPE_CHECKING:
-    import argparse
-
     from sim.analysis.compare import Cell, Comparison
     from sim.rundir.reader import RunResults
 
@@ -198,7 +196,7 @@ def plot(
 
 
 @dataclass(frozen=True)
-class PlotArgs:
+class PlotArgs(FromCliArgs):
     """What ``kvsim plot`` was asked: ``plot(open_run(results), out, x, seed=, force=)``."""
 
     results: str
@@ -207,13 +205,9 @@ class PlotArgs:
     seed: int
     force: bool
 
-    @classmethod
-    def from_cli_args(cls, args: argparse.Namespace) -> PlotArgs:
-        return cls(**namespace_fields(cls, args))
-
 
 @dataclass(frozen=True)
-class PrReportArgs:
+class PrReportArgs(FromCliArgs):
     """What ``kvsim report`` was asked (the arguments of :func:`pr_report`)."""
 
     run: str
@@ -222,10 +216,6 @@ class PrReportArgs:
     out: Path | None
     seed: int
     force: bool
-
-    @classmethod
-    def from_cli_args(cls, args: argparse.Namespace) -> PrReportArgs:
-        return cls(**namespace_fields(cls, args))
 
 
 def pr_report(args: PrReportArgs) -> tuple[str, Path]:

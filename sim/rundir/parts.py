@@ -129,12 +129,7 @@ class Part:
         if canonical:
             return cls(columns, body, True)
         part = cls([], b"", False, text)
-        rows = part.rows()
-        cols: dict[str, None] = {}
-        if rows:
-            for row in rows:
-                cols.update(dict.fromkeys(row))
-        part.columns = [c for c in cols if c is not None]
+        part.columns = [c for c in part.row_keys() if c is not None]
         return part
 
     @property

@@ -35,6 +35,8 @@ __all__ = [
     "CHILD_COMMAND",
     "CHILD_ENV_DEFAULTS",
     "child_environment",
+    "last_error_line",
+    "last_line",
     "protocol_line",
     "run_rep",
     "start_child",
@@ -57,14 +59,19 @@ TERMINATE_GRACE_S = 5.0
 ProgressFn = Callable[[int, int], None]
 
 
-def _last_error_line(log: Path) -> str:
+def last_line(text: str) -> str:
+    """The last non-empty line of ``text``, stripped, cut to 300 characters ("" if none)."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[-1][:300] if lines else ""
+
+
+def last_error_line(log: Path) -> str:
     """The most telling line of a child's stderr: its last non-empty one."""
     try:
         text = read_tail(log, 64 << 10, what="log", error=OSError).decode(errors="replace")
     except OSError:
         return ""
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    return lines[-1][:300] if lines else ""
+    return last_line(text)
 
 
 def start_child(
@@ -278,7 +285,7 @@ def run_rep(
                 raise
         status = read_status(rep.dir)
         if status is None:
-            why = _last_error_line(rep.log)
+            why = last_error_line(rep.log)
             msg = f"child exited with code {proc.returncode}" + (f": {why}" if why else "")
             write_status(rep.dir, "failed", error=msg, returncode=proc.returncode)
     return _outcome(rep, t0)

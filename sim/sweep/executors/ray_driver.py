@@ -34,12 +34,13 @@ from pathlib import Path
 from typing import Any
 
 from sim.events import RepOutcome, SweepEvents
-from sim.files.read import read_bounded, read_tail
+from sim.files.read import read_bounded
 from sim.rundir.layout import RepRun, read_status, write_status
 from sim.sweep.executors.base import ExecutorError
 from sim.sweep.executors.ray_host import Board, run_on_host
 from sim.sweep.executors.transfer import TransferError, read_inputs, write_outputs
 from sim.sweep.hostinfo import code_hash
+from sim.sweep.runner import last_error_line, last_line
 from sim.sweep.spec import MAX_SPEC_BYTES
 
 __all__ = ["HOST_RESOURCE", "RETRIABLE_ERRORS", "RayExecutor"]
@@ -79,20 +80,6 @@ class _Flight:
     started: float = field(default_factory=time.perf_counter)
     host: str = ""
     lost: list[str] = field(default_factory=list)
-
-
-def _one_line(text: str) -> str:
-    lines = [ln.strip() for ln in str(text).splitlines() if ln.strip()]
-    return (lines[-1] if lines else "")[:300]
-
-
-def _last_error_line(log: Path) -> str:
-    try:
-        return _one_line(
-            read_tail(log, 64 << 10, what="log", error=OSError).decode(errors="replace")
-        )
-    except OSError:
-        return ""
 
 
 class RayExecutor:
@@ -137,7 +124,7 @@ class RayExecutor:
             )
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise ExecutorError(
-                f"no Ray cluster at {address} ({_one_line(str(exc))}); {_START_HINT}"
+                f"no Ray cluster at {address} ({last_line(str(exc))}); {_START_HINT}"
             ) from None
         return ray
 
@@ -153,7 +140,7 @@ class RayExecutor:
             address = get_ray_address_from_environment(self._address, None)
         except (ConnectionError, ValueError) as exc:
             raise ExecutorError(
-                f"no Ray cluster found ({_one_line(str(exc))}); {_START_HINT}"
+                f"no Ray cluster found ({last_line(str(exc))}); {_START_HINT}"
             ) from None
         if address is None:
             raise ExecutorError(f"no Ray cluster found; {_START_HINT}")
@@ -231,8 +218,8 @@ class RayExecutor:
             spec = json.loads(raw)
             inputs = read_inputs(spec)
         except (TransferError, OSError, ValueError, RecursionError) as exc:
-            write_status(rep.dir, "failed", error=_one_line(str(exc)), executor="ray")
-            events.finished(rep, RepOutcome("failed", _one_line(str(exc)), 0.0))
+            write_status(rep.dir, "failed", error=last_line(str(exc)), executor="ray")
+            events.finished(rep, RepOutcome("failed", last_line(str(exc)), 0.0))
             return None
         key = f"{rep.point.index}:{rep.repeat}:{attempt}"
         return task.remote(spec, inputs, key, board)
@@ -255,14 +242,14 @@ class RayExecutor:
             result = ray.get(ref)
         except exc_types.RayTaskError as exc:
             cause = getattr(exc, "cause", None)
-            why = _one_line(f"{type(cause).__name__}: {cause}" if cause else str(exc))
+            why = last_line(f"{type(cause).__name__}: {cause}" if cause else str(exc))
             return self._fail(fl, f"on {fl.host or 'a Ray host'}: {why}", events)
         except exc_types.TaskCancelledError:
             self._interrupted(fl, events)
             return False
         except exc_types.RayError as exc:
             if type(exc).__name__ not in RETRIABLE_ERRORS:
-                return self._fail(fl, f"Ray: {_one_line(str(exc))}", events)
+                return self._fail(fl, f"Ray: {last_line(str(exc))}", events)
             where = fl.host or "an unknown host"
             fl.lost.append(where)
             if fl.attempt <= self._retries:
@@ -300,7 +287,7 @@ class RayExecutor:
             self._fail(fl, f"from {result['host']}: {exc}", events)
             return
         if status is None:
-            why = _last_error_line(rep.log)
+            why = last_error_line(rep.log)
             msg = f"child exited with code {result['returncode']} on {result['host']}"
             write_status(rep.dir, "failed", error=msg + (f": {why}" if why else ""), **extra)
         st = read_status(rep.dir) or {"status": "failed", "error": "no status written"}

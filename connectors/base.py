@@ -40,6 +40,9 @@ class FreeTime(threading.local):
 
     cpu_ns: int = 0
     wall_ns: int = 0
+    #: When a list: each section's (start, end) ``perf_counter_ns`` is appended to it
+    #: (sim.calibration.measure_yields tells the variant's own GIL releases from these).
+    spans: list[tuple[int, int]] | None = None
 
 
 free_time = FreeTime()
@@ -73,8 +76,11 @@ def gil_free() -> Iterator[None]:
     try:
         yield
     finally:
+        w1 = time.perf_counter_ns()
         free_time.cpu_ns += time.thread_time_ns() - c0
-        free_time.wall_ns += time.perf_counter_ns() - w0
+        free_time.wall_ns += w1 - w0
+        if free_time.spans is not None:
+            free_time.spans.append((w0, w1))
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from pydantic import ValidationError
 from sim import columns
 from sim.calibration.measure_engine import measure_engine
 from sim.calibration.measure_harness import measure_harness
+from sim.calibration.measure_yields import measure_yields
 from sim.config import ConfigError, ExperimentConfig
 from sim.errors import MeasureError
 from sim.model.calibration import CALIBRATION_KIND, PARAMETRIC, LinearFit
@@ -62,6 +63,11 @@ BLOCK_SIZE = 128
 #: collection in it: the virtual CPU held up), and with 40 one event more or less was
 #: 2.5 % of every simulated run's requests.
 SPREAD_REPS = 120
+#: Request sizes (chunks) a variant's mid-hold GIL releases are measured at, with every
+#: region count of the grid (sim.calibration.measure_yields): the sizes that release for
+#: longer than a waiter's wake-up (NumPy at quickstart's geometry, 6 Dec 2026: 1.2 takes a
+#: request at 256 chunks, 8.9 at 1024, 25.8 at 2048); below them the model scales to none.
+YIELD_CHUNKS = (256, 1024, 2048)
 #: Idle time before each measured request. In a run a load thread sleeps between
 #: requests while other threads run, and its next request starts from cold caches:
 #: measured back to back, numpy and rows held the GIL 15-100 % less than in a run at
@@ -233,9 +239,15 @@ def measure_variant(
     # collections show, small enough to measure SPREAD_REPS of them in a few seconds.
     mid = max((c for c in chunks if c <= 1024), default=min(chunks))
     spread = hold_spread(request_config(variant, handler, mid, max(regions), min(groups)))
+    yields = [
+        measure_yields(request_config(variant, handler, c, r, min(groups)), IDLE_GAP_S)
+        for r in regions
+        for c in sorted({min(max(chunks), c) for c in YIELD_CHUNKS})
+    ]
     return {
         "hold": hold_fit.as_dict(),
         "hold_spread": spread,
+        "yields": yields,
         "free": free_fit.as_dict(),
         "fit_worst_rel_error": hold_err,
         "range": {

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from connectors import registry
+from sim.calibration.measure_yields import Waiter, timed
 from sim.config import EngineConfig
 
 __all__ = ["ENGINE_BATCH_SIZES", "measure_engine"]
@@ -39,6 +40,7 @@ def measure_engine(
     out: dict[str, dict[str, Any]] = {}
     for name in registry.index_variant_names():
         by_tokens: dict[str, float] = {}
+        yields: dict[str, Any] = {}
         for size in sorted({*batch_sizes, default.batch_size}):
             cfg = default.model_copy(update={"batch_size": size})
             try:
@@ -56,11 +58,30 @@ def measure_engine(
                 build_step(factory, variant, lens)
                 holds.append((time.thread_time_ns() - c0) / 1e6)
             by_tokens[str(cfg.max_tokens())] = statistics.fmean(holds)
+            if size == default.batch_size:
+                yields = _build_yields(factory, variant, lens, cfg.forward_ms / 1e3, reps)
         else:
             out[name] = {
+                "yields": yields,
                 "build_ms": by_tokens[str(default.max_tokens())],
                 "by_tokens": by_tokens,
                 "components": default.components,
                 "pad_multiple": default.pad_multiple,
             }
     return out
+
+
+def _build_yields(
+    factory: Any, variant: Any, lens: Any, forward_s: float, reps: int
+) -> dict[str, Any]:
+    """Takes of a waiting thread in mid-build (sim.calibration.measure_yields): torch
+    releases the GIL inside its operators, as NumPy does inside its ufuncs (6 Dec 2026,
+    quickstart's engine: 1.0 a step cached, 0.7 device, 2.9 per_component)."""
+    from sim.instruments.engine import build_step  # not with `kvsim calibrate --help`
+
+    spans = []
+    with Waiter() as waiter:
+        for _ in range(reps):
+            time.sleep(forward_s)
+            spans.append(timed(build_step, factory, variant, lens)[0])
+    return waiter.summary(spans)

@@ -114,6 +114,12 @@ def _gil_main(args: GilArgs) -> int:
             )
         else:
             print(f"{key:22s} overhead {e['overhead_ms'] * 1e3:.0f} µs/request")
+        let_in = [y for y in e.get("yields", ()) if y["per_request"] >= 0.5]
+        if let_in:
+            at = ", ".join(
+                f"{y['per_request']:.1f} at {y['chunks']}×{y['regions']}" for y in let_in
+            )
+            print(f"{'':22s} a waiting thread let in mid-hold, a request: {at}")
         if "parallel_slowdown" in e:
             at = ", ".join(f"× {k} {m['slowdown']:.2f}" for k, m in e["parallel_slowdown"].items())
             print(f"{'':22s} GIL off, CPU a request beside other load threads: {at}")

@@ -131,6 +131,12 @@ class Calibration:
         key = name if name in PARAMETRIC else f"{name}/{handler}"
         return self.data.get("variants", {}).get(key)
 
+    def engine_yields(self, index_variant: str) -> dict[str, Any] | None:
+        """The engine build's mid-hold GIL releases a waiting thread took
+        (sim.calibration.measure_engine): ``{per_request, span}``; None where not measured."""
+        v = self.data.get("engine", {}).get(index_variant) or {}
+        return v.get("yields") or None
+
     def engine_build_ms(self, index_variant: str, tokens: int | None = None) -> float | None:
         """The step build's hold (ms) of ``index_variant`` at a step of ``tokens`` padded
         tokens: linear between the two measured sizes around it (sim.model.coverage

@@ -20,7 +20,15 @@ from connectors import registry
 from sim.config import ExperimentConfig
 from sim.model.calibration import PARAMETRIC, Calibration, LinearFit
 
-__all__ = ["Latency", "Measured", "ModelCosts", "Spread", "harness_split", "point_costs"]
+__all__ = [
+    "Latency",
+    "Measured",
+    "ModelCosts",
+    "Spread",
+    "evenly",
+    "harness_split",
+    "point_costs",
+]
 
 
 def _sampler(values: list[float], draw: Callable[[], float]) -> Callable[[], float]:
@@ -142,6 +150,17 @@ class ModelCosts:
     #: ``m`` load threads running Python at once (the calibration's parallel slowdown,
     #: sim.calibration.measure_parallel; 1.0 at 0 and 1). Empty: never slower.
     crowd: tuple[float, ...] = ()
+    #: The calibration's rows of mid-hold GIL releases a waiting thread took
+    #: (sim.calibration.measure_yields); empty: none (a GIL-free interpreter, a parametric
+    #: variant, a calibration from before they were measured).
+    yields: tuple[dict[str, Any], ...] = ()
+    #: Where in the engine step's build (fractions) a waiting thread takes the GIL at
+    #: torch's own releases (the calibration's count at the default batch, every size).
+    engine_yields: tuple[float, ...] = ()
+    #: chunks -> yield_points, filled as requests ask.
+    _yield_memo: dict[int, tuple[float, ...]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
     #: (key, chunks) -> ms, filled as requests ask (a point has few distinct sizes).
     _memo: dict[tuple[str, int], float] = field(default_factory=dict, compare=False, repr=False)
 
@@ -150,6 +169,20 @@ class ModelCosts:
             return self.fixed_hold_s
         mean = self._cost_s("hold", tokens)
         return mean if self.hold_spread is None else mean * self.hold_spread.draw()
+
+    def yield_points(self, tokens: int) -> tuple[float, ...]:
+        """Where in a request's hold (fractions) a waiting thread takes the GIL at a
+        release of the variant's own: the calibration's count at this many chunks
+        (interpolated at the nearest measured region count; scaled down to none below
+        the smallest size measured, up in proportion above the largest), evenly spaced
+        over the span it measured them in."""
+        if not self.yields:
+            return ()
+        chunks = -(-tokens // self.block_size) * self.groups
+        got = self._yield_memo.get(chunks)
+        if got is None:
+            got = self._yield_memo[chunks] = _yield_points(self.yields, self.regions, chunks)
+        return got
 
     def free_s(self, tokens: int) -> float:
         """GIL-free CPU time of a request (a nogil kernel)."""
@@ -182,6 +215,32 @@ def _cost_ms(costs: ModelCosts, key: str, chunks: int) -> float:
     return fit.ms(chunks, costs.regions, costs.groups)
 
 
+def _yield_points(rows: tuple[dict[str, Any], ...], regions: int, chunks: int) -> tuple[float, ...]:
+    """ModelCosts.yield_points, computed."""
+    near = min(abs(r["regions"] - regions) for r in rows)
+    same = sorted(
+        (r["chunks"], r["per_request"], r["span"])
+        for r in rows
+        if abs(r["regions"] - regions) == near
+    )
+    xs = [float(c) for c, _n, _s in same]
+    ns = [float(n) for _c, n, _s in same]
+    if chunks <= xs[0]:
+        count = ns[0] * chunks / xs[0]
+    elif chunks >= xs[-1]:
+        count = ns[-1] * chunks / xs[-1]
+    else:
+        count = float(np.interp(chunks, xs, ns))
+    return evenly(count, min(same, key=lambda r: abs(r[0] - chunks))[2])
+
+
+def evenly(count: float, span: tuple[float, float] | list[float]) -> tuple[float, ...]:
+    """``round(count)`` points evenly spaced over ``span`` (fractions of a hold)."""
+    k = round(count)
+    lo, hi = span
+    return tuple(lo + (hi - lo) * (i + 0.5) / k for i in range(k)) if k > 0 else ()
+
+
 def point_costs(
     cfg: ExperimentConfig, cal: Calibration, draw: Callable[[], float] = lambda: 0.5
 ) -> ModelCosts:
@@ -207,9 +266,13 @@ def point_costs(
         hold_fit = LinearFit.from_dict(entry["hold"])
         free_fit = LinearFit.from_dict(entry["free"])
     engine_build = None
+    engine_yields: tuple[float, ...] = ()
     if cfg.engine.enabled:
         ms = cal.engine_build_ms(cfg.engine.index_variant, cfg.engine.max_tokens())
         engine_build = None if ms is None else ms / 1e3
+        found = cal.engine_yields(cfg.engine.index_variant)
+        if found and cfg.simulated_gil != "none":
+            engine_yields = evenly(found["per_request"], found["span"])
     scale = cfg.machine.cpu_scale
     if engine_build is not None:
         engine_build *= scale
@@ -236,6 +299,8 @@ def point_costs(
         hold_spread=Spread(entry["hold_spread"], draw) if entry.get("hold_spread") else None,
         cpu_scale=scale,
         crowd=_crowd(entry) if cfg.simulated_gil == "none" else (),
+        yields=tuple(entry.get("yields", ())) if cfg.simulated_gil != "none" else (),
+        engine_yields=engine_yields,
     )
 
 

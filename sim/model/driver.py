@@ -125,6 +125,7 @@ class _Request(ModelJob):
         hold = holds.get(req.request_id) if holds is not None else None
         self.hold_s = p.costs.hold_s(tokens) if hold is None else hold
         self.free_cpu_s = size[2]
+        self.yields = size[3]
         self.free_sleep_s = p.free_sleep_s
         self.done = self._cpu_done
         self.start = self.end = self.free_wall = 0.0
@@ -295,8 +296,9 @@ class _Point:
         #: baseline, which runs on the same loop first. Set by :meth:`drive`.
         self.origin = 0.0
         self.on_done: Callable[[int], None] | None = None
-        #: tokens -> (chunks, bytes, GIL-free CPU s): a point has few distinct sizes.
-        self.sizes: dict[int, tuple[int, int, float]] = {}
+        #: tokens -> (chunks, bytes, GIL-free CPU s, yield points): a point has few
+        #: distinct sizes.
+        self.sizes: dict[int, tuple[int, int, float, tuple[float, ...]]] = {}
         self.free_sleep_s = costs.free_sleep_s
         self.faulty = cfg.store.fail_prob > 0 or cfg.store.stall_prob > 0
         #: Whether the simulated interpreter has a GIL; its thread columns as real mode's.
@@ -306,14 +308,16 @@ class _Point:
         if cfg.connector.variant == "synthetic":
             self.fail_prob = float(cfg.connector.options.get("fail_prob", 0.0))
 
-    def size(self, req: PlannedRequest) -> tuple[int, int, float]:
-        """A request's chunks (all groups), bytes (sim.workload.plan.request_bytes) and
-        GIL-free CPU seconds, remembered per token count (none of them draws)."""
+    def size(self, req: PlannedRequest) -> tuple[int, int, float, tuple[float, ...]]:
+        """A request's chunks (all groups), bytes (sim.workload.plan.request_bytes),
+        GIL-free CPU seconds and the points of its hold where a waiting thread gets in
+        (ModelCosts.yield_points), remembered per token count (none of them draws)."""
         geo, tokens = self.cfg.model, req.tokens
         got = self.sizes[tokens] = (
             req.chunks(geo) * geo.kv_groups,
             request_bytes(geo, tokens),
             self.costs.free_s(tokens),
+            self.costs.yield_points(tokens),
         )
         return got
 

@@ -16,7 +16,7 @@ from sim.instruments.engine import STEP_COLUMNS, summarize_steps
 from sim.model.costs import ModelCosts
 from sim.model.gil import SimGil
 from sim.model.loop import Loop
-from sim.model.threads import Harness
+from sim.model.threads import Harness, HeldParts
 
 __all__ = ["ENGINE_THREAD", "ModelEngine"]
 
@@ -33,6 +33,7 @@ class ModelEngine:
         self._costs = costs
         self._gil = gil
         self._harness = harness
+        self._parts = HeldParts(gil, ENGINE_THREAD)
         self._rows: list[dict[str, Any]] = []
         self._stopped = False
         self._loop: Loop | None = None
@@ -77,6 +78,9 @@ class ModelEngine:
         assert self._loop is not None
         self._t["started"] = self._loop.now
         build = self._costs.engine_build_s or 0.0
+        if self._costs.engine_yields:  # a waiting thread let in at torch's own releases
+            self._parts.run(build, 0.0, self._costs.engine_yields, self._built)
+            return
         # Called last in a loop entry (the wake-up, or the GIL's hand-off).
         if self._gil.run_instant(ENGINE_THREAD, build):
             self._built()

@@ -184,6 +184,22 @@ class CPythonGil(SimGil):
         self._run_cont = cont
         self._task = self._cores.run(work_s, self._run_done_cb)
 
+    def pass_on(self, thread: Any, cont: Cont) -> float | None:
+        """A release of the holder's own in mid-run (NumPy's inside a large ufunc): with
+        threads waiting, one drawn at random takes the GIL, and ``thread`` waits behind it
+        like any waiter from now (no FORCE_SWITCHING: nobody asked it to drop), then
+        ``cont(None)``. Returns the woken thread's wake-up (s): the release outlasted it
+        (that is when a waiter gets in), so ``thread``'s GIL-free stretch ran on meanwhile.
+        None, and nothing done, with nobody waiting."""
+        if self.holder != thread:
+            raise RuntimeError(f"{thread!r} releases a GIL held by {self.holder!r}")
+        if not self._waiters:
+            return None
+        self.holder = None
+        self._drop_pending = False
+        # not ``tail``: nothing runs before the caller has taken the wake-up into account
+        return self._hand_off((thread, cont), False, False)
+
     def run_instant(self, thread: Any, work_s: float) -> bool:
         """:meth:`run` done at once when nothing can interrupt it (:meth:`Cores.instant`:
         no drop request pending, nothing else due before its end); False: call :meth:`run`.
@@ -270,11 +286,15 @@ class CPythonGil(SimGil):
         self.holder = None
         self._hand_off((thread, partial(self.run, thread, left, cont)), True)
 
-    def _hand_off(self, requeue: tuple[Any, Cont] | None, tail: bool = False) -> None:
+    def _hand_off(
+        self, requeue: tuple[Any, Cont] | None, tail: bool = False, forced: bool = True
+    ) -> float:
         """Give the GIL to a waiter drawn at random; ``requeue`` (the thread just forced
-        off) joins the waiters after the draw: it may not take the GIL straight back.
+        off, or ``forced`` False: that let it go mid-run) joins the waiters after the
+        draw: it may not take the GIL straight back.
         ``tail``: the caller has nothing left to do in its loop entry, so the waiter may
-        go on at once when its wake-up comes before anything else (Loop.clear)."""
+        go on at once when its wake-up comes before anything else (Loop.clear). Returns
+        the woken waiter's wake-up (s)."""
         waiters = self._waiters
         n = len(waiters)
         if n > 1:
@@ -291,8 +311,9 @@ class CPythonGil(SimGil):
             self._rearm()  # the others saw the GIL change hands
         if requeue is not None:
             # FORCE_SWITCHING: the thread forced off waits until the woken one has taken
-            # the GIL, is woken itself, and only then starts its timed wait.
-            start = now + delay + self._handoff()
+            # the GIL, is woken itself, and only then starts its timed wait; one that let
+            # it go of its own starts waiting when its GIL-free stretch ends (now).
+            start = now + delay + self._handoff() if forced else now
             end = start + self._si + self._late()
             waiters.append([requeue[0], requeue[1], start, end])
             if end < self._drop_at or n == 1:
@@ -306,5 +327,6 @@ class CPythonGil(SimGil):
             if loop.clear(t):
                 loop.now = t
                 cont(None)
-                return
+                return delay
         loop.after(delay, cont)
+        return delay

@@ -72,6 +72,13 @@ class SimGil:
         its loop entry."""
         raise NotImplementedError
 
+    def pass_on(self, thread: Any, cont: Cont) -> float | None:
+        """``thread``, holding the GIL, releases it mid-run (library code's own release):
+        the woken waiter's wake-up (s) when one took it (``cont(None)`` follows once
+        ``thread`` holds it again); None, and nothing done, when nobody was waiting (no
+        GIL: never)."""
+        return None
+
     def run_instant(self, thread: Any, work_s: float) -> bool:
         """:meth:`run` done at once when nothing can interrupt it; False: call :meth:`run`."""
         raise NotImplementedError

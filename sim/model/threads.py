@@ -25,7 +25,7 @@ from sim.model.loop import Loop
 from sim.model.nogil import LOAD_THREAD_PREFIX
 from sim.store.clock import QUIET_SLACK_S
 
-__all__ = ["SIM_THREAD", "Harness", "ModelJob", "ModelWorkers"]
+__all__ = ["SIM_THREAD", "Harness", "HeldParts", "ModelJob", "ModelWorkers"]
 
 SIM_THREAD = "kvsim-sim"
 
@@ -157,6 +157,50 @@ class Harness:
             done(arg)
 
 
+class HeldParts:
+    """A thread's hold run in parts, a waiting thread let in at each part's end
+    (SimGil.pass_on): library code's own GIL releases in mid-hold (NumPy's ufuncs,
+    torch's operators), measured per request by calibrate (sim.calibration.measure_yields)."""
+
+    __slots__ = ("_gil", "_part_cb", "_rest", "_resume_cb", "_then", "_who")
+
+    def __init__(self, gil: SimGil, thread: str) -> None:
+        self._gil = gil
+        self._who = thread
+        #: The parts still to run, last first.
+        self._rest: list[float] = []
+        self._then: Done = _nothing
+        self._part_cb: Done = self._part
+        self._resume_cb: Done = self._resume
+
+    def run(self, hold_s: float, lead_s: float, points: tuple[float, ...], then: Done) -> None:
+        """Run ``lead_s`` then ``hold_s`` of held CPU, the hold cut at ``points``
+        (fractions, rising, at least one), then ``then(None)``, holding the GIL."""
+        at = [f * hold_s for f in points]
+        rest = [b - a for a, b in zip(at, [*at[1:], hold_s], strict=True)]
+        rest.reverse()
+        self._rest = rest
+        self._then = then
+        self._gil.run(self._who, lead_s + at[0], self._part_cb)
+
+    def _part(self, _arg: Any = None) -> None:
+        wake = self._gil.pass_on(self._who, self._resume_cb)
+        if wake is None:
+            self._resume()
+        elif wake > 0:  # the next part ran on, GIL-free, while the waiter woke
+            rest = self._rest
+            rest[-1] = max(0.0, rest[-1] - wake)
+
+    def _resume(self, _arg: Any = None) -> None:
+        rest = self._rest
+        work = rest.pop()
+        self._gil.run(self._who, work, self._part_cb if rest else self._then)
+
+
+def _nothing(_arg: Any = None) -> None:
+    """HeldParts' ``then`` before its first run."""
+
+
 class ModelJob:
     """One request's CPU stages; the worker fills in the timings (seconds of model time)."""
 
@@ -169,10 +213,21 @@ class ModelJob:
         "hold_s",
         "start",
         "thread",
+        "yields",
     )
 
-    def __init__(self, hold_s: float, free_cpu_s: float, free_sleep_s: float, done: Done) -> None:
+    def __init__(
+        self,
+        hold_s: float,
+        free_cpu_s: float,
+        free_sleep_s: float,
+        done: Done,
+        yields: tuple[float, ...] = (),
+    ) -> None:
         self.hold_s = hold_s
+        #: Where in the hold (fractions, rising) the thread lets a waiting thread take the
+        #: GIL (sim.model.costs.ModelCosts.yield_points).
+        self.yields = yields
         self.free_cpu_s = free_cpu_s
         self.free_sleep_s = free_sleep_s
         #: Called with the job when it ends (the answer is posted at that time).
@@ -191,6 +246,7 @@ class _Worker:
         "_finish_cb",
         "_got_cb",
         "_held_cb",
+        "_parts",
         "_pool",
         "_post_cb",
         "_returned_cb",
@@ -214,6 +270,7 @@ class _Worker:
         self.step_cb: Done = self.step
         self._got_cb: Done = self._got
         self._held_cb: Done = self._held
+        self._parts = HeldParts(pool.gil, name)
         self._back_cb: Done = self._back
         self._returned_cb: Done = self._returned
         self._post_cb: Done = self._post
@@ -259,6 +316,9 @@ class _Worker:
         gap = pool.job_gap_s
         job.start = pool.loop.now + gap
         work = job.hold_s + gap
+        if job.yields:  # the hold in parts, a waiting thread let in between
+            self._parts.run(job.hold_s, gap, job.yields, self._held_cb)
+            return
         # Last in a loop entry (see step): the hold may be done at once (on a GIL just
         # found ``free`` nobody waits, so only the cores can say no).
         if pool.cores.instant(work, True) if free else pool.gil.run_instant(self.name, work):

@@ -44,6 +44,9 @@ def test_calibrate_writes_a_file_model_runs_use(small_calibration, write_config,
     entry = cal.data["variants"]["numpy/per_group"]
     assert entry["range"] == {"chunks": [1, 4], "regions": [4, 4], "groups": [1, 1]}
     assert all(p["hold"] > 0 for p in entry["points"])
+    # its own GIL releases, measured at the grid's largest request (the sizes clamped to it)
+    assert [(y["chunks"], y["regions"]) for y in entry["yields"]] == [(4, 4)]
+    assert entry["yields"][0]["per_request"] >= 0
     for key in ("sim_cpu_per_request_ms", "wake_ms", "timer_late_ms", "probe_late_ms"):
         assert cal.harness[key] >= 0
     # TINY: 160 tokens of 16 = 10 chunks per group: outside 1-4 chunks, refused ...
@@ -64,7 +67,16 @@ def test_calibrate_prints_the_load_average_and_signed_terms(tmp_path, monkeypatc
         "elapsed_s": 3.0,
         "machine": {"cores": 2, "loadavg": [2.02978515625, 1.5, 0.875]},
         "harness": {"sim_cpu_per_request_ms": 0.1, "wake_ms": 0.05, "timer_late_ms": 0.06},
-        "variants": {"numpy/per_group": {"hold": fit, "fit_worst_rel_error": 0.04}},
+        "variants": {
+            "numpy/per_group": {
+                "hold": fit,
+                "fit_worst_rel_error": 0.04,
+                "yields": [
+                    {"chunks": 256, "regions": 61, "per_request": 0.2, "span": [0, 0]},
+                    {"chunks": 1024, "regions": 61, "per_request": 3.35, "span": [0.2, 0.3]},
+                ],
+            }
+        },
     }
     monkeypatch.setattr(measure, "calibrate", lambda *a, **k: doc)
     assert cli_main(["calibrate", "--out", str(tmp_path / "cal.json"), "--variants", "numpy"]) == 0
@@ -72,6 +84,7 @@ def test_calibrate_prints_the_load_average_and_signed_terms(tmp_path, monkeypatc
     assert "load average 2.03, 1.50, 0.88 (1, 5, 15 min)" in out
     assert "hold ≈ 0.120 ms + 0.004 µs·chunks·regions − 0.25 µs·chunks (" in out
     assert "+ -" not in out and "groups" not in out  # a term that rounds to 0 is left out
+    assert "a waiting thread let in mid-hold, a request: 3.4 at 1024×61\n" in out
 
 
 def test_calibrate_refuses_to_overwrite(small_calibration, capsys) -> None:

@@ -257,6 +257,10 @@ def test_calibration_times_the_real_engines_build_after_a_forward(monkeypatch) -
         return real_build(factory, variant, lens)
 
     monkeypatch.setattr(real_engine, "build_step", build)
+    yields_at: list[int] = []  # its own GIL releases: tests/calibration/test_measure_yields.py
+    monkeypatch.setattr(
+        measure, "_build_yields", lambda f, v, lens, *_a: yields_at.append(len(lens)) or {"n": 1}
+    )
     slept: list[float] = []
     monkeypatch.setattr(measure.time, "sleep", slept.append)
     got = measure.measure_engine(reps=2, batch_sizes=(8,))
@@ -264,6 +268,8 @@ def test_calibration_times_the_real_engines_build_after_a_forward(monkeypatch) -
     for entry in got.values():
         assert set(entry["by_tokens"]) == {"8", "32"}  # the sizes asked for and the default
         assert entry["build_ms"] == entry["by_tokens"]["32"] > 0
+        assert entry["yields"] == {"n": 1}
+    assert set(yields_at) == {32}  # at the default batch only
     # per variant and size: one warm-up and two timed builds, each timed one after a sleep
     # of the default forward (5 ms)
     assert calls and set(calls) == {8, 32}

@@ -91,3 +91,12 @@ def test_the_span_stays_inside_the_hold_with_few_takes() -> None:
     # the 10th and 90th percentiles between the two, never beyond them (a small sample's
     # "exclusive" percentiles reach past its ends: 1.16 read for a build)
     assert got["span"] == pytest.approx([0.14, 0.86])
+
+
+def test_with_the_gil_off_nothing_is_counted(monkeypatch) -> None:
+    import sim.calibration.measure_yields as measure_yields
+
+    monkeypatch.setattr(measure_yields, "gil_enabled", lambda: False)
+    waiter = Waiter()
+    waiter.takes[:] = [5, 95]
+    assert waiter.summary([(0, 100, [])]) == {"per_request": 0.0, "span": [0.0, 0.0]}

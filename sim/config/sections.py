@@ -131,6 +131,14 @@ class GilConfig(FrozenModel):
         description="A wake-up later than this found the GIL busy; keep it above the "
         "probe's wake-up latency on an idle GIL and well below the holds measured.",
     )
+    own_releases: StrictBool = Field(
+        False,
+        description="Model mode: run each hold in parts and let a waiting thread in "
+        "between them, where kvsim calibrate saw library code release the GIL in "
+        "mid-hold (NumPy's ufuncs, torch's operators; docs/model-mode.md, A hold's own "
+        "releases). Off by default: over two quiet runs it did not match the real GIL wait "
+        "better than without.",
+    )
     audit: Literal["off", "pyspy"] = Field(
         "off",
         description="pyspy: audit the meter independently — py-spy samples which thread "

@@ -151,8 +151,8 @@ class ModelCosts:
     #: sim.calibration.measure_parallel; 1.0 at 0 and 1). Empty: never slower.
     crowd: tuple[float, ...] = ()
     #: The calibration's rows of mid-hold GIL releases a waiting thread took
-    #: (sim.calibration.measure_yields); empty: none (a GIL-free interpreter, a parametric
-    #: variant, a calibration from before they were measured).
+    #: (sim.calibration.measure_yields); empty: none (gil.own_releases off, a GIL-free
+    #: interpreter, a parametric variant, a calibration from before they were measured).
     yields: tuple[dict[str, Any], ...] = ()
     #: Where in the engine step's build (fractions) a waiting thread takes the GIL at
     #: torch's own releases (the calibration's count at the default batch, every size).
@@ -265,13 +265,15 @@ def point_costs(
     else:
         hold_fit = LinearFit.from_dict(entry["hold"])
         free_fit = LinearFit.from_dict(entry["free"])
+    # a hold's own GIL releases, where asked for (gil.own_releases) and there is a GIL
+    releases = cfg.gil.own_releases and cfg.simulated_gil != "none"
     engine_build = None
     engine_yields: tuple[float, ...] = ()
     if cfg.engine.enabled:
         ms = cal.engine_build_ms(cfg.engine.index_variant, cfg.engine.max_tokens())
         engine_build = None if ms is None else ms / 1e3
         found = cal.engine_yields(cfg.engine.index_variant)
-        if found and cfg.simulated_gil != "none":
+        if found and releases:
             engine_yields = evenly(found["per_request"], found["span"])
     scale = cfg.machine.cpu_scale
     if engine_build is not None:
@@ -299,7 +301,7 @@ def point_costs(
         hold_spread=Spread(entry["hold_spread"], draw) if entry.get("hold_spread") else None,
         cpu_scale=scale,
         crowd=_crowd(entry) if cfg.simulated_gil == "none" else (),
-        yields=tuple(entry.get("yields", ())) if cfg.simulated_gil != "none" else (),
+        yields=tuple(entry.get("yields", ())) if releases else (),
         engine_yields=engine_yields,
     )
 

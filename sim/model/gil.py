@@ -25,9 +25,10 @@ Rules modelled (docs/model-mode.md, "The GIL", says which are kept and which sim
 * A woken waiter needs ``handoff_s`` (the OS wake-up) before it runs; the GIL is
   reserved for it meanwhile.
 * Library code that releases the GIL in mid-hold (NumPy's ufunc loops, torch's
-  operators) lets a waiter in when the release outlasts its wake-up: the holder calls
-  :meth:`CPythonGil.pass_on` at the points calibrate saw that happen, and queues behind
-  the waiter like any other (no FORCE_SWITCHING: nobody asked it to drop).
+  operators) lets a waiter in when the release outlasts its wake-up: with
+  ``gil.own_releases`` the holder calls :meth:`CPythonGil.pass_on` at the points
+  calibrate saw that happen, and queues behind the waiter like any other (no
+  FORCE_SWITCHING: nobody asked it to drop).
 
 Work done holding the GIL is CPU work on :class:`~sim.model.cores.Cores`, so a
 holder also competes for a core. :class:`NoGil` (sim.model.nogil, re-exported here) is

@@ -131,3 +131,45 @@ _ROWS = tuple(
 )
 def test_yield_points_follow_the_calibrations_rows(regions: int, chunks: int, count: int) -> None:
     assert len(_yield_points(_ROWS, regions, chunks)) == count
+
+
+def _costs(own_releases: bool, kind: str = "cpython"):
+    from sim.config import ExperimentConfig
+    from sim.model.calibration import Calibration
+    from sim.model.costs import point_costs
+
+    cfg = ExperimentConfig.model_validate(
+        {
+            "name": "t",
+            "mode": "model",
+            "model": {"regions": 61, "block_len": [4096], "block_size": 128, "num_blocks": 16384},
+            "workload": {"requests": 1, "tokens": 1024 * 128},
+            "connector": {"variant": "numpy"},
+            "engine": {"enabled": True, "index_variant": "cached"},
+            "gil": {"own_releases": own_releases, "kind": kind},
+        }
+    )
+    fit = {"intercept": 1.0, "per_chunk_region": 0.0, "per_chunk": 0.0, "per_group": 0.0}
+    harness = {
+        "sim_cpu_per_request_ms": 0.1,
+        "probe_hold_ms": 0.01,
+        **{f"{k}_ms": 0.05 for k in ("wake", "timer_late", "sleep_late", "probe_late")},
+    }
+    data = {
+        "machine": {"cores": 2},
+        "harness": harness,
+        "variants": {"numpy/per_group": {"hold": fit, "free": fit, "yields": list(_ROWS)}},
+        "engine": {"cached": {"build_ms": 0.2, "yields": {"per_request": 2.0, "span": [0.5, 0.9]}}},
+    }
+    return point_costs(cfg, Calibration("cal.json", "d", data))
+
+
+def test_own_releases_are_off_unless_asked_for() -> None:
+    off = _costs(False)
+    assert off.yield_points(1024 * 128) == () and off.engine_yields == ()
+    on = _costs(True)
+    assert len(on.yield_points(1024 * 128)) == 9  # the 1,024-chunk row at 61 regions
+    assert on.engine_yields == pytest.approx((0.6, 0.8))
+    # no GIL, nothing to release
+    none = _costs(True, "none")
+    assert none.yield_points(1024 * 128) == () and none.engine_yields == ()

@@ -27,12 +27,14 @@ import json
 import pickle
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from sim.config import ExperimentConfig
+from sim.config.sweep_axes import field_paths
 from sim.errors import SpecError
 from sim.files.read import read_bounded
 from sim.rundir.layout import RepRun, spec_file
@@ -129,6 +131,7 @@ class PointSpec:
             "config": config,
             PICKLE_KEY: base64.b64encode(pickle.dumps(self.config)).decode("ascii"),
             PICKLED_OF_KEY: _json_digest(config),
+            PICKLED_FIELDS_KEY: fields_digest(),
         }
 
     @classmethod
@@ -179,9 +182,21 @@ class PointSpec:
         )
 
 
-#: The spec's keys for the pickled config and the digest of the JSON beside it.
+#: The spec's keys for the pickled config, the digest of the JSON beside it, and the
+#: digest of the config models' fields it was pickled with (fields_digest).
 PICKLE_KEY = "config_pickle"
 PICKLED_OF_KEY = "config_pickled_of"
+PICKLED_FIELDS_KEY = "config_pickled_fields"
+
+
+@cache
+def fields_digest() -> str:
+    """The config models' dotted field paths, digested. A config pickled by a kvsim whose
+    models had other fields unpickles without the new ones (pickle restores the old
+    instance dict), and fails at their first use: validate-model --no-run on a run from
+    before ``gil.own_releases`` did. Such a pickle is not used; the JSON is validated."""
+    text = "\n".join(sorted(field_paths(ExperimentConfig)))
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _json_digest(config: Any) -> str:
@@ -194,6 +209,8 @@ def _unpickled(data: dict[str, Any]) -> ExperimentConfig | None:
     None: the JSON is validated)."""
     blob, of = data.get(PICKLE_KEY), data.get(PICKLED_OF_KEY)
     if not isinstance(blob, str) or not isinstance(of, str) or _json_digest(data["config"]) != of:
+        return None
+    if data.get(PICKLED_FIELDS_KEY) != fields_digest():  # other config models: validate
         return None
     try:
         config = pickle.loads(base64.b64decode(blob))  # kvsim's own spec (module docstring)

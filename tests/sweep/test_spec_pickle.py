@@ -76,3 +76,25 @@ def test_a_pickle_that_does_not_load_falls_back_to_the_json(tmp_path, monkeypatc
     assert len(calls) == 2  # the fallback's, and the comparison's here
     roundtrip = PointSpec.from_json(json.loads(json.dumps(read_spec(rep_dir).to_json())))
     assert roundtrip.config == read_spec(rep_dir).config
+
+
+def test_a_pickle_from_other_config_models_falls_back_to_the_json(tmp_path) -> None:
+    """A run directory from a kvsim before a config field existed: its pickle restores the
+    old instance (no such attribute); the JSON is validated and the default filled in."""
+    import pickle
+
+    from sim.sweep.spec import PICKLED_FIELDS_KEY, PICKLED_OF_KEY, _json_digest
+
+    rep_dir = _spec(tmp_path)
+    path = rep_dir / "spec.json"
+    data = json.loads(path.read_text())
+    old = ExperimentConfig.model_validate(RAW)
+    del old.gil.__dict__["own_releases"]  # as a pickle from before the field unpickles
+    data[PICKLE_KEY] = base64.b64encode(pickle.dumps(old)).decode()
+    del data[PICKLED_FIELDS_KEY]  # that kvsim wrote none
+    del data["config"]["gil"]["own_releases"]
+    data[PICKLED_OF_KEY] = _json_digest(data["config"])  # pickled beside that JSON
+    path.write_text(json.dumps(data))
+    with pytest.raises(AttributeError):
+        pickle.loads(base64.b64decode(data[PICKLE_KEY])).gil.own_releases  # noqa: B018
+    assert read_spec(rep_dir).config.gil.own_releases is False

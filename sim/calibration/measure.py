@@ -35,7 +35,8 @@ from pydantic import ValidationError
 from sim import columns
 from sim.calibration.measure_engine import measure_engine
 from sim.calibration.measure_harness import measure_harness
-from sim.calibration.measure_yields import measure_yields
+from sim.calibration.measure_yields import REPS as YIELD_REPS
+from sim.calibration.measure_yields import Waiter, timed
 from sim.config import ConfigError, ExperimentConfig
 from sim.errors import MeasureError
 from sim.model.calibration import CALIBRATION_KIND, PARAMETRIC, LinearFit
@@ -131,8 +132,17 @@ def check_grid(chunks: Sequence[int], regions: Sequence[int], groups: Sequence[i
             ) from None
 
 
-def _job_samples(cfg: Any, reps: int) -> tuple[list[float], list[float]]:
-    """(hold_ms, free_cpu_ms) of ``reps`` requests of ``cfg``, each run alone on this thread.
+def _plain(fn: Callable[..., Any], *args: Any) -> tuple[None, Any]:
+    """``fn(*args)``, as :func:`_each_request` runs a request when nothing wraps it."""
+    return None, fn(*args)
+
+
+def _each_request(
+    cfg: Any, reps: int, seed: int, run: Callable[..., tuple[Any, Any]] = _plain
+) -> list[tuple[Any, Any]]:
+    """``reps`` requests of ``cfg``, each run alone on this thread through the GIL meter
+    (``run(measure, ...)``: :func:`_plain`, or measure_yields.timed): what ``run`` gave
+    beside each, and each one's timing.
 
     Every request is a different one (its own hashes and block ids, as in a run), so
     that neither the caches nor the allocator see the same job twice; a first, unkept
@@ -146,16 +156,36 @@ def _job_samples(cfg: Any, reps: int) -> tuple[list[float], list[float]]:
 
     variants = build_variants(cfg)
     tokens = cfg.workload.tokens.value
-    holds, frees = [], []
+    out = []
     for i in range(reps + 1):
-        job = PlannedRequest(i, tokens, 0.0, 12345 + i, 0.5).job(cfg.model)
+        job = PlannedRequest(i, tokens, 0.0, seed + i, 0.5).job(cfg.model)
         time.sleep(IDLE_GAP_S)
-        _res, err, timing = measure(cpu_stages, variants, cfg.connector.handler, job)
+        beside, (_res, err, timing) = run(measure, cpu_stages, variants, cfg.connector.handler, job)
         if err is not None:
             raise RuntimeError(f"{cfg.connector.variant}: {type(err).__name__}: {err}")
-        holds.append(timing.hold_ns / 1e6)
-        frees.append(timing.free_cpu_ns / 1e6)
-    return holds[1:], frees[1:]
+        if i:
+            out.append((beside, timing))
+    return out
+
+
+def _job_samples(cfg: Any, reps: int) -> tuple[list[float], list[float]]:
+    """(hold_ms, free_cpu_ms) of ``reps`` requests of ``cfg`` (:func:`_each_request`)."""
+    timings = [timing for _none, timing in _each_request(cfg, reps, 12345)]
+    return [t.hold_ns / 1e6 for t in timings], [t.free_cpu_ns / 1e6 for t in timings]
+
+
+def yields_at(cfg: Any, reps: int = YIELD_REPS) -> dict[str, Any]:
+    """``{per_request, span, chunks, regions}``: a waiting thread's takes during ``reps``
+    requests of ``cfg`` (one geometry; sim.calibration.measure_yields.Waiter.summary),
+    and the geometry they were measured at."""
+    with Waiter() as waiter:
+        spans = [span for span, _timing in _each_request(cfg, reps, 54321, timed)]
+    geo = cfg.model
+    return {
+        **waiter.summary(spans),
+        "chunks": -(-cfg.workload.tokens.value // geo.block_size) * geo.kv_groups,
+        "regions": geo.regions,
+    }
 
 
 def _job_costs(cfg: Any, reps: int) -> tuple[float, float]:
@@ -240,7 +270,7 @@ def measure_variant(
     mid = max((c for c in chunks if c <= 1024), default=min(chunks))
     spread = hold_spread(request_config(variant, handler, mid, max(regions), min(groups)))
     yields = [
-        measure_yields(request_config(variant, handler, c, r, min(groups)), IDLE_GAP_S)
+        yields_at(request_config(variant, handler, c, r, min(groups)))
         for r in regions
         for c in sorted({min(max(chunks), c) for c in YIELD_CHUNKS})
     ]

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 from connectors.base import free_time
 from sim.process.interpreter import gil_enabled
 
-__all__ = ["REPS", "Span", "Waiter", "measure_yields", "timed"]
+__all__ = ["REPS", "Span", "Waiter", "timed"]
 
 T = TypeVar("T")
 
@@ -37,7 +37,8 @@ T = TypeVar("T")
 #: sections (start, end).
 Span = tuple[int, int, list[tuple[int, int]]]
 
-#: Requests measured (each after sim.calibration.measure.IDLE_GAP_S of sleep, as in a run).
+#: Requests measured at a geometry (sim.calibration.measure.yields_at: each after
+#: IDLE_GAP_S of sleep, as in a run).
 REPS = 20
 #: The waiting thread's sleep between takes: the OS's timer slack makes it ~60 µs.
 _NAP_S = 1e-5
@@ -85,35 +86,6 @@ class Waiter:
             "per_request": statistics.fmean(counts) if counts else 0.0,
             "span": [deciles[0], deciles[-1]] if deciles else [0.0, 0.0],
         }
-
-
-def measure_yields(cfg: Any, idle_gap_s: float, reps: int = REPS) -> dict[str, Any]:
-    """``{per_request, span, chunks, regions}`` (Waiter.summary) over ``reps`` requests
-    of ``cfg`` (one geometry), and the geometry they were measured at."""
-    from sim.instruments.gilmeter import measure  # not with `kvsim calibrate --help`
-    from sim.runtime.pipeline import cpu_stages  # heavy: the real-mode runtime (simpy)
-    from sim.runtime.point import build_variants  # heavy: the real-mode runtime (simpy)
-    from sim.workload.plan import PlannedRequest  # the workload: not with `kvsim calibrate --help`
-
-    variants = build_variants(cfg)
-    tokens = cfg.workload.tokens.value
-    jobs = [PlannedRequest(i, tokens, 0.0, 54321 + i, 0.5).job(cfg.model) for i in range(reps + 1)]
-    spans: list[Span] = []
-    with Waiter() as waiter:
-        for i, job in enumerate(jobs):
-            time.sleep(idle_gap_s)
-            span, (_res, err, _timing) = timed(
-                measure, cpu_stages, variants, cfg.connector.handler, job
-            )
-            if err is not None:
-                raise RuntimeError(f"{cfg.connector.variant}: {type(err).__name__}: {err}")
-            if i:  # the first warms up, as _job_samples' does
-                spans.append(span)
-    return {
-        **waiter.summary(spans),
-        "chunks": -(-tokens // cfg.model.block_size) * cfg.model.kv_groups,
-        "regions": cfg.model.regions,
-    }
 
 
 def timed(fn: Callable[..., T], *args: Any) -> tuple[Span, T]:

@@ -385,10 +385,14 @@ def run_model_point(
     calibration: Calibration | None = None,
     write_rows: RowWriter | None = None,
     measured: Measured | None = None,
+    draw_stream: int = 0,
 ) -> PointResult:
     """Simulate one point × repeat; refuses (CalibrationError) what the calibration lacks.
     ``measured``: costs a real run measured, replayed instead of the calibration's
-    (sim.model.replay).
+    (sim.model.replay). ``draw_stream``: 0, the model's own random choices (who gets
+    the GIL, the wake-ups) continue the generator that planned the workload, as every
+    model run's do; k > 0, an independent stream over the same plan, the k-th of a
+    replay's draws (the same arrivals and tokens, other choices).
 
     The cyclic collector is paused for the point: the loop allocates a tuple per entry
     and little else that lives, so each collection would mostly re-scan the point's
@@ -397,7 +401,7 @@ def run_model_point(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _simulate(point, repeat, progress, calibration, write_rows, measured)
+        return _simulate(point, repeat, progress, calibration, write_rows, measured, draw_stream)
     finally:
         if collecting:
             gc.enable()
@@ -410,6 +414,7 @@ def _simulate(
     calibration: Calibration | None,
     write_rows: RowWriter | None,
     measured: Measured | None = None,
+    draw_stream: int = 0,
 ) -> PointResult:
     cfg = point.config
     cal = calibration if calibration is not None else point_calibration(cfg)
@@ -419,7 +424,9 @@ def _simulate(
     # here the drawn plan itself, whatever called this.
     least, most = tokens_range(workload)
     check_point(cfg, cal, [least, most] if len(workload) else [])
-    draw = Uniforms(rng)
+    draw = Uniforms(
+        rng if draw_stream == 0 else np.random.default_rng([cfg.seed, repeat, draw_stream])
+    )
     costs = point_costs(cfg, cal, draw.next)
     if measured is not None:
         # A replayed request's thread CPU is what it took in the real run, beside the

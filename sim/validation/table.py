@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sim import columns
+from sim.stats import percentiles
 from sim.validation.paired import TARGETS, ValidationRow, axis_key
 from sim.validation.verdict import (
     LATENCY,
@@ -165,5 +166,32 @@ def mechanism_table(points: Sequence[Any], targets: Mapping[str, Any], title: st
         f"Verdict: {word} (each target at 90 % of the points it applies to, or more): "
         f"{counts}; every target at {every}/{n} points (a GIL wait where the GIL was off on "
         "both sides does not apply).",
+        _draws_line(points, wait),
     ]
     return wrap("\n".join(lines) + "\n")
+
+
+def _draws_line(points: Sequence[Any], wait: str) -> str:
+    """What the model column is, and how far one draw of it strays: the model's own noise
+    beside the target (ReplayPoint ``draws``, ``model``, ``model_range``)."""
+    draws = max(p.draws for p in points)
+    if draws < 2:
+        return "- model: one draw of its own random choices (who gets the GIL, the wake-ups)."
+    half = [
+        (hi - lo) / 2 / p.model[wait]
+        for p in points
+        for lo, hi in [p.model_range.get(wait, (math.nan, math.nan))]
+        if p.model[wait] >= 0.1 and math.isfinite(hi - lo)  # 0.1 ms: the target's floor
+    ]
+    line = (
+        f"- model: the mean of {draws} draws of its own random choices (who gets the GIL, "
+        "the wake-ups) over the same plan and holds, each draw's figure over the real "
+        "side's requests"
+    )
+    if not half:
+        return line + "."
+    return (
+        line + f"; one draw's GIL wait mean strays ±{percentiles(half, (50,))[0]:.0%} from it at "
+        f"the median point of {len(half)} with a GIL wait of 0.1 ms or more, "
+        f"±{max(half):.0%} at most."
+    )

@@ -52,7 +52,7 @@ def test_a_model_run_replayed_is_itself(point) -> None:
     """A synthetic point's holds are its config's, drawn from nothing: the replay of its
     own records makes the very same draws, so every figure comes back to the digit."""
     run = run_model_point(point, 1)
-    got = replay_point(point, [RealRep(1, _rows(run.records))])
+    got = replay_point(point, [RealRep(1, _rows(run.records))], draws=1)
     assert got.requests == 60
     for metric, value in figures(_rows(run.records)).items():
         assert got.model[metric] == pytest.approx(value, rel=1e-9), metric
@@ -71,7 +71,7 @@ def test_each_request_holds_what_it_held_in_the_run_replayed(point, monkeypatch)
     monkeypatch.setattr(
         replay, "run_model_point", lambda *a, **k: seen.append(real_run(*a, **k)) or seen[-1]
     )
-    got = replay_point(point, [RealRep(0, rows)])
+    got = replay_point(point, [RealRep(0, rows)], draws=1)
     (result,) = seen
     assert {r.request_id: r.gil_hold_ms for r in result.records} == pytest.approx(
         {int(row["request_id"]): float(row["gil_hold_ms"]) for row in rows}
@@ -81,9 +81,62 @@ def test_each_request_holds_what_it_held_in_the_run_replayed(point, monkeypatch)
 
 def test_repeats_are_pooled_per_point(point) -> None:
     reps = [RealRep(k, _rows(run_model_point(point, k).records)) for k in range(3)]
-    got = replay_point(point, reps)
+    got = replay_point(point, reps, draws=1)
     assert got.requests == 180
     assert got.error["latency_p50_ms"] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_a_draw_stream_keeps_the_plan_and_draws_other_choices(point) -> None:
+    """draw_stream k > 0: the same arrivals, tokens and holds, other random choices (who
+    gets the GIL): at a contended point some request's latency moves."""
+    first, other = (run_model_point(point, 0, draw_stream=k).records for k in (0, 3))
+    by_id = {r.request_id: r for r in other}
+    assert sorted(by_id) == sorted(r.request_id for r in first)
+    assert all(by_id[r.request_id].arrival_s == r.arrival_s for r in first)
+    assert all(by_id[r.request_id].tokens == r.tokens for r in first)
+    assert any(by_id[r.request_id].latency_ms != r.latency_ms for r in first)
+    again = run_model_point(point, 0, draw_stream=3).records
+    assert [r.latency_ms for r in again] == [r.latency_ms for r in other]  # reproducible
+
+
+def test_the_model_figure_is_the_mean_of_its_draws_each_at_the_real_count(
+    point, monkeypatch
+) -> None:
+    """Each draw's figures are taken over the real side's requests (a p99 of 60, not of
+    60 × draws), then averaged; the range is the draws' lowest and highest."""
+    from sim.model import replay
+
+    rows = _rows(run_model_point(point).records)
+    seen: dict[int, list] = {}
+    real_run = replay.run_model_point
+
+    def spy(*a, draw_stream: int = 0, **k):
+        seen[draw_stream] = list(real_run(*a, draw_stream=draw_stream, **k).records)
+        return real_run(*a, draw_stream=draw_stream, **k)
+
+    monkeypatch.setattr(replay, "run_model_point", spy)
+    got = replay_point(point, [RealRep(0, rows)], draws=3)
+    assert sorted(seen) == [0, 1, 2] and got.draws == 3 and got.requests == 60
+    each = [
+        figures(
+            {
+                "status": r.status,
+                "latency_ms": r.latency_ms,
+                "queue_ms": r.queue_ms,
+                "gil_wait_ms": r.gil_wait_ms,
+            }
+            for r in seen[k]
+        )
+        for k in range(3)
+    ]
+    assert all(len(seen[k]) == 60 for k in range(3))
+    for metric, value in got.model.items():
+        values = [e[metric] for e in each]
+        assert value == pytest.approx(sum(values) / 3, rel=1e-9), metric
+        assert got.model_range[metric] == pytest.approx((min(values), max(values))), metric
+    assert got.model_range["gil_wait_mean_ms"][0] < got.model_range["gil_wait_mean_ms"][1]
+    with pytest.raises(ValueError, match="draws must be at least 1"):
+        replay_point(point, [RealRep(0, rows)], draws=0)
 
 
 def test_the_mechanism_targets_are_the_stated_ones() -> None:
@@ -162,7 +215,7 @@ def test_a_replayed_simulation_thread_costs_what_the_run_measured(point) -> None
     key = columns.HARNESS_US_PER_REQUEST.name
 
     def replayed(us: float) -> dict[str, float]:
-        got = replay_point(point, [RealRep(0, rows, summary={key: str(us)})])
+        got = replay_point(point, [RealRep(0, rows, summary={key: str(us)})], draws=1)
         return got.model
 
     same, dearer = replayed(_harness_us(point)), replayed(4 * _harness_us(point))
@@ -210,8 +263,8 @@ def test_a_replayed_transfer_starts_at_the_answers_post(point) -> None:
         mp.setattr(
             replay, "run_model_point", lambda *a, **k: seen.append(real_run(*a, **k)) or seen[-1]
         )
-        replay_point(point, [RealRep(0, rows)])
-        replay_point(point, [RealRep(0, later)])
+        replay_point(point, [RealRep(0, rows)], draws=1)
+        replay_point(point, [RealRep(0, later)], draws=1)
     before, after = ([r.transfer_ms for r in res.records] for res in seen)
     assert sorted(after)[len(after) // 2] - sorted(before)[len(before) // 2] == pytest.approx(
         lag_s * 1e3, rel=0.05

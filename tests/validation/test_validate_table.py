@@ -76,6 +76,8 @@ def test_the_mechanism_table_fits_100_columns_even_at_errors_past_999_percent() 
         model=dict.fromkeys(names, 99999.0),
         error=dict.fromkeys(names, 80.0),
         within=dict.fromkeys(names, False),
+        draws=8,
+        model_range=dict.fromkeys(names, (90000.0, 110000.0)),
     )
     text = mechanism_table([point, point], MECHANISM_TARGETS, "Mechanism")
     assert max(len(x) for x in text.splitlines()) <= WIDTH
@@ -110,6 +112,8 @@ def test_a_gil_wait_neither_side_has_does_not_count_as_a_miss() -> None:
             model=model,
             error=dict.fromkeys(names, 0.0),
             within=within,
+            draws=1,
+            model_range={},
         )
 
     on, off = point("on", 1.0, 1.0), point("off", nan, nan)
@@ -121,3 +125,35 @@ def test_a_gil_wait_neither_side_has_does_not_count_as_a_miss() -> None:
     lost = point("off", 1.0, nan)  # the model lost a figure the real run has: a miss
     assert lost.within["gil_wait_mean_ms"] is False
     assert mechanism_verdict([on.within, lost.within], names) == "outside target"
+
+
+def test_the_mechanism_table_says_how_far_one_draw_of_the_model_strays() -> None:
+    """The model column is a mean over draws of its random choices; the line under the
+    verdict gives one draw's spread of the GIL wait around it, over the points whose wait
+    reaches the target's 0.1 ms floor (a 0.01 ms wait's ±100 % says nothing)."""
+    from types import SimpleNamespace
+
+    from sim.model.replay import MECHANISM_TARGETS
+    from sim.validation.table import mechanism_table
+
+    names = list(MECHANISM_TARGETS)
+
+    def point(wait: float, lo: float, hi: float, draws: int = 8) -> SimpleNamespace:
+        figures = {**dict.fromkeys(names, 10.0), "gil_wait_mean_ms": wait}
+        return SimpleNamespace(
+            axes={"workers": 1},
+            real=figures,
+            model=figures,
+            error=dict.fromkeys(names, 0.0),
+            within=dict.fromkeys(names, True),
+            draws=draws,
+            model_range={"gil_wait_mean_ms": (lo, hi)},
+        )
+
+    points = [point(1.0, 0.9, 1.1), point(2.0, 1.0, 3.0), point(4.0, 3.6, 4.4), point(0.01, 0, 1)]
+    flat = " ".join(mechanism_table(points, MECHANISM_TARGETS, "M").split())
+    assert "the mean of 8 draws of its own random choices" in flat
+    assert "strays ±10% from it at the median point of 3 with a GIL wait of 0.1 ms" in flat
+    assert "±50% at most" in flat
+    one = " ".join(mechanism_table([point(1.0, 1.0, 1.0, 1)], MECHANISM_TARGETS, "M").split())
+    assert "model: one draw of its own random choices" in one and "strays" not in one

@@ -22,8 +22,11 @@ Rules modelled (docs/model-mode.md, "The GIL", says which are kept and which sim
 * A thread leaving a GIL-free section (I/O, a sleep, a nogil kernel) queues for the
   GIL again like any other waiter: behind a CPU-bound holder it waits up to a whole
   switch interval (the convoy effect).
-* A woken waiter needs ``handoff_s`` (the OS wake-up) before it runs; the GIL is
-  reserved for it meanwhile.
+* A woken waiter needs ``handoff_s`` (the OS wake-up) before it runs, and the GIL is
+  free meanwhile: a thread that calls ``take_gil`` in that window (back from a sleep,
+  woken from FORCE_SWITCHING, a timed wait that ran out) takes it first, and the woken
+  one, finding it held, begins a new round (barging). A change of holder (CPython's
+  ``switch_number``: the taker is not the last holder) moves every round on.
 * Library code that releases the GIL in mid-hold (NumPy's ufunc loops, torch's
   operators) lets a waiter in when the release outlasts its wake-up: with
   ``gil.own_releases`` the holder calls :meth:`CPythonGil.pass_on` at the points
@@ -97,6 +100,8 @@ class CPythonGil(SimGil):
         #: it only if the GIL did not change hands in between.
         self._waiters: list[list[Any]] = []
         self._switches = 0
+        #: The thread that held the GIL last (CPython's ``last_holder``).
+        self._last: Any = None
         self._task: CpuTask | None = None  # the holder's CPU work in progress
         self._run_cont: Cont | None = None
         self._drop_pending = False
@@ -126,20 +131,13 @@ class CPythonGil(SimGil):
         a continuation to call); False when it is held: then call :meth:`acquire`."""
         if self.holder is not None:
             return False
-        self.holder = thread
-        self._switches += 1
-        now = self._loop.now
-        if self.watch is not None:
-            self.watch(now)
+        self._took(thread)
         return True
 
     def acquire(self, thread: Any, cont: Cont) -> None:
         """Call ``cont(None)`` once ``thread`` holds the GIL (at once when it is free)."""
         if self.holder is None:
-            self.holder = thread
-            self._switches += 1
-            if self.watch is not None:
-                self.watch(self._loop.now)
+            self._took(thread)
             cont(None)
             return
         if self.holder == thread:
@@ -223,6 +221,36 @@ class CPythonGil(SimGil):
         cont(None)
 
     # -- the rules ---------------------------------------------------------------
+    def _took(self, thread: Any) -> None:
+        """``thread`` takes the free GIL now (take_gil's ``_ready``). A change of holder
+        is CPython's ``switch_number``: every round in progress sees it (_rearm)."""
+        self.holder = thread
+        self._switches += 1
+        if thread != self._last:
+            self._last = thread
+            if self._waiters:
+                self._rearm()
+        if self.watch is not None:
+            self.watch(self._loop.now)
+
+    def _attempt(self, thread: Any, cont: Cont, _arg: Any = None) -> None:
+        """``thread`` calls take_gil now (a woken waiter, or one back from FORCE_SWITCHING
+        or from its own release): the GIL if free, else a new round."""
+        self.acquire(thread, cont)
+
+    def _arm_earliest(self) -> None:
+        """The GIL's alarm at the earliest round's end (cancelled with nobody waiting)."""
+        waiters = self._waiters
+        if not waiters:
+            self._drop_at = math.inf
+            self._loop.cancel(self._alarm)
+            return
+        first = waiters[0][3]
+        for w in waiters:
+            if w[3] < first:
+                first = w[3]
+        self._arm(first)
+
     def _arm(self, at: float) -> None:
         """The earliest drop check is now due at ``at`` (the GIL's alarm moves there)."""
         self._drop_at = at
@@ -256,12 +284,26 @@ class CPythonGil(SimGil):
         entry, which lets the hand-off go on at once (see _hand_off)."""
         self._drop_at = math.inf
         waiters = self._waiters
-        if self.holder is None or not waiters:
+        if not waiters:
+            return
+        now = self._loop.now
+        if self.holder is None:
+            # The GIL is free (its woken waiter is not running yet): a waiter whose timed
+            # wait ran out finds it unlocked and takes it (take_gil's loop), ahead of the
+            # woken one.
+            for i, w in enumerate(waiters):
+                if w[3] <= now:
+                    waiters.pop(i)
+                    self._took(w[0])
+                    self._arm_earliest()
+                    w[1](None)
+                    return
+            self._arm_earliest()
             return
         # The waiters whose timed wait woke now: each sets the drop request unless the
         # GIL changed hands during its round (then _rearm moved the round on, so no
         # round due now saw one), and waits a round more.
-        now, si, late = self._loop.now, self._si, self._late
+        si, late = self._si, self._late
         due = False
         first = math.inf
         for w in waiters:
@@ -294,9 +336,12 @@ class CPythonGil(SimGil):
     def _hand_off(
         self, requeue: tuple[Any, Cont] | None, tail: bool = False, forced: bool = True
     ) -> float:
-        """Give the GIL to a waiter drawn at random; ``requeue`` (the thread just forced
-        off, or ``forced`` False: that let it go mid-run) joins the waiters after the
-        draw: it may not take the GIL straight back.
+        """The GIL goes free and one waiter, drawn at random, is woken; it takes the GIL
+        after its wake-up unless another thread took it first (barging: then it waits a
+        new round). ``requeue`` (the thread just forced off, or ``forced`` False: that
+        let it go mid-run) calls take_gil later: forced, after FORCE_SWITCHING (the woken
+        one's wake-up, then its own); else once the woken one runs (the release outlasted
+        that wake-up: that is when a waiter gets in).
         ``tail``: the caller has nothing left to do in its loop entry, so the waiter may
         go on at once when its wake-up comes before anything else (Loop.clear). Returns
         the woken waiter's wake-up (s)."""
@@ -307,31 +352,22 @@ class CPythonGil(SimGil):
             w = waiters.pop(i if i < n else n - 1)
         else:
             w = waiters.pop()
-        cont = w[1]
-        now = self._loop.now
-        self.holder = w[0]
-        self._switches += 1
-        delay = self._handoff()
-        if n > 1:
-            self._rearm()  # the others saw the GIL change hands
-        if requeue is not None:
-            # FORCE_SWITCHING: the thread forced off waits until the woken one has taken
-            # the GIL, is woken itself, and only then starts its timed wait; one that let
-            # it go of its own starts waiting when its GIL-free stretch ends (now).
-            start = now + delay + self._handoff() if forced else now
-            end = start + self._si + self._late()
-            waiters.append([requeue[0], requeue[1], start, end])
-            if end < self._drop_at or n == 1:
-                self._arm(end)
-        elif n == 1:  # nobody left waiting
-            self._drop_at = math.inf
-            self._loop.cancel(self._alarm)
         loop = self._loop
-        if tail:
-            t = now + delay if delay > 0 else now
-            if loop.clear(t):
-                loop.now = t
-                cont(None)
-                return delay
-        loop.after(delay, cont)
+        now = loop.now
+        self.holder = None
+        delay = self._handoff()
+        if not waiters:
+            self._drop_at = math.inf
+            loop.cancel(self._alarm)
+        t = now + delay if delay > 0 else now
+        at_once = tail and loop.clear(t)  # nothing can take the GIL before the waiter
+        if not at_once:
+            loop.after(delay, partial(self._attempt, w[0], w[1]))
+        if requeue is not None:  # after the woken waiter's attempt, at the same time too
+            at = now + delay + self._handoff() if forced else t
+            loop.after(at - now, partial(self._attempt, requeue[0], requeue[1]))
+        if at_once:
+            loop.now = t
+            self._took(w[0])
+            w[1](None)
         return delay

@@ -196,7 +196,7 @@ class ModelProbe:
     def _passive_or_armed(self) -> None:
         """After serving a target: passive while the GIL is free, else armed for the next."""
         gil = self._gil
-        if gil.holder is None:  # free (and so nobody waits)
+        if gil.holder is None:  # free (nobody holds it; a woken waiter may be on its way)
             gil.watch = self._on_take
         else:
             self._arm()

@@ -167,3 +167,48 @@ def test_the_gil_held_gap_between_jobs_decides_a_waiter_that_began_as_the_job_be
     assert jobs[0].start == pytest.approx(30e-6)
     assert jobs[1].start == pytest.approx(0.005061 + 30e-6)
     assert jobs[0].end - jobs[0].start == pytest.approx(2 * 0.005061 - 30e-6 + 9e-6 + 0.001)
+
+
+def test_a_thread_that_calls_take_gil_while_the_woken_waiter_wakes_takes_it_first() -> None:
+    """Barging: drop_gil leaves the GIL free until the woken waiter runs. A thread that
+    asks in that window (back from a sleep, say) takes it at once; the woken one finds
+    it held and begins a new round, its drop request an interval after it woke."""
+    wake = 0.0002
+    loop, gil = _gil(0.005, handoff_s=wake)
+    ends: dict[str, float] = {}
+    taken: dict[str, float] = {}
+    loop.after(0.0, _cpu(loop, gil, "a", 0.002, ends))
+
+    def want(name: str, work_s: float):
+        def got(_b=None) -> None:
+            taken[name] = loop.now
+            gil.run(name, work_s, lambda _c=None: gil.release(name))
+
+        return lambda _a=None: gil.acquire(name, got)
+
+    loop.after(0.001, want("b", 0.001))  # waits behind a, woken as a lets go at 2 ms
+    loop.after(0.002 + wake / 2, want("c", 0.010))  # asks while b is waking
+    loop.run(until=0.05)
+    assert taken["c"] == pytest.approx(0.002 + wake / 2)  # at once, ahead of b
+    # b woke at 2.2 ms to a held GIL: a new round, its drop request at 7.2 ms
+    assert taken["b"] == pytest.approx(0.002 + wake + 0.005 + wake)
+    assert gil.forced_drops == 1
+
+
+def test_a_waiter_whose_timed_wait_runs_out_on_a_free_gil_takes_it() -> None:
+    """take_gil's loop: a timed wait that ends while the GIL is free (its woken waiter
+    not running yet) finds it unlocked and takes it, ahead of the woken one."""
+    wake = 0.0005
+    loop, gil = _gil(0.005, handoff_s=wake)
+    ends: dict[str, float] = {}
+    taken: dict[str, float] = {}
+    loop.after(0.0, _cpu(loop, gil, "a", 0.0052, ends))  # ends 0.2 ms past b's interval...
+
+    def want(name: str):
+        return lambda _a=None: gil.acquire(name, lambda _b=None: taken.setdefault(name, loop.now))
+
+    loop.after(0.0, want("b"))  # ...so b's drop request at 5 ms forces a off: b is woken
+    loop.after(0.0002, want("c"))  # c's round ends at 5.2 ms, while b (woken at 5.0) wakes
+    loop.run(until=0.003 + 0.005)
+    assert taken["c"] == pytest.approx(0.0052)
+    assert "b" not in taken  # b woke at 5.5 ms to a held GIL: it waits on

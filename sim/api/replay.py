@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # the model loads only when a replay runs
     from sim.model.calibration import Calibration
     from sim.model.replay import RealRep, ReplayPoint
 
-__all__ = ["replay_run"]
+__all__ = ["repeat_run", "replay_run"]
 
 #: The engine's per-step table (sim.instruments.engine), when the engine ran.
 _STEPS = table_file("steps")
@@ -48,13 +48,40 @@ def replay_run(
     ``background``: the other processes' runnable threads for the model's cores, one
     figure for all points or one per point slug (a point not named: as configured).
     RunDirError (one line) when the directory holds no finished real point."""
-    from sim.model.replay import RealRep, replay_point  # the model: only when replaying
+    from sim.model.replay import replay_point  # the model: only when replaying
 
-    run = Path(run_dir).expanduser()
+    out: list[ReplayPoint] = []
+    for slug, point, reps in _real_points(Path(run_dir).expanduser()):
+        load = background.get(slug) if isinstance(background, Mapping) else background
+        out.append(replay_point(point, reps, calibration, load, slug))
+    return out
+
+
+def repeat_run(run_dir: str | Path, again_dir: str | Path) -> list[ReplayPoint]:
+    """The real run in ``run_dir`` against a second real run of the same grid and seeds
+    (validate-model --aa's ``real-again/``), by the mechanism's targets: what the real
+    side repeats. Points finished in both, in the grid's order (``draws`` 0: the other
+    side is real). RunDirError (one line) when either holds no finished real point."""
+    from sim.model.replay import figures, scored  # the scoring: only when judging
+
+    again = {slug: reps for slug, _, reps in _real_points(Path(again_dir).expanduser())}
+    out: list[ReplayPoint] = []
+    for slug, point, reps in _real_points(Path(run_dir).expanduser()):
+        if slug in again:
+            rows = [row for rep in reps for row in rep.requests]
+            other = figures(row for rep in again[slug] for row in rep.requests)
+            out.append(scored(point, rows, other, slug=slug))
+    return out
+
+
+def _real_points(run: Path) -> list[tuple[str, Point, list[RealRep]]]:
+    """Each point of a real run with its finished repeats (slug, point, repeats)."""
+    from sim.model.replay import RealRep  # the model: only when replaying
+
     root = run / POINTS_DIR
     if not root.is_dir():
         raise RunDirError(f"{run}: no {POINTS_DIR}/ directory; not a kvsim run directory")
-    out: list[ReplayPoint] = []
+    out: list[tuple[str, Point, list[RealRep]]] = []
     for point_dir in sorted(p for p in root.iterdir() if p.is_dir()):
         slug = point_dir.name
         point: Point | None = None
@@ -78,10 +105,8 @@ def replay_run(
                     rows[0] if rows else {},
                 )
             )
-        if point is None:
-            continue
-        load = background.get(slug) if isinstance(background, Mapping) else background
-        out.append(replay_point(point, reps, calibration, load, slug))
+        if point is not None:
+            out.append((slug, point, reps))
     if not out:
         raise RunDirError(f"{run}: no finished real point run to replay")
     return out

@@ -119,6 +119,7 @@ def validate_model(
     """
     from sim.api.validation_runs import (  # heavy: only a validation
         check_coverage,
+        run_again,
         run_all,
         run_real,
     )
@@ -127,11 +128,6 @@ def validate_model(
 
     if level not in LEVELS:
         raise ConfigError(f"--level {level!r}: allowed: {', '.join(LEVELS)}")
-    if aa and level == "mechanism":
-        raise ConfigError(
-            "--aa: a second real run is read beside the prediction; use it with --level "
-            "prediction or both (the mechanism replays the real run's own holds)"
-        )
     events = events or SweepEvents()
     wanted = repeats if repeats is not None else max(exp.config.repeats, MIN_REPEATS)
     if wanted != exp.config.repeats:
@@ -145,8 +141,11 @@ def validate_model(
         run_all(exp, where, force, resume, events, aa)
     elif run:
         run_real(exp, where, force, resume, events)
+        if aa:
+            run_again(exp, where, force, resume, events)
     head = f"# kvsim validate-model · {exp.name}\n\n"
-    mechanism = _mechanism(exp, where, level) if level in ("mechanism", "both") else ""
+    again = _again_is_current(where, ran=run, aa=aa)
+    mechanism = _mechanism(exp, where, level, again) if level in ("mechanism", "both") else ""
     text, full, csv_rows = _prediction(exp, where, boot, run, aa) if predict else ("", "", [])
     if csv_rows:
         write_csv(where.table, list(csv_rows[0]), csv_rows)
@@ -221,13 +220,15 @@ def _prediction(
     return "\n".join(parts) + "\n", "\n#" + full, csv_rows
 
 
-def _mechanism(exp: Experiment, where: ValidationLayout, level: str) -> str:
+def _mechanism(exp: Experiment, where: ValidationLayout, level: str, again: bool) -> str:
     """The mechanism level: the real runs' own service times (each request's GIL hold, the
     engine's build) replayed through the model's queue, GIL, cores and store
     (sim.model.replay), each point under the background load measured around its real
-    twin and the harness latencies measured around the real runs when they were."""
+    twin and the harness latencies measured around the real runs when they were; with
+    ``again`` (real-again/ belongs with real/), the real side against itself by the
+    same targets, which the verdict reads."""
 
-    from sim.api.replay import replay_run  # heavy: only a validation loads it
+    from sim.api.replay import repeat_run, replay_run  # heavy: only a validation loads it
     from sim.calibration.speed import speed_line  # heavy: only a validation loads it
     from sim.model.calibration import load_calibration  # heavy: only a validation loads it
     from sim.model.replay import MECHANISM_TARGETS  # heavy: only a validation loads it
@@ -239,7 +240,11 @@ def _mechanism(exp: Experiment, where: ValidationLayout, level: str) -> str:
     background = {slugs[k]: statistics.fmean(v) for k, v in loads.items() if k in slugs and v}
     points = replay_run(where.real, calibration=cal, background=background)
     title = "Mechanism: the real runs' measured holds replayed through the model (real/)"
-    text = mechanism_table(points, MECHANISM_TARGETS, title)
+    repeated = repeat_run(where.real, where.again) if again else None
+    text = mechanism_table(points, MECHANISM_TARGETS, title, again=repeated)
+    if repeated is not None:
+        title = "Mechanism: the real side against itself (real-again/ against real/)"
+        text += "\n" + mechanism_table(repeated, MECHANISM_TARGETS, title, other="again")
     if level == "mechanism" and where.speeds.is_file():  # else the prediction's says it
         text += speed_line(read_json(where.speeds), scaled=False)
     return text + "\n"

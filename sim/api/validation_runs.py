@@ -22,7 +22,12 @@ if TYPE_CHECKING:  # the sweep and the model load only when a validation runs
     from sim.api.experiments import Experiment
     from sim.calibration.speed import ProbeChildren
 
-__all__ = ["check_coverage", "run_all", "run_real"]
+__all__ = [
+    "check_coverage",
+    "run_again",
+    "run_all",
+    "run_real",
+]
 
 #: Per point index, the readings taken around each of its real repeats.
 Readings = dict[int, list[float]]
@@ -104,8 +109,16 @@ def run_all(
     _heading(events, "model runs (at each real point's own speed)", exp, where.matched)
     _run(model, where.matched, force, resume, events, loads, speeds=speeds, scales=scales)
     if aa:
-        _heading(events, "real runs again (--aa: the real side against itself)", exp, where.again)
-        _run(exp.with_overrides(["mode=real"]), where.again, force, resume, events)
+        run_again(exp, where, force, resume, events)
+
+
+def run_again(
+    exp: Experiment, where: ValidationLayout, force: bool, resume: bool, events: Any
+) -> None:
+    """The real grid a second time, same seeds, into ``real-again/`` (--aa): the real side
+    against itself, by the prediction's targets and the mechanism's."""
+    _heading(events, "real runs again (--aa: the real side against itself)", exp, where.again)
+    _run(exp.with_overrides(["mode=real"]), where.again, force, resume, events)
 
 
 def _heading(events: Any, what: str, exp: Experiment, out_dir: Path) -> None:

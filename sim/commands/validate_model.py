@@ -47,9 +47,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--aa",
         action="store_true",
-        help="run the real grid a second time (same seeds, after the model runs) and score "
-        "it against the first by the same targets: the machine's own noise, beside which "
-        "the model's score is read (adds the real runs' time again)",
+        help="run the real grid a second time (same seeds, last) and score it against the "
+        "first by each level's targets: the machine's own noise, beside which the model's "
+        "score is read (adds the real runs' time again)",
     )
     p.add_argument(
         "--level",

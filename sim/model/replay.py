@@ -61,6 +61,7 @@ __all__ = [
     "Target",
     "figures",
     "replay_point",
+    "scored",
 ]
 
 
@@ -140,7 +141,8 @@ class ReplayPoint:
     within: dict[str, bool | None] = field(default_factory=dict)
     #: Per metric: the lowest and highest figure of one draw of the model.
     model_range: dict[str, tuple[float, float]] = field(default_factory=dict)
-    #: Draws of the model's own random choices behind ``model``.
+    #: Draws of the model's own random choices behind ``model``; 0: ``model`` holds a
+    #: second real run's figures (the real side against itself, --aa).
     draws: int = 1
 
     @property
@@ -279,16 +281,29 @@ def replay_point(
             )
             rows.extend(_record_rows(result.records))
         real_rows.extend(rep.requests)
-    real = figures(real_rows)
     each = [figures(rows) for rows in drawn]
     model = {m: float(np.mean([f[m] for f in each])) for m in METRICS}
     spread = {m: (min(f[m] for f in each), max(f[m] for f in each)) for m in METRICS}
+    return scored(point, real_rows, model, spread, draws, slug)
+
+
+def scored(
+    point: Point,
+    real_rows: Sequence[Mapping[str, Any]],
+    other: dict[str, float],
+    spread: dict[str, tuple[float, float]] | None = None,
+    draws: int = 0,
+    slug: str | None = None,
+) -> ReplayPoint:
+    """A real point's requests against ``other``'s figures (the model's, or ``draws`` 0: a
+    second real run's, --aa), each targeted metric judged by :data:`MECHANISM_TARGETS`."""
+    real = figures(real_rows)
     error = {
-        m: (model[m] / real[m] - 1.0) if real[m] and math.isfinite(real[m]) else math.nan
+        m: (other[m] / real[m] - 1.0) if real[m] and math.isfinite(real[m]) else math.nan
         for m in METRICS
     }
     within = {
-        m: None if math.isnan(real[m]) and math.isnan(model[m]) else t.met(real[m], model[m])
+        m: None if math.isnan(real[m]) and math.isnan(other[m]) else t.met(real[m], other[m])
         for m, t in MECHANISM_TARGETS.items()
     }
     return ReplayPoint(
@@ -297,9 +312,9 @@ def replay_point(
         axes=dict(point.axes),
         requests=len(real_rows),
         real=real,
-        model=model,
+        model=other,
         error=error,
         within=within,
-        model_range=spread,
+        model_range=dict(spread or {}),
         draws=draws,
     )

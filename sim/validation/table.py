@@ -23,6 +23,7 @@ from sim.validation.verdict import (
     MARGIN,
     PointJudgement,
     mechanism_verdict,
+    unjudgeable,
     verdict,
     verdicts_by_value,
 )
@@ -125,18 +126,26 @@ def _err(error: float, within: bool | None) -> str:
     return _pct(error) + ("✗" if within is False else "")
 
 
-def mechanism_table(points: Sequence[Any], targets: Mapping[str, Any], title: str) -> str:
+def mechanism_table(
+    points: Sequence[Any],
+    targets: Mapping[str, Any],
+    title: str,
+    other: str = "model",
+    again: Sequence[Any] | None = None,
+) -> str:
     """The mechanism level (``sim.model.replay.ReplayPoint``: ``axes``, ``real``, ``model``,
-    ``error``, ``within``): per point the latency mean (real, model, error), the p50's and
-    p99's error, and the GIL wait mean (real, model, error), ✗ on a miss; then the count
-    within each target and the verdict."""
+    ``error``, ``within``, ``draws``, ``model_range``): per point the latency mean (real,
+    ``other``, error), the p50's and p99's error, and the GIL wait mean (real, ``other``,
+    error), ✗ on a miss; then the count within each target, the verdict and what the
+    ``other`` column is (``other`` "again": a second real run, --aa). ``again``: that
+    second run's points against the first (the same kind), which the verdict reads."""
     if not points:
         return f"## {title}\n\nNo finished real point to replay.\n"
     keys = [{a: str(v) for a, v in p.axes.items() if a != "mode"} for p in points]
     head1 = f"{'point':<{POINT_WIDTH}}"
     head1 += f" │ {'latency mean (ms)':<21} │ {'p50':>7} │ {'p99':>7} │ {'GIL wait mean (ms)':<21}"
-    head2 = " " * POINT_WIDTH + f" │ {'real':>6} {'model':>6} {'error':>7} │ {'error':>7}"
-    head2 += f" │ {'error':>7} │ {'real':>6} {'model':>6} {'error':>7}"
+    head2 = " " * POINT_WIDTH + f" │ {'real':>6} {other:>6} {'error':>7} │ {'error':>7}"
+    head2 += f" │ {'error':>7} │ {'real':>6} {other:>6} {'error':>7}"
     axes = ", ".join(keys[0])
     lines = [f"## {title}", "", f"Each point by its {axes}:", "", head1.rstrip(), head2]
     lat, wait = columns.LATENCY_MEAN_MS.name, columns.GIL_WAIT_MEAN_MS.name
@@ -153,28 +162,60 @@ def mechanism_table(points: Sequence[Any], targets: Mapping[str, Any], title: st
         )
         lines.append(cells)
     n = len(points)
-    counts = ", ".join(
-        f"{m.removesuffix('_ms').replace('_', ' ')} {t.text()} "
-        f"{sum(p.within.get(m) is True for p in points)}/"
-        f"{sum(p.within.get(m, False) is not None for p in points)}"
-        for m, t in targets.items()
-    )
-    word = mechanism_verdict([p.within for p in points], list(targets))
+    counts = _counts(points, targets)
+    again_within = [p.within for p in again] if again is not None else None
+    word = mechanism_verdict([p.within for p in points], list(targets), again_within)
     every = sum(all(p.within.get(m, False) is not False for m in targets) for p in points)
     lines += [
         "",
-        f"Verdict: {word} (each target at 90 % of the points it applies to, or more): "
+        f"{'Verdict' if other == 'model' else 'The real side repeats'}: {word} (each "
+        "target at 90 % of the points it applies to, or more): "
         f"{counts}; every target at {every}/{n} points (a GIL wait where the GIL was off on "
         "both sides does not apply).",
         _draws_line(points, wait),
     ]
+    if again is not None:
+        lines.append(_again_line(again, targets))
     return wrap("\n".join(lines) + "\n")
+
+
+def _counts(points: Sequence[Any], targets: Mapping[str, Any]) -> str:
+    """Per target: its name, its tolerance, and the points within of those it applies to."""
+    return ", ".join(
+        f"{_name(m)} {t.text()} "
+        f"{sum(p.within.get(m) is True for p in points)}/"
+        f"{sum(p.within.get(m, False) is not None for p in points)}"
+        for m, t in targets.items()
+    )
+
+
+def _name(metric: str) -> str:
+    return metric.removesuffix("_ms").replace("_", " ")
+
+
+def _again_line(again: Sequence[Any], targets: Mapping[str, Any]) -> str:
+    """What the real side repeats by the same targets, and what it therefore cannot judge."""
+    line = f"- the real side against itself (real-again/, below): {_counts(again, targets)}"
+    if not again:
+        return line + "; no point finished in both runs."
+    low = unjudgeable([p.within for p in again], list(targets))
+    if not low:
+        return line + "."
+    return (
+        f"{line}; below half of the points on {', '.join(_name(m) for m in low)}: this "
+        "machine cannot judge the model on it at this level."
+    )
 
 
 def _draws_line(points: Sequence[Any], wait: str) -> str:
     """What the model column is, and how far one draw of it strays: the model's own noise
     beside the target (ReplayPoint ``draws``, ``model``, ``model_range``)."""
     draws = max(p.draws for p in points)
+    if draws == 0:
+        return (
+            "- again: the real grid run a second time with the same seeds (--aa), judged "
+            "by the same targets: what the real side itself repeats."
+        )
     if draws < 2:
         return "- model: one draw of its own random choices (who gets the GIL, the wake-ups)."
     half = [

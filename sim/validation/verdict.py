@@ -39,6 +39,7 @@ __all__ = [
     "judge",
     "mechanism_verdict",
     "rule",
+    "unjudgeable",
     "verdict",
     "verdicts_by_value",
 ]
@@ -223,14 +224,37 @@ def verdicts_by_value(
     return out
 
 
-def mechanism_verdict(within: Sequence[Mapping[str, bool | None]], metrics: Sequence[str]) -> str:
+def mechanism_verdict(
+    within: Sequence[Mapping[str, bool | None]],
+    metrics: Sequence[str],
+    again: Sequence[Mapping[str, bool | None]] | None = None,
+) -> str:
     """The mechanism level's word over points (each: metric -> within its target):
     :data:`WITHIN` when every metric is within at :data:`MECHANISM_SHARE` of the points.
-    No second real run enters it: the real side's own service times are replayed, so the
-    machine's drift is taken out and the target is the mechanism's alone."""
+    The real side's own service times are replayed, so the machine's speed is taken out,
+    but not its races: ``again`` (a second real run's points against the first, --aa)
+    says what the real side repeats, and a metric it repeats at fewer than
+    :data:`REPEAT_SHARE` of its points judges nothing (:data:`CANNOT_JUDGE` where every
+    other metric is within)."""
     applies = {m: sum(w.get(m, False) is not None for w in within) for m in metrics}
+    unjudged = set(unjudgeable(again, metrics)) if again is not None else set()
     ok = all(
         not applies[m] or _share(sum(w.get(m) is True for w in within), applies[m], MECHANISM_SHARE)
         for m in metrics
+        if m not in unjudged
     )
-    return WITHIN if ok else NOT_WITHIN
+    if not ok:
+        return NOT_WITHIN
+    return CANNOT_JUDGE if unjudged else WITHIN
+
+
+def unjudgeable(again: Sequence[Mapping[str, bool | None]], metrics: Sequence[str]) -> list[str]:
+    """The metrics a second real run met against the first at fewer than
+    :data:`REPEAT_SHARE` of the points it applies to: where the real side does not repeat
+    itself, a model's miss or hit there says nothing about the model."""
+    out = []
+    for m in metrics:
+        applies = sum(w.get(m, False) is not None for w in again)
+        if applies and not _share(sum(w.get(m) is True for w in again), applies, REPEAT_SHARE):
+            out.append(m)
+    return out

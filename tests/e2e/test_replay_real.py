@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from sim.api.replay import replay_run
+from sim.api.replay import repeat_run, replay_run
 from sim.cli import main as cli_main
 from sim.config import parse_config
 from sim.errors import RunDirError
@@ -86,6 +86,12 @@ def test_a_real_runs_replay_is_never_slower_than_it(write_config, tmp_path) -> N
         # behind a chain of jobs the thread runs without letting go: a hand-off, now and
         # then, a small part of a hold.
         assert 0.0 <= p.model["gil_wait_mean_ms"] <= 0.01 * sum(holds) / len(holds)
+    # the real side against itself (--aa): a run against its own copy repeats to the digit
+    same = repeat_run(out, out)
+    assert [p.slug for p in same] == [p.slug for p in points]
+    for p in same:
+        assert p.draws == 0 and p.requests == 40 and p.meets
+        assert p.model == pytest.approx(p.real, nan_ok=True)
 
 
 def test_a_directory_without_a_real_point_is_refused_in_one_line(tmp_path) -> None:
@@ -94,3 +100,5 @@ def test_a_directory_without_a_real_point_is_refused_in_one_line(tmp_path) -> No
     (tmp_path / "points").mkdir()
     with pytest.raises(RunDirError, match="no finished real point run to replay"):
         replay_run(tmp_path)
+    with pytest.raises(RunDirError, match="no finished real point run to replay"):
+        repeat_run(tmp_path, tmp_path)

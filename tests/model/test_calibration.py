@@ -337,8 +337,6 @@ def test_validate_model_mechanism_level_replays_the_real_run_only(
     )
     out = tmp_path / "val"
     base = ["validate-model", str(path), "--out", str(out), "--boot", "50", "--repeats", "1"]
-    assert cli_main([*base, "--level", "mechanism", "--aa"]) == 2  # --aa: the prediction's
-    assert "--aa: a second real run is read beside the prediction" in capsys.readouterr().err
     assert cli_main([*base, "--level", "mechanism"]) == 0
     printed = capsys.readouterr().out
     assert "## Mechanism: the real runs' measured holds replayed" in printed
@@ -353,3 +351,38 @@ def test_validate_model_mechanism_level_replays_the_real_run_only(
     assert cli_main([*base, "--resume", "--level", "both"]) == 0
     text = (out / "validation.md").read_text()
     assert text.index("## Mechanism") < text.index("## Prediction") < text.index("Every metric")
+
+
+def test_validate_model_mechanism_level_with_aa_scores_the_real_side_against_itself(
+    small_calibration, write_config, tmp_path, capsys
+):
+    """--level mechanism --aa runs the real grid twice (real/, real-again/) and prints,
+    after the model's table, the second real run against the first by the same targets,
+    its counts on the verdict's lines; still no model run directories."""
+    path = write_config(
+        {
+            "machine": {"calibration": str(small_calibration)},
+            "model": {"block_size": 16},
+            "workload": {"requests": 12, "tokens": 64},
+            "connector": {"variant": "synthetic", "options": {"hold_ms": 1.0}},
+            "sweep": {"connector.workers": [1, 2]},
+        }
+    )
+    out = tmp_path / "val"
+    base = ["validate-model", str(path), "--out", str(out), "--repeats", "1"]
+    assert cli_main([*base, "--level", "mechanism", "--aa"]) == 0
+    printed = capsys.readouterr().out
+    assert (out / "real-again").is_dir() and not (out / "model").exists()
+    mech = printed.index("## Mechanism: the real runs' measured holds replayed")
+    aa = printed.index("## Mechanism: the real side against itself (real-again/ against real/)")
+    assert mech < aa
+    flat = " ".join(printed[mech:aa].split())
+    assert "- the real side against itself (real-again/, below): latency mean ±5% " in flat
+    again = printed[aa:]
+    assert "real  again" in again and "- again: the real grid run a second time" in " ".join(
+        again.split()
+    )
+    assert len([x for x in again.splitlines() if x.startswith("synthetic ")]) == 2
+    assert all(len(x) <= 100 for x in printed.splitlines() if not x.startswith("written: "))
+    assert cli_main([*base, "--level", "mechanism", "--no-run"]) == 0  # the again run kept
+    assert "the real side against itself" in capsys.readouterr().out

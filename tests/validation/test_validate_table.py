@@ -157,3 +157,22 @@ def test_the_mechanism_table_says_how_far_one_draw_of_the_model_strays() -> None
     assert "±50% at most" in flat
     one = " ".join(mechanism_table([point(1.0, 1.0, 1.0, 1)], MECHANISM_TARGETS, "M").split())
     assert "model: one draw of its own random choices" in one and "strays" not in one
+
+
+def test_the_mechanism_verdict_reads_what_the_real_side_repeats() -> None:
+    """With a second real run (--aa), a target the real side meets against itself at fewer
+    than half its points judges nothing: the model's misses there do not make the verdict
+    'outside target', and a grid otherwise within reads 'this machine cannot judge it'; a
+    miss on a target the real side repeats still does."""
+    from sim.validation.verdict import CANNOT_JUDGE, NOT_WITHIN, WITHIN, mechanism_verdict
+
+    names = ["latency_mean_ms", "gil_wait_mean_ms"]
+    model = [{"latency_mean_ms": True, "gil_wait_mean_ms": i < 5} for i in range(10)]
+    noisy = [{"latency_mean_ms": True, "gil_wait_mean_ms": i < 4} for i in range(10)]
+    steady = [{"latency_mean_ms": True, "gil_wait_mean_ms": True} for _ in range(10)]
+    assert mechanism_verdict(model, names) == NOT_WITHIN  # no second run: 5/10 misses
+    assert mechanism_verdict(model, names, noisy) == CANNOT_JUDGE  # the real side: 4/10
+    assert mechanism_verdict(model, names, steady) == NOT_WITHIN
+    assert mechanism_verdict(steady, names, steady) == WITHIN
+    late = [{"latency_mean_ms": i < 8, "gil_wait_mean_ms": True} for i in range(10)]
+    assert mechanism_verdict(late, names, noisy) == NOT_WITHIN  # latency: repeated, missed

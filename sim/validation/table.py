@@ -195,7 +195,7 @@ def _name(metric: str) -> str:
 
 def _again_line(again: Sequence[Any], targets: Mapping[str, Any]) -> str:
     """What the real side repeats by the same targets, and what it therefore cannot judge."""
-    line = f"- the real side against itself (real-again/, below): {_counts(again, targets)}"
+    line = f"- a second real run against the first (real-again/, below): {_counts(again, targets)}"
     if not again:
         return line + "; no point finished in both runs."
     low = unjudgeable([p.within for p in again], list(targets))

@@ -377,7 +377,7 @@ def test_validate_model_mechanism_level_with_aa_scores_the_real_side_against_its
     aa = printed.index("## Mechanism: the real side against itself (real-again/ against real/)")
     assert mech < aa
     flat = " ".join(printed[mech:aa].split())
-    assert "- the real side against itself (real-again/, below): latency mean ±5% " in flat
+    assert "- a second real run against the first (real-again/, below): latency mean ±5% " in flat
     again = printed[aa:]
     assert "real  again" in again and "- again: the real grid run a second time" in " ".join(
         again.split()

@@ -110,6 +110,7 @@ class CPythonGil(SimGil):
         self._alarm = loop.alarm(self._drop_check)
         #: The holder's run's end, bound once (not a bound method object per run).
         self._run_done_cb: Cont = self._run_done
+        self._attempt_cb: Cont = self._attempt
 
     @property
     def waiting(self) -> int:
@@ -233,10 +234,11 @@ class CPythonGil(SimGil):
         if self.watch is not None:
             self.watch(self._loop.now)
 
-    def _attempt(self, thread: Any, cont: Cont, _arg: Any = None) -> None:
-        """``thread`` calls take_gil now (a woken waiter, or one back from FORCE_SWITCHING
-        or from its own release): the GIL if free, else a new round."""
-        self.acquire(thread, cont)
+    def _attempt(self, who: Any) -> None:
+        """``who`` (thread, continuation) calls take_gil now (a woken waiter, or one back
+        from FORCE_SWITCHING or from its own release): the GIL if free, else a new round.
+        A loop callback with its argument (no partial per hand-off)."""
+        self.acquire(who[0], who[1])
 
     def _arm_earliest(self) -> None:
         """The GIL's alarm at the earliest round's end (cancelled with nobody waiting)."""
@@ -362,10 +364,10 @@ class CPythonGil(SimGil):
         t = now + delay if delay > 0 else now
         at_once = tail and loop.clear(t)  # nothing can take the GIL before the waiter
         if not at_once:
-            loop.after(delay, partial(self._attempt, w[0], w[1]))
+            loop.after(delay, self._attempt_cb, w)
         if requeue is not None:  # after the woken waiter's attempt, at the same time too
             at = now + delay + self._handoff() if forced else t
-            loop.after(at - now, partial(self._attempt, requeue[0], requeue[1]))
+            loop.after(at - now, self._attempt_cb, requeue)
         if at_once:
             loop.now = t
             self._took(w[0])

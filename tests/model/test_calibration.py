@@ -320,21 +320,26 @@ def test_validate_model_scales_each_model_point_to_the_speed_probed_beside_its_t
     assert "- machine speed (a 5-request calibration probe" in text and "4 probes" in text
 
 
-def test_validate_model_mechanism_level_replays_the_real_run_only(
-    small_calibration, write_config, tmp_path, capsys
-):
-    """--level mechanism runs the real grid and replays its measured holds through the
-    model (sim.api.replay): no model run directories, a table per point at 100 columns
-    and the mechanism's verdict; --level both adds the prediction's table after it."""
-    path = write_config(
+def _small_grid(write_config, calibration):
+    """A synthetic grid of 1 ms holds at one and two load threads, 12 requests a point."""
+    return write_config(
         {
-            "machine": {"calibration": str(small_calibration)},
+            "machine": {"calibration": str(calibration)},
             "model": {"block_size": 16},
             "workload": {"requests": 12, "tokens": 64},
             "connector": {"variant": "synthetic", "options": {"hold_ms": 1.0}},
             "sweep": {"connector.workers": [1, 2]},
         }
     )
+
+
+def test_validate_model_mechanism_level_replays_the_real_run_only(
+    small_calibration, write_config, tmp_path, capsys
+):
+    """--level mechanism runs the real grid and replays its measured holds through the
+    model (sim.api.replay): no model run directories, a table per point at 100 columns
+    and the mechanism's verdict; --level both adds the prediction's table after it."""
+    path = _small_grid(write_config, small_calibration)
     out = tmp_path / "val"
     base = ["validate-model", str(path), "--out", str(out), "--boot", "50", "--repeats", "1"]
     assert cli_main([*base, "--level", "mechanism"]) == 0
@@ -359,15 +364,7 @@ def test_validate_model_mechanism_level_with_aa_scores_the_real_side_against_its
     """--level mechanism --aa runs the real grid twice (real/, real-again/) and prints,
     after the model's table, the second real run against the first by the same targets,
     its counts on the verdict's lines; still no model run directories."""
-    path = write_config(
-        {
-            "machine": {"calibration": str(small_calibration)},
-            "model": {"block_size": 16},
-            "workload": {"requests": 12, "tokens": 64},
-            "connector": {"variant": "synthetic", "options": {"hold_ms": 1.0}},
-            "sweep": {"connector.workers": [1, 2]},
-        }
-    )
+    path = _small_grid(write_config, small_calibration)
     out = tmp_path / "val"
     base = ["validate-model", str(path), "--out", str(out), "--repeats", "1"]
     assert cli_main([*base, "--level", "mechanism", "--aa"]) == 0

@@ -181,7 +181,23 @@ def test_a_stopped_child_is_stopped_at_its_budget_and_the_sweep_goes_on(
     )
     tag = new_tag()
     cmd = [sys.executable, "-m", "sim", "run", "-q", str(path)]
-    proc, _, err = _run_signalled(cmd, tag, lambda p: os.kill(_first_child(p), signal.SIGSTOP))
+    points = tmp_path / "out" / "points"
+
+    def began() -> bool:
+        """The child told the sweep it started: it then opens its requests.csv (a temporary
+        file until the point ends), so the stop lands on the point's budget, not on the
+        start allowance (a stop between the child's SIGTERM handler and its 'started' line,
+        which a loaded machine makes likely, read 'did not start within 60 s')."""
+        return any(points.glob("*/rep-*/.requests.csv.*")) or any(
+            points.glob("*/rep-*/requests.csv")
+        )
+
+    def stop_once_begun(p: subprocess.Popen[str]) -> None:
+        child = _first_child(p)
+        assert wait_for(began, 60)
+        os.kill(child, signal.SIGSTOP)
+
+    proc, _, err = _run_signalled(cmd, tag, stop_once_begun)
     assert proc.returncode == 1, err
     rows = read_csv(tmp_path / "out" / "summary_repeats.csv")
     assert sorted(r["status"] for r in rows) == ["failed", "ok"], rows

@@ -9,7 +9,7 @@ sim.sweep: docs/design.md §2).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -57,21 +57,20 @@ def replay_run(
     return out
 
 
-def repeat_run(run_dir: str | Path, again_dir: str | Path) -> list[ReplayPoint]:
-    """The real run in ``run_dir`` against a second real run of the same grid and seeds
-    (validate-model --aa's ``real-again/``), by the mechanism's targets: what the real
-    side repeats. Points finished in both, in the grid's order (``draws`` 0: the other
-    side is real). RunDirError (one line) when either holds no finished real point."""
-    from sim.model.replay import figures, scored  # the scoring: only when judging
+def repeat_run(points: Sequence[ReplayPoint], again_dir: str | Path) -> list[ReplayPoint]:
+    """A real run's ``points`` (replay_run's) against a second real run of the same grid and
+    seeds in ``again_dir`` (validate-model --aa's ``real-again/``), by the mechanism's
+    targets: what the real side repeats. The points finished in both, in the grid's order
+    (``draws`` 0: the other side is real). RunDirError (one line) when ``again_dir`` holds
+    no finished real point."""
+    from sim.model.replay import against, figures  # the scoring: only when judging
 
     again = {slug: reps for slug, _, reps in _real_points(Path(again_dir).expanduser())}
-    out: list[ReplayPoint] = []
-    for slug, point, reps in _real_points(Path(run_dir).expanduser()):
-        if slug in again:
-            rows = [row for rep in reps for row in rep.requests]
-            other = figures(row for rep in again[slug] for row in rep.requests)
-            out.append(scored(point, rows, other, slug=slug))
-    return out
+    return [
+        against(p, figures(row for rep in again[p.slug] for row in rep.requests))
+        for p in points
+        if p.slug in again
+    ]
 
 
 def _real_points(run: Path) -> list[tuple[str, Point, list[RealRep]]]:

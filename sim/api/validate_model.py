@@ -240,11 +240,11 @@ def _mechanism(exp: Experiment, where: ValidationLayout, level: str, again: bool
     background = {slugs[k]: statistics.fmean(v) for k, v in loads.items() if k in slugs and v}
     points = replay_run(where.real, calibration=cal, background=background)
     title = "Mechanism: the real runs' measured holds replayed through the model (real/)"
-    repeated = repeat_run(where.real, where.again) if again else None
+    repeated = repeat_run(points, where.again) if again else None
     text = mechanism_table(points, MECHANISM_TARGETS, title, again=repeated)
     if repeated is not None:
         title = "Mechanism: the real side against itself (real-again/ against real/)"
-        text += "\n" + mechanism_table(repeated, MECHANISM_TARGETS, title, other="again")
+        text += "\n" + mechanism_table(repeated, MECHANISM_TARGETS, title)
     if level == "mechanism" and where.speeds.is_file():  # else the prediction's says it
         text += speed_line(read_json(where.speeds), scaled=False)
     return text + "\n"

@@ -262,12 +262,8 @@ class CPythonGil(SimGil):
         """After a hand-off (now): every waiter whose round began by now sees the GIL
         change hands when its timed wait wakes at ``end``, so it does not set the drop
         request then but waits one round more (CPython's ``switch_number`` check); then
-        the GIL's alarm moves to the earliest round's end."""
+        the GIL's alarm moves to the earliest round's end. Only with threads waiting."""
         waiters = self._waiters
-        if not waiters:
-            self._drop_at = math.inf
-            self._loop.cancel(self._alarm)
-            return
         now, si, late = self._loop.now, self._si, self._late
         first = math.inf
         for w in waiters:
@@ -359,8 +355,7 @@ class CPythonGil(SimGil):
         self.holder = None
         delay = self._handoff()
         if not waiters:
-            self._drop_at = math.inf
-            loop.cancel(self._alarm)
+            self._arm_earliest()  # nobody left waiting: no alarm
         t = now + delay if delay > 0 else now
         at_once = tail and loop.clear(t)  # nothing can take the GIL before the waiter
         if not at_once:

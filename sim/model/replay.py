@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from typing import Any
 
@@ -59,9 +59,9 @@ __all__ = [
     "RealRep",
     "ReplayPoint",
     "Target",
+    "against",
     "figures",
     "replay_point",
-    "scored",
 ]
 
 
@@ -282,22 +282,35 @@ def replay_point(
             rows.extend(_record_rows(result.records))
         real_rows.extend(rep.requests)
     each = [figures(rows) for rows in drawn]
-    model = {m: float(np.mean([f[m] for f in each])) for m in METRICS}
-    spread = {m: (min(f[m] for f in each), max(f[m] for f in each)) for m in METRICS}
-    return scored(point, real_rows, model, spread, draws, slug)
-
-
-def scored(
-    point: Point,
-    real_rows: Sequence[Mapping[str, Any]],
-    other: dict[str, float],
-    spread: dict[str, tuple[float, float]] | None = None,
-    draws: int = 0,
-    slug: str | None = None,
-) -> ReplayPoint:
-    """A real point's requests against ``other``'s figures (the model's, or ``draws`` 0: a
-    second real run's, --aa), each targeted metric judged by :data:`MECHANISM_TARGETS`."""
     real = figures(real_rows)
+    model = {m: float(np.mean([f[m] for f in each])) for m in METRICS}
+    error, within = _judged(real, model)
+    return ReplayPoint(
+        slug=slug if slug is not None else point.slug,
+        label=point.label,
+        axes=dict(point.axes),
+        requests=len(real_rows),
+        real=real,
+        model=model,
+        error=error,
+        within=within,
+        model_range={m: (min(f[m] for f in each), max(f[m] for f in each)) for m in METRICS},
+        draws=draws,
+    )
+
+
+def against(point: ReplayPoint, other: dict[str, float]) -> ReplayPoint:
+    """``point``'s real figures against ``other``'s (a second real run's, --aa: ``draws``
+    0), judged by :data:`MECHANISM_TARGETS` as the model's are."""
+    error, within = _judged(point.real, other)
+    return replace(point, model=other, error=error, within=within, model_range={}, draws=0)
+
+
+def _judged(
+    real: dict[str, float], other: dict[str, float]
+) -> tuple[dict[str, float], dict[str, bool | None]]:
+    """(other / real - 1 per metric, within its target per targeted metric: None where
+    neither side has the figure)."""
     error = {
         m: (other[m] / real[m] - 1.0) if real[m] and math.isfinite(real[m]) else math.nan
         for m in METRICS
@@ -306,15 +319,4 @@ def scored(
         m: None if math.isnan(real[m]) and math.isnan(other[m]) else t.met(real[m], other[m])
         for m, t in MECHANISM_TARGETS.items()
     }
-    return ReplayPoint(
-        slug=slug if slug is not None else point.slug,
-        label=point.label,
-        axes=dict(point.axes),
-        requests=len(real_rows),
-        real=real,
-        model=other,
-        error=error,
-        within=within,
-        model_range=dict(spread or {}),
-        draws=draws,
-    )
+    return error, within

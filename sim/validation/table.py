@@ -130,17 +130,17 @@ def mechanism_table(
     points: Sequence[Any],
     targets: Mapping[str, Any],
     title: str,
-    other: str = "model",
     again: Sequence[Any] | None = None,
 ) -> str:
     """The mechanism level (``sim.model.replay.ReplayPoint``: ``axes``, ``real``, ``model``,
     ``error``, ``within``, ``draws``, ``model_range``): per point the latency mean (real,
-    ``other``, error), the p50's and p99's error, and the GIL wait mean (real, ``other``,
-    error), ✗ on a miss; then the count within each target, the verdict and what the
-    ``other`` column is (``other`` "again": a second real run, --aa). ``again``: that
-    second run's points against the first (the same kind), which the verdict reads."""
+    other, error), the p50's and p99's error, and the GIL wait mean (real, other, error),
+    ✗ on a miss; then the count within each target, the verdict and what the other column
+    is: the model, or with ``draws`` 0 a second real run ("again", --aa). ``again``: that
+    second run's points against the first, which the verdict reads."""
     if not points:
         return f"## {title}\n\nNo finished real point to replay.\n"
+    other = "again" if max(p.draws for p in points) == 0 else "model"
     keys = [{a: str(v) for a, v in p.axes.items() if a != "mode"} for p in points]
     head1 = f"{'point':<{POINT_WIDTH}}"
     head1 += f" │ {'latency mean (ms)':<21} │ {'p50':>7} │ {'p99':>7} │ {'GIL wait mean (ms)':<21}"

@@ -87,7 +87,7 @@ def test_a_real_runs_replay_is_never_slower_than_it(write_config, tmp_path) -> N
         # then, a small part of a hold.
         assert 0.0 <= p.model["gil_wait_mean_ms"] <= 0.01 * sum(holds) / len(holds)
     # the real side against itself (--aa): a run against its own copy repeats to the digit
-    same = repeat_run(out, out)
+    same = repeat_run(points, out)
     assert [p.slug for p in same] == [p.slug for p in points]
     for p in same:
         assert p.draws == 0 and p.requests == 40 and p.meets
@@ -101,4 +101,4 @@ def test_a_directory_without_a_real_point_is_refused_in_one_line(tmp_path) -> No
     with pytest.raises(RunDirError, match="no finished real point run to replay"):
         replay_run(tmp_path)
     with pytest.raises(RunDirError, match="no finished real point run to replay"):
-        repeat_run(tmp_path, tmp_path)
+        repeat_run([], tmp_path)

@@ -121,7 +121,7 @@ def validate_model(
         check_coverage,
         run_again,
         run_all,
-        run_real,
+        run_real_measured,
     )
     from sim.rundir.outputs import atomic_write_text, write_csv  # heavy: only a validation loads it
     from sim.validation.table import wrap  # heavy: only a validation loads it
@@ -140,7 +140,7 @@ def validate_model(
     if run and predict:
         run_all(exp, where, force, resume, events, aa)
     elif run:
-        run_real(exp, where, force, resume, events)
+        run_real_measured(exp, where, force, resume, events)
         if aa:
             run_again(exp, where, force, resume, events)
     head = f"# kvsim validate-model · {exp.name}\n\n"
@@ -245,9 +245,27 @@ def _mechanism(exp: Experiment, where: ValidationLayout, level: str, again: bool
     if repeated is not None:
         title = "Mechanism: the real side against itself (real-again/ against real/)"
         text += "\n" + mechanism_table(repeated, MECHANISM_TARGETS, title)
+    text += _latencies_line(where, cal)
     if level == "mechanism" and where.speeds.is_file():  # else the prediction's says it
         text += speed_line(read_json(where.speeds), scaled=False)
     return text + "\n"
+
+
+def _latencies_line(where: ValidationLayout, cal: Any) -> str:
+    """Whose OS latencies (wake-ups, timers, sleeps) the replay ran with: not replayed from
+    the records, they move the replay's GIL wait, so a report says whether they were
+    measured around its real runs or are the current calibration's (a validation made
+    before 7 Dec 2026 did not measure them at the mechanism level)."""
+    if cal is not None:
+        return (
+            "- the OS's wake-up, timer and sleep latencies: measured around the real runs "
+            f"({where.conditions.name}).{loadavg_note(where.conditions)}\n"
+        )
+    return (
+        "- the OS's wake-up, timer and sleep latencies: each point's machine.calibration as it "
+        "is now, not measured around these real runs; rerun the validation to measure them "
+        "(a recalibration since moves this replay).\n"
+    )
 
 
 def _again_is_current(where: ValidationLayout, ran: bool, aa: bool) -> bool:

@@ -27,6 +27,7 @@ __all__ = [
     "run_again",
     "run_all",
     "run_real",
+    "run_real_measured",
 ]
 
 #: Per point index, the readings taken around each of its real repeats.
@@ -72,6 +73,32 @@ def run_real(
     return loads, speeds
 
 
+def run_real_measured(
+    exp: Experiment, where: ValidationLayout, force: bool, resume: bool, events: Any
+) -> tuple[Readings, Readings]:
+    """:func:`run_real`, with the machine's conditions (wake-up, timer and sleep latencies,
+    the background load, the load average) measured before and after it and written with
+    the calibration into ``calibration-conditions.json``: what every model run of this
+    validation is given, the mechanism's replay included, so that a report made later
+    (``--no-run``) replays under the conditions of the real runs, not of whatever
+    calibration is current then (7 Dec 2026: a recalibration moved the replay of the same
+    real runs from 49 to 44 of 62 points on the GIL wait)."""
+    # the measurements: only when they run
+    from sim.calibration.measure_harness import measure_conditions
+    from sim.model.coverage import point_calibration  # the model: only when it is used
+
+    # A resumed validation keeps what was measured around the real points already run
+    # (else the model points would be given conditions measured at another time).
+    keep = resume and where.conditions.is_file()
+    avg_before, before = loadavg(), measure_conditions()
+    loads, speeds = run_real(exp, where, force, resume, events)
+    after, avg_after = measure_conditions(), loadavg()
+    if not keep:
+        cal = point_calibration(exp.config)
+        write_conditions(cal, where.conditions, before, after, avg_before, avg_after, events)
+    return loads, speeds
+
+
 def run_all(
     exp: Experiment, where: ValidationLayout, force: bool, resume: bool, events: Any, aa: bool
 ) -> None:
@@ -79,26 +106,14 @@ def run_all(
     model under those conditions at the speed probed beside each real point, model on an
     idle machine as calibrated, model at the real points' own speed; with ``aa`` the real
     grid again, last, so that minutes lie between its two runs."""
-    # the measurements: only when they run
-    from sim.calibration.measure_harness import measure_conditions
     from sim.model.coverage import point_calibration  # the model: only when it is used
     from sim.rundir.outputs import write_json  # the run directory's code: not at import sim
     from sim.rundir.reader import load_results  # the run directory's code: not at import sim
     from sim.validation.paired import speed_scales  # the judgement: only when a validation runs
 
     cal = point_calibration(exp.config)
-    cal_file = where.conditions
-    # A resumed validation keeps what was measured around the real points already run
-    # (else the model points would be given conditions measured at another time).
-    keep_conditions = resume and cal_file.is_file()
-    loadavg_before = loadavg()
-    before = measure_conditions()
-    loads, speeds = run_real(exp, where, force, resume, events)
-    after = measure_conditions()
-    loadavg_after = loadavg()
-    model = exp.with_overrides(["mode=model", f"machine.calibration={cal_file}"])
-    if not keep_conditions:
-        write_conditions(cal, cal_file, before, after, loadavg_before, loadavg_after, events)
+    loads, speeds = run_real_measured(exp, where, force, resume, events)
+    model = exp.with_overrides(["mode=model", f"machine.calibration={where.conditions}"])
     _heading(events, "model runs (under the conditions measured)", exp, where.model)
     _run(model, where.model, force, resume, events, loads, speeds=speeds)
     idle = ["mode=model", f"machine.calibration={cal.path}", "machine.background_load=0.0"]

@@ -7,7 +7,8 @@
         real-again/                 with --aa: the real grid a second time (same seeds)
         background_load.json        the load measured before and after each real point
         calibration-conditions.json the calibration with the conditions measured around
-                                    the real runs (what model/ was given)
+                                    the real runs (what model/ and the mechanism's
+                                    replay were given)
         machine_speed.json          the speed probe before and after each real point
                                     (its hold over the calibration's)
         speed_scales.json           each point's speed in its real run against its model

@@ -358,6 +358,44 @@ def test_validate_model_mechanism_level_replays_the_real_run_only(
     assert text.index("## Mechanism") < text.index("## Prediction") < text.index("Every metric")
 
 
+def test_validate_model_mechanism_level_replays_under_the_latencies_of_its_real_runs(
+    small_calibration, write_config, tmp_path, capsys
+):
+    """--level mechanism measures the OS latencies around its real runs and replays under
+    them (calibration-conditions.json), so a report made after a recalibration (--no-run)
+    prints the same table; without that file the replay takes the calibration as it is
+    now, and the report says so (here: wake-ups made 2 ms longer move the replay)."""
+    cal_file = tmp_path / "cal.json"
+    cal_file.write_text(small_calibration.read_text())
+    path = _small_grid(write_config, cal_file)
+    out = tmp_path / "val"
+    base = ["validate-model", str(path), "--out", str(out), "--repeats", "1"]
+    base += ["--level", "mechanism"]
+    assert cli_main(base) == 0
+    first = capsys.readouterr().out
+    assert (out / "calibration-conditions.json").is_file()
+    assert "latencies: measured around the real runs (calibration-conditions.json)" in " ".join(
+        first.split()
+    )
+
+    def rows(printed: str) -> list[str]:
+        return [x for x in printed.splitlines() if x.startswith("synthetic ")]
+
+    data = json.loads(cal_file.read_text())  # a recalibration on a slower machine
+    data["harness"]["wake_samples_ms"] = [x + 2.0 for x in data["harness"]["wake_samples_ms"]]
+    data["harness"]["wake_ms"] += 2.0
+    cal_file.write_text(json.dumps(data))
+    assert cli_main([*base, "--no-run"]) == 0
+    assert rows(capsys.readouterr().out) == rows(first) and len(rows(first)) == 2
+    (out / "calibration-conditions.json").unlink()  # a validation made before 7 Dec 2026
+    assert cli_main([*base, "--no-run"]) == 0
+    later = capsys.readouterr().out
+    assert "machine.calibration as it is now, not measured around these real runs" in " ".join(
+        later.split()
+    )
+    assert rows(later) != rows(first)
+
+
 def test_validate_model_mechanism_level_with_aa_scores_the_real_side_against_itself(
     small_calibration, write_config, tmp_path, capsys
 ):

@@ -32,7 +32,7 @@ from sim.sweep.executors import ExecutorChoice, build_executor
 from sim.sweep.executors.parallel import ParallelModelExecutor, model_workers
 from sim.sweep.hostinfo import host_base
 from sim.sweep.identity import DataDigests
-from sim.sweep.plan import PlannedRun, SweepPlan, axis_columns, check_resumable, plan_sweep
+from sim.sweep.plan import PlannedRun, SweepPlan, axis_columns, plan_sweep
 from sim.sweep.result import ExperimentResult
 from sim.sweep.run_manifest import RunManifest
 from sim.sweep.runner import run_rep
@@ -52,7 +52,6 @@ __all__ = [
     "PlannedRun",
     "SweepPlan",
     "axis_columns",
-    "check_resumable",
     "plan_sweep",
     "run_experiment",
 ]
@@ -102,8 +101,8 @@ def run_experiment(
         if digests is None:
             digests = DataDigests().plan(p.config for p in points)
         if resume and plan is None:
-            check_resumable(cfg, out_dir, digests)
             plan = plan_sweep(cfg, points, out_dir, digests)
+            plan.check_resumable(out_dir)
         source = str(config_path) if config_path is not None else ""
         sweep = _Sweep(
             cfg,

@@ -22,7 +22,7 @@ from sim.rundir.manifest import read_manifest
 from sim.sweep.identity import DataDigests, config_hash, config_identity, first_difference
 from sim.sweep.spec import SpecError, read_spec_data
 
-__all__ = ["PlannedRun", "SweepPlan", "axis_columns", "check_resumable", "plan_sweep"]
+__all__ = ["PlannedRun", "SweepPlan", "axis_columns", "plan_sweep"]
 
 
 def axis_columns(points: Sequence[Point]) -> list[str]:
@@ -56,6 +56,14 @@ class SweepPlan:
     @property
     def pending(self) -> list[PlannedRun]:
         return [r for r in self.runs if r.state != "done"]
+
+    def check_resumable(self, out_dir: Path) -> None:
+        """RunDirError when ``out_dir`` holds a run of a different experiment."""
+        if self.existing and self.difference:
+            raise RunDirError(
+                f"{out_dir}: cannot resume, the config changed since this run started "
+                f"({self.difference}); restore it, or pass --force to start over"
+            )
 
 
 def _difference(
@@ -120,18 +128,3 @@ def plan_sweep(
             state = "damaged" if why else state
         runs.append(PlannedRun(rep, state, why))
     return SweepPlan(runs, manifest is not None, difference)
-
-
-def check_resumable(
-    cfg: ExperimentConfig, out_dir: Path, digests: DataDigests | None = None
-) -> None:
-    """Raise RunDirError when ``out_dir`` holds a run of a different experiment."""
-    manifest = read_manifest(out_dir)
-    if manifest is None:
-        return
-    diff = _difference(cfg, manifest, digests)
-    if diff:
-        raise RunDirError(
-            f"{out_dir}: cannot resume, the config changed since this run started ({diff}); "
-            "restore it, or pass --force to start over"
-        )

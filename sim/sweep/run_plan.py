@@ -11,7 +11,6 @@ from typing import Any
 
 from sim.config import ExperimentConfig, Point
 from sim.console import pipe_console
-from sim.errors import RunDirError
 from sim.preflight.budget import estimate_point, human_seconds
 from sim.rundir.layout import in_run_order
 from sim.rundir.state import run_state_note
@@ -79,11 +78,7 @@ class RunPlan:
 
     def check_resumable(self) -> None:
         """RunDirError when ``out_dir`` holds a run of a different experiment."""
-        if self.existing and self.difference:
-            raise RunDirError(
-                f"{self.out_dir}: cannot resume, the config changed since this run started "
-                f"({self.difference}); restore it, or pass --force to start over"
-            )
+        self.sweep.check_resumable(self.out_dir)
 
 
 _COLOUR = {

@@ -226,13 +226,11 @@ def _trace_experiment(write_config, tmp_path: Path) -> Path:
 
 def test_resume_refuses_an_edited_trace_and_names_the_file(write_config, tmp_path) -> None:
     """The config records the trace by path; its contents are part of the identity too."""
-    from sim.sweep.experiment import check_resumable
-
     path = _trace_experiment(write_config, tmp_path)
     out = tmp_path / "out"
     cfg, _points, _ = _run(path, out, isolate=False)
     assert [r["trace_line"] for r in read_csv(out / "requests.csv")] == ["2", "3", "5"]
-    check_resumable(cfg, out)  # unchanged: resumable
+    plan_sweep(*parse_config(path), out).check_resumable(out)  # unchanged: resumable
     assert plan_sweep(*parse_config(path), out).difference == ""
 
     from sim.workload.trace import write_trace
@@ -240,9 +238,9 @@ def test_resume_refuses_an_edited_trace_and_names_the_file(write_config, tmp_pat
     write_trace(tmp_path / "trace.jsonl", [*TRACE_ROWS, TRACE_ROWS[2] | {"timestamp": 50}])
     cfg, points = parse_config(path)  # same config text, edited trace
     msg = r"workload\.arrival\.path: the file's contents changed \(sha256:\w{12} → sha256:\w{12}\)"
-    with pytest.raises(RunDirError, match=msg):
-        check_resumable(cfg, out)
     plan = plan_sweep(cfg, points, out)
+    with pytest.raises(RunDirError, match=msg):
+        plan.check_resumable(out)
     assert "contents changed" in plan.difference and len(plan.pending) == 1
     assert main(["run", "-q", "--resume", str(path)]) == 2
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from sim.native import ENV as NATIVE_ENV
 from sim.native import native_state
 from sim.process.lifeline import PARENT_PID_ENV, die_with_parent, parent_pid
+from sim.process.proc_fields import proc_fields
 
 __all__ = ["PointMemory", "measure_point", "point_config"]
 
@@ -111,13 +112,9 @@ def _peak_rss_kb() -> int:
     does not: Linux carries the parent's high-water mark across a vfork and exec (which
     subprocess uses), so a child of a 500 MB pytest process reported 500 MB however
     small it stayed. ``ru_maxrss`` only where /proc is missing."""
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
+    hwm = proc_fields("self", ("VmHWM",)).get("VmHWM", "")
+    if hwm.isdigit():
+        return int(hwm)
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
 
 

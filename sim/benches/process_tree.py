@@ -24,6 +24,7 @@ from pathlib import Path
 import yaml
 
 from sim.benches.model_point import point_config
+from sim.process.proc_fields import proc_fields
 
 __all__ = ["SMALL_REQUESTS", "TARGET_RATIO", "TreePeak", "print_tree", "sample_tree", "tree_config"]
 
@@ -65,16 +66,7 @@ def _children() -> dict[int, int]:
 
 
 def _status_kb(pid: int, keys: tuple[str, ...], file: str = "status") -> dict[str, int]:
-    found: dict[str, int] = {}
-    try:
-        with open(f"/proc/{pid}/{file}") as fh:
-            for line in fh:
-                key = line.split(":", 1)[0]
-                if key in keys:
-                    found[key] = int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        pass
-    return found
+    return {k: int(v) for k, v in proc_fields(pid, keys, file).items() if v.isdigit()}
 
 
 def _tree(root: int) -> set[int]:

@@ -14,6 +14,7 @@ from typing import Any
 
 from sim.errors import RunDirError
 from sim.files.read import MAX_RUN_FILE_BYTES, open_bounded
+from sim.process.proc_fields import proc_fields
 from sim.rundir.csv_cells import csv_text, format_cell, rows_to_cells
 
 __all__ = [
@@ -115,13 +116,9 @@ class AtomicTextStream:
 
 def _umask() -> int:
     """The process's umask, read without changing it (Linux), else set and restored."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
+    umask = proc_fields("self", ("Umask",)).get("Umask", "")
+    if umask and set(umask) <= set("01234567"):
+        return int(umask, 8)
     mask = os.umask(0o022)
     os.umask(mask)
     return mask

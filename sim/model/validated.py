@@ -67,34 +67,36 @@ def _fs(*tags: str) -> frozenset[str]:
 #: From docs/model-mode.md's validation tables: the latest run of each config on a quiet
 #: machine, else its latest run (the load average says which).
 VALIDATED: tuple[Validated, ...] = (
-    # quiet, three repeats a point, with --aa (issue 31, 2 Dec 2026 07:22-07:28)
+    # quiet, three repeats a point, with --aa, the shipped GIL (barging; issue 40, 6 Dec
+    # 2026 23:23-23:26)
     Validated(
         "configs/quickstart.yaml",
-        "2 Dec 2026 07:22, load average 0.4–0.8",
+        "6 Dec 2026 23:23, load average 0.6–0.7",
         _fs("arrival poisson", "variant numpy", "variant rows", "variant scalar"),
         6,
-        4,
         5,
-        0.05,
-        0.04,
-        aa=(5, 5),
+        5,
+        0.06,
+        0.03,
+        aa=(6, 5),
     ),
-    # the rest validated quiet, three repeats a point (issue 31, 2 Dec 2026 03:27-04:44)
+    # quiet at its end, three repeats a point, with --aa (issue 40, 7 Dec 2026 00:36-00:51)
     Validated(
         "configs/synthetic_sweep.yaml",
-        "2 Dec 2026 04:35, load average 1.0",
+        "7 Dec 2026 00:36, load average 0.4–1.9",
         _fs("arrival poisson", "variant synthetic"),
         20,
-        10,
-        8,
-        0.1,
-        0.2,
+        20,
+        19,
+        0.02,
+        0.03,
+        aa=(20, 20),
     ),
-    # validated quiet, three repeats a point, with --aa (background load 0.0-2.3; the
-    # engine's start-up before the heap is settled; docs/model-mode.md, issue 31's tables)
+    # quiet, three repeats a point, with --aa, the shipped GIL (issue 40, 6 Dec 2026
+    # 23:26-23:40)
     Validated(
         "configs/engine_interference.yaml",
-        "2 Dec 2026 06:44, load average 0.6",
+        "6 Dec 2026 23:26, load average 0.5",
         _fs(
             "arrival poisson",
             "engine index_variant cached",
@@ -106,11 +108,11 @@ VALIDATED: tuple[Validated, ...] = (
             "variant scalar",
         ),
         18,
-        11,
-        12,
-        0.08,
-        0.09,
-        aa=(13, 14),
+        16,
+        15,
+        0.03,
+        0.02,
+        aa=(16, 15),
     ),
     # quiet, three repeats a point, with --aa (issue 31, 2 Dec 2026 07:03-07:16)
     Validated(
@@ -203,6 +205,52 @@ VALIDATED: tuple[Validated, ...] = (
         7,
         0.06,
         0.21,
+    ),
+    # the contention grid, quiet, three repeats a point, with --aa (issue 40, 7 Dec 2026
+    # 01:41-01:51; docs/model-mode.md, "Both levels with the latencies measured ...")
+    Validated(
+        "experiments/gil_contention/hold_1ms.yaml",
+        "7 Dec 2026 01:41, load average 0.4–0.6",
+        _fs("arrival poisson", "variant synthetic"),
+        4,
+        2,
+        3,
+        0.09,
+        0.06,
+        aa=(3, 2),
+    ),
+    Validated(
+        "experiments/gil_contention/hold_1ms_one.yaml",
+        "7 Dec 2026 01:42, load average 0.6",
+        _fs("arrival poisson", "variant synthetic"),
+        2,
+        2,
+        2,
+        0.03,
+        0.08,
+        aa=(2, 2),
+    ),
+    Validated(
+        "experiments/gil_contention/hold_5ms.yaml",
+        "7 Dec 2026 01:43, load average 0.5–0.8",
+        _fs("arrival poisson", "variant synthetic"),
+        6,
+        5,
+        4,
+        0.03,
+        0.05,
+        aa=(6, 6),
+    ),
+    Validated(
+        "experiments/gil_contention/hold_20ms.yaml",
+        "7 Dec 2026 01:49, load average 0.6–0.8",
+        _fs("arrival poisson", "variant synthetic"),
+        6,
+        6,
+        6,
+        0.04,
+        0.05,
+        aa=(6, 6),
     ),
     # quiet, three repeats a point, with --aa, calibrated in the same free-threaded build,
     # each variant calibrated and probed in a process of its own (issue 39, 6 Dec 2026

@@ -245,18 +245,18 @@ def _mechanism(exp: Experiment, where: ValidationLayout, level: str, again: bool
     if repeated is not None:
         title = "Mechanism: the real side against itself (real-again/ against real/)"
         text += "\n" + mechanism_table(repeated, MECHANISM_TARGETS, title)
-    text += _latencies_line(where, cal)
+    text += _latencies_line(where, measured=cal is not None)
     if level == "mechanism" and where.speeds.is_file():  # else the prediction's says it
         text += speed_line(read_json(where.speeds), scaled=False)
     return text + "\n"
 
 
-def _latencies_line(where: ValidationLayout, cal: Any) -> str:
+def _latencies_line(where: ValidationLayout, measured: bool) -> str:
     """Whose OS latencies (wake-ups, timers, sleeps) the replay ran with: not replayed from
     the records, they move the replay's GIL wait, so a report says whether they were
     measured around its real runs or are the current calibration's (a validation made
     before 7 Dec 2026 did not measure them at the mechanism level)."""
-    if cal is not None:
+    if measured:
         return (
             "- the OS's wake-up, timer and sleep latencies: measured around the real runs "
             f"({where.conditions.name}).{loadavg_note(where.conditions)}\n"

@@ -16,8 +16,9 @@ def proc_fields(pid: int | str, keys: tuple[str, ...], file: str = "status") -> 
         with open(f"/proc/{pid}/{file}", encoding="ascii", errors="replace") as fh:
             for line in fh:
                 key, _, rest = line.partition(":")
-                if key in keys and rest.split():
-                    found[key] = rest.split()[0]
+                words = rest.split()
+                if key in keys and words:
+                    found[key] = words[0]
     except OSError:
         pass
     return found

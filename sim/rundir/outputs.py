@@ -116,9 +116,10 @@ class AtomicTextStream:
 
 def _umask() -> int:
     """The process's umask, read without changing it (Linux), else set and restored."""
-    umask = proc_fields("self", ("Umask",)).get("Umask", "")
-    if umask and set(umask) <= set("01234567"):
-        return int(umask, 8)
+    try:
+        return int(proc_fields("self", ("Umask",)).get("Umask", ""), 8)
+    except ValueError:  # off Linux (no /proc): set and restored
+        pass
     mask = os.umask(0o022)
     os.umask(mask)
     return mask

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sim import columns
+from sim.calibration.measure_handoff import gil_handoffs
 from sim.config import ExperimentConfig, Point
 
 __all__ = [
@@ -86,18 +87,40 @@ def _sleep_late_ms(n: int = 100, wait_s: float = 0.001) -> list[float]:
 
 
 def _probe_costs(seconds: float = 0.3) -> tuple[list[float], float]:
-    """(latenesses, CPU per wake-up) of the sentinel probe on an idle GIL, in ms."""
+    """(latenesses, GIL hold per wake-up) of the sentinel probe on an idle GIL, in ms.
+
+    The hold is the probe thread's CPU per wake-up less that of a bare thread sleeping
+    the same interval beside it, over the same window (the OS's part of a sleep and a
+    wake, spent without the GIL; side by side, the two move together: 16-27 µs over
+    eight windows where one after the other gave 8-35). The process's CPU per wake-up,
+    used before 7 Dec 2026, counted every other thread and the imports too: 31-74 µs,
+    and 310-480 µs in a fresh process (experiments/gil_handoff)."""
     from sim.instruments.probe import SentinelProbe  # the probe: not with `kvsim calibrate --help`
 
-    probe = SentinelProbe(0.002, seed=1)
-    c0 = time.process_time()
+    interval_s = 0.002
+    stop = threading.Event()
+    bare_wakes = [0]
+
+    def bare() -> None:
+        while not stop.is_set():
+            time.sleep(interval_s)
+            bare_wakes[0] += 1
+
+    probe = SentinelProbe(interval_s, seed=1)
     probe.start()
+    sleeper = threading.Thread(target=bare, name="kvsim-bare-sleeper", daemon=True)
+    sleeper.start()
+    clocks = [time.pthread_getcpuclockid(t) for t in (probe.ident, sleeper.ident or 0)]
+    cpu0 = [time.clock_gettime_ns(c) for c in clocks]
+    wakes0 = (len(probe.wake_late_ns), bare_wakes[0])
     time.sleep(seconds)
+    cpu = [time.clock_gettime_ns(c) - c0 for c, c0 in zip(clocks, cpu0, strict=True)]
+    wakes = (len(probe.wake_late_ns) - wakes0[0], bare_wakes[0] - wakes0[1])
+    stop.set()
     probe.stop()
-    cpu_ms = (time.process_time() - c0) * 1e3
-    wakes = probe.wake_late_ns
-    per_wake = cpu_ms / len(wakes) if wakes else 0.0
-    return [w / 1e6 for w in wakes], per_wake
+    sleeper.join(1.0)
+    per_wake = [c / max(1, w) for c, w in zip(cpu, wakes, strict=True)]
+    return [w / 1e6 for w in probe.wake_late_ns], max(0.0, (per_wake[0] - per_wake[1]) / 1e6)
 
 
 def _sim_cpu_per_request_ms(requests: int = 200) -> dict[str, float]:
@@ -161,7 +184,8 @@ def measure_background_load(seconds: float = 1.0, burst_s: float = 0.005) -> flo
 
 def measure_conditions() -> dict[str, Any]:
     """What the machine's state adds, right now: the background load and the latency
-    of thread wake-ups, timed waits, sleeps and the probe's wake-ups, each as a median
+    of thread wake-ups, the GIL's hand-offs (sim.calibration.measure_handoff), timed
+    waits, sleeps and the probe's wake-ups, each as a median
     (``<name>_ms``) and as sorted samples (``<name>_samples_ms``) that the model draws
     from, so that a loaded machine's long tails reach the simulated latencies."""
     probe_late, probe_hold = _probe_costs()
@@ -170,6 +194,7 @@ def measure_conditions() -> dict[str, Any]:
         "timer_late": _timer_late_ms(),
         "sleep_late": _sleep_late_ms(),
         "probe_late": probe_late,
+        **gil_handoffs(),
     }
     out: dict[str, Any] = {
         "background_load": measure_background_load(),

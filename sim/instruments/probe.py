@@ -144,6 +144,13 @@ class SentinelProbe:
         self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
         self._thread.start()
 
+    @property
+    def ident(self) -> int:
+        """The running probe thread's ``threading`` ident (its CPU clock's key)."""
+        if self._thread is None or self._thread.ident is None:
+            raise RuntimeError("probe not started")
+        return self._thread.ident
+
     def stop(self, timeout_s: float = 5.0) -> None:
         """Stop and join the thread; idempotent."""
         self._stop.set()

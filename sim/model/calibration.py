@@ -102,12 +102,16 @@ class Calibration:
         """The harness's scalar costs (ms), without the latency samples."""
         return {k: float(v) for k, v in self.data["harness"].items() if not isinstance(v, list)}
 
-    def samples_ms(self, name: str) -> list[float]:
-        """Measured samples of latency ``name`` (e.g. ``wake``), or [median] if none kept."""
-        got = self.data["harness"].get(f"{name}_samples_ms")
+    def samples_ms(self, name: str, fallback: str | None = None) -> list[float]:
+        """Measured samples of latency ``name`` (e.g. ``wake``), or [median] if none kept;
+        ``fallback``'s where a calibration written before ``name`` was measured lacks it."""
+        harness = self.data["harness"]
+        got = harness.get(f"{name}_samples_ms")
         if isinstance(got, list) and got:
             return [float(x) for x in got]
-        return [float(self.data["harness"].get(f"{name}_ms", 0.0))]
+        if fallback is not None and f"{name}_ms" not in harness:
+            return self.samples_ms(fallback)
+        return [float(harness.get(f"{name}_ms", 0.0))]
 
     @property
     def interpreter(self) -> dict[str, Any] | None:

@@ -132,6 +132,12 @@ class ModelCosts:
     #: OS wake-up of a blocked thread (queue, inbox), and lateness of a timed wait / sleep:
     #: each call draws one measured sample (seconds).
     wake: Latency
+    #: The GIL's own hand-offs (kvsim calibrate; a queue's wake-up where not measured):
+    #: a holder's release to the woken waiter's first bytecode, a forced one (the drop
+    #: request honoured) and FORCE_SWITCHING's return to the thread forced off.
+    gil_handoff: Latency
+    gil_forced: Latency
+    gil_back: Latency
     timer_late: Latency
     sleep_late: Latency
     #: Probe: lateness on an idle GIL (drawn) and CPU per wake-up.
@@ -292,6 +298,9 @@ def point_costs(
         complete_s=complete,
         done_s=done,
         wake=Latency(cal.samples_ms("wake"), draw),
+        gil_handoff=Latency(cal.samples_ms("gil_handoff", fallback="wake"), draw),
+        gil_forced=Latency(cal.samples_ms("gil_forced", fallback="wake"), draw),
+        gil_back=Latency(cal.samples_ms("gil_back", fallback="wake"), draw),
         timer_late=Latency(cal.samples_ms("timer_late"), draw),
         sleep_late=Latency(cal.samples_ms("sleep_late"), draw),
         probe_late=Latency(cal.samples_ms("probe_late"), draw),

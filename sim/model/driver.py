@@ -269,8 +269,10 @@ class _Point:
                 self.cores,
                 cfg.gil.switch_interval_ms / 1e3,
                 self.draw.next,
-                costs.wake.draw,
+                costs.gil_handoff.draw,
                 costs.timer_late.draw,
+                costs.gil_forced.draw,
+                costs.gil_back.draw,
             )
         self.harness = Harness(loop, self.gil)
         self.workers = ModelWorkers(

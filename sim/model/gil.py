@@ -11,8 +11,8 @@ Rules modelled (docs/model-mode.md, "The GIL", says which are kept and which sim
 * The holder honours a drop request at its next eval-breaker check (modelled as
   immediate: bytecode checks every few instructions, microseconds apart), releases
   the GIL and may not take it back before another thread has (FORCE_SWITCHING): it
-  waits until the woken thread has taken the GIL, is woken itself, and only then
-  begins its own timed wait.
+  waits until the woken thread has taken the GIL (``forced_handoff_s``), is woken
+  itself (``switch_back_s``), and only then begins its own timed wait.
 * Which waiter gets a released GIL is **not FIFO**. CPython signals one waiter on
   a condition variable and the OS decides which wakes first; the policy modelled is
   a waiter drawn uniformly at random (from the run's seeded generator). It is the
@@ -22,7 +22,8 @@ Rules modelled (docs/model-mode.md, "The GIL", says which are kept and which sim
 * A thread leaving a GIL-free section (I/O, a sleep, a nogil kernel) queues for the
   GIL again like any other waiter: behind a CPU-bound holder it waits up to a whole
   switch interval (the convoy effect).
-* A woken waiter needs ``handoff_s`` (the OS wake-up) before it runs, and the GIL is
+* A woken waiter needs ``handoff_s`` after a release (``forced_handoff_s`` after a drop
+  request: kvsim calibrate times both on the GIL itself) before it runs, and the GIL is
   free meanwhile: a thread that calls ``take_gil`` in that window (back from a sleep,
   woken from FORCE_SWITCHING, a timed wait that ran out) takes it first, and the woken
   one, finding it held, begins a new round (barging). A change of holder (CPython's
@@ -65,6 +66,15 @@ __all__ = ["CPythonGil", "NoGil", "SimGil"]
 _MIN_INTERVAL_S = 1e-6
 
 
+def _drawer(
+    given: float | Callable[[], float] | None, default: Callable[[], float]
+) -> Callable[[], float]:
+    """A latency as a draw: ``given`` (a constant or a draw), else ``default``."""
+    if given is None:
+        return default
+    return given if callable(given) else partial(float, given)
+
+
 class CPythonGil(SimGil):
     """One GIL shared by named simulated threads (any hashable name)."""
 
@@ -78,6 +88,8 @@ class CPythonGil(SimGil):
         draw: Callable[[], float],
         handoff_s: float | Callable[[], float] = 0.0,
         timer_late_s: float | Callable[[], float] = 0.0,
+        forced_handoff_s: float | Callable[[], float] | None = None,
+        switch_back_s: float | Callable[[], float] | None = None,
     ) -> None:
         if switch_interval_s <= 0:
             raise ValueError("switch interval must be > 0")
@@ -86,10 +98,13 @@ class CPythonGil(SimGil):
         # (take_gil: ``interval >= 1 ? interval : 1``): sys.setswitchinterval(1e-9) too.
         self._si = max(switch_interval_s, _MIN_INTERVAL_S)
         self._draw = draw
-        #: The woken waiter's OS wake-up: a constant, or a draw per hand-off.
-        self._handoff: Callable[[], float] = (
-            handoff_s if callable(handoff_s) else partial(float, handoff_s)
-        )
+        #: A release's hand-off to the woken waiter: a constant, or a draw per hand-off.
+        self._handoff: Callable[[], float] = _drawer(handoff_s, partial(float, 0.0))
+        #: A forced hand-off's (the drop request honoured, the waiter woken), and the
+        #: forced-off thread's return from FORCE_SWITCHING once the waiter took the GIL:
+        #: ``handoff_s``'s where not given.
+        self._forced_handoff: Callable[[], float] = _drawer(forced_handoff_s, self._handoff)
+        self._switch_back: Callable[[], float] = _drawer(switch_back_s, self._handoff)
         #: How late a waiter's timed wait wakes (timer slack, the OS wake-up): a constant,
         #: or a draw per wait round.
         self._late: Callable[[], float] = (
@@ -353,7 +368,7 @@ class CPythonGil(SimGil):
         loop = self._loop
         now = loop.now
         self.holder = None
-        delay = self._handoff()
+        delay = self._forced_handoff() if forced and requeue is not None else self._handoff()
         if not waiters:
             self._arm_earliest()  # nobody left waiting: no alarm
         t = now + delay if delay > 0 else now
@@ -361,7 +376,7 @@ class CPythonGil(SimGil):
         if not at_once:
             loop.after(delay, self._attempt_cb, w)
         if requeue is not None:  # after the woken waiter's attempt, at the same time too
-            at = now + delay + self._handoff() if forced else t
+            at = now + delay + self._switch_back() if forced else t
             loop.after(at - now, self._attempt_cb, requeue)
         if at_once:
             loop.now = t

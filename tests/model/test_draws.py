@@ -30,6 +30,9 @@ SAMPLED = {
     "timer_late_samples_ms": [0.05, 0.08, 0.2],
     "sleep_late_samples_ms": [0.06, 0.09, 0.5],
     "probe_late_samples_ms": [0.01, 0.03, 0.1],
+    "gil_handoff_samples_ms": [0.03, 0.04, 0.06],
+    "gil_forced_samples_ms": [0.01, 0.03, 0.09],
+    "gil_back_samples_ms": [0.015, 0.02, 0.035],
 }
 
 #: Each takes other paths: contention behind long holds with the probe, faults, retries,

@@ -105,6 +105,52 @@ def test_the_thread_forced_off_waits_for_the_woken_one_before_its_own_timed_wait
     assert max(ends.values()) == pytest.approx(0.040 + 17 * wake)
 
 
+@pytest.mark.parametrize("b_work", [0.0005, 0.00005])
+def test_a_forced_hand_off_its_return_and_a_release_each_take_their_own_latency(b_work) -> None:
+    """calibrate times three hand-offs apart (sim.calibration.measure_handoff): a forced
+    one (F: the holder's drop to the waiter's first bytecode), FORCE_SWITCHING's return to
+    the thread forced off (B, from the waiter's take) and a release to a waiting thread
+    (W). a holds 10 ms of work; b asks at 1 ms, so a is forced off at 3 ms and b runs from
+    3 ms + F. a calls take_gil at 3 ms + F + B: behind b's 0.5 ms it waits and gets the GIL
+    W after b's release; b's 0.05 ms is over by then and a takes the free GIL at once."""
+    forced, back, release = 0.0003, 0.0002, 0.0004
+    loop = Loop()
+    gil = CPythonGil(
+        loop, Cores(loop, 4), 0.002, random.Random(1).random, release, 0.0, forced, back
+    )
+    ends: dict[str, float] = {}
+    taken: dict[str, float] = {}
+    loop.after(0.0, _cpu(loop, gil, "a", 0.010, ends))
+
+    def b(_a=None) -> None:
+        def got(_b=None) -> None:
+            taken["b"] = loop.now
+            gil.run("b", b_work, lambda _c=None: gil.release("b"))
+
+        gil.acquire("b", got)
+
+    loop.after(0.001, b)
+    loop.run()
+    assert gil.forced_drops == 1
+    assert taken["b"] == pytest.approx(0.003 + forced)
+    a_back = 0.003 + forced + (b_work + release if b_work > back else back)
+    assert ends["a"] == pytest.approx(a_back + 0.007)
+
+
+def test_without_its_own_latencies_every_hand_off_takes_the_release_one() -> None:
+    """A calibration from before the hand-offs were timed gives only the queue wake-up:
+    the GIL draws every hand-off from it, as it did then."""
+    loop, gil = _gil(0.002, handoff_s=0.0003)
+    ends: dict[str, float] = {}
+    taken: dict[str, float] = {}
+    loop.after(0.0, _cpu(loop, gil, "a", 0.010, ends))
+    loop.after(
+        0.001, lambda _a=None: gil.acquire("b", lambda _b=None: taken.setdefault("b", loop.now))
+    )
+    loop.run(until=0.02)
+    assert taken["b"] == pytest.approx(0.003 + 0.0003)
+
+
 @pytest.mark.timeout(60)
 def test_no_livelock_when_the_wake_up_is_longer_than_the_interval() -> None:
     """At gil.switch_interval_ms 0.02 with wake-ups of 50 µs, a forced-off thread used to

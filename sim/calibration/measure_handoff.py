@@ -1,0 +1,85 @@
+"""The GIL's own hand-offs, as the model's GIL draws them.
+
+A queue's wake-up (``wake``) is not how long the GIL takes to change hands: the woken
+waiter must also win the GIL's mutex back, and on 7 Dec 2026 a release took 33-40 µs to
+the waiter's first bytecode against 15-25 µs for the queue (experiments/gil_handoff).
+So ``kvsim calibrate`` times the hand-offs themselves, with two threads: a *spinner*
+that stamps the clock in a loop (a gap in its stamps is time it did not hold the GIL)
+and a *visitor* that sleeps 1 ms, waits for the GIL (a forced switch once its switch
+interval runs out), stamps its first bytecode, holds the GIL for a set time and sleeps
+again, which releases it. Per visit:
+
+* ``gil_forced``: the spinner's last stamp to the visitor's first (the drop request
+  honoured and the visitor woken);
+* ``gil_back`` (visits of no length): the visitor's release to the spinner's next stamp,
+  FORCE_SWITCHING's return, the spinner woken as the visitor takes the GIL;
+* ``gil_handoff`` (visits of 200 µs, long past that wake-up, so the spinner waits in
+  ``take_gil``): a release to the waiting thread's first bytecode.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+import time
+
+__all__ = ["HANDOFF_VISITS", "gil_handoffs", "visits"]
+
+#: Visits per kind measured by calibrate: each costs a switch interval and a millisecond.
+HANDOFF_VISITS = 120
+#: A visit long enough that the spinner, forced off, is back in ``take_gil`` before it
+#: ends (FORCE_SWITCHING's return takes 15-35 µs).
+_LONG_VISIT_NS = 200_000
+#: A gap in the spinner's stamps longer than this is a stretch without the GIL (its own
+#: loop turns in well under a microsecond).
+_GAP_NS = 5_000
+_clock = time.perf_counter_ns
+
+
+def visits(n: int, hold_ns: int) -> tuple[list[float], list[float]]:
+    """(forced hand-off, back) in ms for ``n`` visits holding the GIL ``hold_ns`` each."""
+    last = [0]
+    stop = threading.Event()
+    gaps: list[tuple[int, int]] = []
+    forced: list[float] = []
+    ends: list[int] = []
+
+    def spinner() -> None:
+        prev = _clock()
+        while not stop.is_set():
+            now = _clock()
+            if now - prev > _GAP_NS:
+                gaps.append((prev, now))
+            last[0] = prev = now
+
+    def visitor() -> None:
+        try:
+            for _ in range(n):
+                time.sleep(0.001)
+                t0 = _clock()
+                forced.append((t0 - last[0]) / 1e6)
+                while _clock() - t0 < hold_ns:
+                    pass
+                ends.append(_clock())
+        finally:
+            stop.set()
+
+    threads = [threading.Thread(target=spinner), threading.Thread(target=visitor)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    resumed = [g[1] for g in gaps]
+    back = []
+    for end in ends:
+        i = bisect.bisect_left(resumed, end)
+        if i < len(gaps) and gaps[i][0] <= end:
+            back.append((gaps[i][1] - end) / 1e6)
+    return forced, back
+
+
+def gil_handoffs(n: int = HANDOFF_VISITS) -> dict[str, list[float]]:
+    """Samples (ms) of the three hand-offs the model's GIL draws, ``n`` visits each."""
+    forced_short, back = visits(n, 0)
+    forced_long, handoff = visits(n, _LONG_VISIT_NS)
+    return {"gil_forced": forced_short + forced_long, "gil_back": back, "gil_handoff": handoff}

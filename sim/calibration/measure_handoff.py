@@ -1,8 +1,8 @@
 """The GIL's own hand-offs, as the model's GIL draws them.
 
 A queue's wake-up (``wake``) is not how long the GIL takes to change hands: the woken
-waiter must also win the GIL's mutex back, and on 7 Dec 2026 a release took 33-40 µs to
-the waiter's first bytecode against 15-25 µs for the queue (experiments/gil_handoff).
+waiter must also win the GIL's mutex back, and on 7 Dec 2026 a release took 37-57 µs to
+the waiter's first bytecode against 22-27 µs for the queue (experiments/gil_handoff).
 So ``kvsim calibrate`` times the hand-offs themselves, with two threads: a *spinner*
 that stamps the clock in a loop (a gap in its stamps is time it did not hold the GIL)
 and a *visitor* that sleeps 1 ms, waits for the GIL (a forced switch once its switch

@@ -140,7 +140,7 @@ class ModelCosts:
     gil_back: Latency
     timer_late: Latency
     sleep_late: Latency
-    #: Probe: lateness on an idle GIL (drawn) and CPU per wake-up.
+    #: Probe: lateness on an idle GIL (drawn) and GIL hold per wake-up.
     probe_late: Latency
     probe_hold_s: float
     #: Engine step build hold (None: no engine, or not calibrated).

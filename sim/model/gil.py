@@ -107,9 +107,7 @@ class CPythonGil(SimGil):
         self._switch_back: Callable[[], float] = _drawer(switch_back_s, self._handoff)
         #: How late a waiter's timed wait wakes (timer slack, the OS wake-up): a constant,
         #: or a draw per wait round.
-        self._late: Callable[[], float] = (
-            timer_late_s if callable(timer_late_s) else partial(float, timer_late_s)
-        )
+        self._late: Callable[[], float] = _drawer(timer_late_s, partial(float, 0.0))
         #: [thread, continuation, start, end] per waiter: its wait round that may set the
         #: drop request runs from ``start`` to ``end`` (the timed wait's wake-up), and sets
         #: it only if the GIL did not change hands in between.

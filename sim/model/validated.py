@@ -67,36 +67,37 @@ def _fs(*tags: str) -> frozenset[str]:
 #: From docs/model-mode.md's validation tables: the latest run of each config on a quiet
 #: machine, else its latest run (the load average says which).
 VALIDATED: tuple[Validated, ...] = (
-    # quiet, three repeats a point, with --aa, the shipped GIL (barging; issue 40, 6 Dec
-    # 2026 23:23-23:26)
+    # quiet, three repeats a point, with --aa, the GIL's own hand-offs (issue 40, 7 Dec
+    # 2026 05:22-05:24)
     Validated(
         "configs/quickstart.yaml",
-        "6 Dec 2026 23:23, load average 0.6–0.7",
+        "7 Dec 2026 05:22, load average 0.1–0.6",
         _fs("arrival poisson", "variant numpy", "variant rows", "variant scalar"),
         6,
         5,
         5,
-        0.06,
         0.03,
-        aa=(6, 5),
+        0.06,
+        aa=(5, 6),
     ),
-    # quiet at its end, three repeats a point, with --aa (issue 40, 7 Dec 2026 00:36-00:51)
+    # quiet, three repeats a point, with --aa, the GIL's own hand-offs (issue 40, 7 Dec
+    # 2026 05:24-05:39)
     Validated(
         "configs/synthetic_sweep.yaml",
-        "7 Dec 2026 00:36, load average 0.4–1.9",
+        "7 Dec 2026 05:24, load average 0.5",
         _fs("arrival poisson", "variant synthetic"),
         20,
         20,
         19,
-        0.02,
         0.03,
+        0.06,
         aa=(20, 20),
     ),
-    # quiet, three repeats a point, with --aa, the shipped GIL (issue 40, 6 Dec 2026
-    # 23:26-23:40)
+    # quiet, three repeats a point, with --aa, the GIL's own hand-offs (issue 40, 7 Dec
+    # 2026 05:39-05:53)
     Validated(
         "configs/engine_interference.yaml",
-        "6 Dec 2026 23:26, load average 0.5",
+        "7 Dec 2026 05:39, load average 0.3–0.7",
         _fs(
             "arrival poisson",
             "engine index_variant cached",
@@ -109,10 +110,10 @@ VALIDATED: tuple[Validated, ...] = (
         ),
         18,
         16,
-        15,
+        17,
         0.03,
         0.02,
-        aa=(16, 15),
+        aa=(16, 17),
     ),
     # quiet, three repeats a point, with --aa (issue 31, 2 Dec 2026 07:03-07:16)
     Validated(
@@ -206,51 +207,51 @@ VALIDATED: tuple[Validated, ...] = (
         0.06,
         0.21,
     ),
-    # the contention grid, quiet, three repeats a point, with --aa (issue 40, 7 Dec 2026
-    # 01:41-01:51; docs/model-mode.md, "Both levels with the latencies measured ...")
+    # the contention grid, quiet, three repeats a point, with --aa, the GIL's own hand-offs
+    # (issue 40, 7 Dec 2026 05:07-05:20; docs/model-mode.md, "The GIL's own hand-offs")
     Validated(
         "experiments/gil_contention/hold_1ms.yaml",
-        "7 Dec 2026 01:41, load average 0.4–0.6",
+        "7 Dec 2026 05:09, load average 0.4–0.5",
         _fs("arrival poisson", "variant synthetic"),
         4,
-        2,
         3,
-        0.09,
+        2,
         0.06,
-        aa=(3, 2),
+        0.17,
+        aa=(2, 2),
     ),
     Validated(
         "experiments/gil_contention/hold_1ms_one.yaml",
-        "7 Dec 2026 01:42, load average 0.6",
+        "7 Dec 2026 05:11, load average 0.7",
         _fs("arrival poisson", "variant synthetic"),
         2,
         2,
         2,
-        0.03,
-        0.08,
+        0.07,
+        0.06,
         aa=(2, 2),
     ),
     Validated(
         "experiments/gil_contention/hold_5ms.yaml",
-        "7 Dec 2026 01:43, load average 0.5–0.8",
+        "7 Dec 2026 05:11, load average 0.5–0.8",
         _fs("arrival poisson", "variant synthetic"),
         6,
-        5,
         4,
-        0.03,
-        0.05,
-        aa=(6, 6),
+        3,
+        0.04,
+        0.11,
+        aa=(5, 5),
     ),
     Validated(
         "experiments/gil_contention/hold_20ms.yaml",
-        "7 Dec 2026 01:49, load average 0.6–0.8",
+        "7 Dec 2026 05:17, load average 0.8",
         _fs("arrival poisson", "variant synthetic"),
         6,
         6,
-        6,
-        0.04,
-        0.05,
-        aa=(6, 6),
+        5,
+        0.06,
+        0.03,
+        aa=(6, 5),
     ),
     # quiet, three repeats a point, with --aa, calibrated in the same free-threaded build,
     # each variant calibrated and probed in a process of its own (issue 39, 6 Dec 2026

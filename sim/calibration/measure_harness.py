@@ -110,17 +110,19 @@ def _probe_costs(seconds: float = 0.3) -> tuple[list[float], float]:
     probe.start()
     sleeper = threading.Thread(target=bare, name="kvsim-bare-sleeper", daemon=True)
     sleeper.start()
-    clocks = [time.pthread_getcpuclockid(t) for t in (probe.ident, sleeper.ident or 0)]
-    cpu0 = [time.clock_gettime_ns(c) for c in clocks]
-    wakes0 = (len(probe.wake_late_ns), bare_wakes[0])
+    probe_clock = time.pthread_getcpuclockid(probe.ident)
+    bare_clock = time.pthread_getcpuclockid(sleeper.ident or 0)
+    probe_cpu, probe_wakes = time.clock_gettime_ns(probe_clock), len(probe.wake_late_ns)
+    bare_cpu, bare_count = time.clock_gettime_ns(bare_clock), bare_wakes[0]
     time.sleep(seconds)
-    cpu = [time.clock_gettime_ns(c) - c0 for c, c0 in zip(clocks, cpu0, strict=True)]
-    wakes = (len(probe.wake_late_ns) - wakes0[0], bare_wakes[0] - wakes0[1])
+    probe_ns = (time.clock_gettime_ns(probe_clock) - probe_cpu) / max(
+        1, len(probe.wake_late_ns) - probe_wakes
+    )
+    bare_ns = (time.clock_gettime_ns(bare_clock) - bare_cpu) / max(1, bare_wakes[0] - bare_count)
     stop.set()
     probe.stop()
     sleeper.join(1.0)
-    per_wake = [c / max(1, w) for c, w in zip(cpu, wakes, strict=True)]
-    return [w / 1e6 for w in probe.wake_late_ns], max(0.0, (per_wake[0] - per_wake[1]) / 1e6)
+    return [w / 1e6 for w in probe.wake_late_ns], max(0.0, (probe_ns - bare_ns) / 1e6)
 
 
 def _sim_cpu_per_request_ms(requests: int = 200) -> dict[str, float]:

@@ -66,13 +66,9 @@ __all__ = ["CPythonGil", "NoGil", "SimGil"]
 _MIN_INTERVAL_S = 1e-6
 
 
-def _drawer(
-    given: float | Callable[[], float] | None, default: Callable[[], float]
-) -> Callable[[], float]:
-    """A latency as a draw: ``given`` (a constant or a draw), else ``default``."""
-    if given is None:
-        return default
-    return given if callable(given) else partial(float, given)
+def _as_draw(latency: float | Callable[[], float]) -> Callable[[], float]:
+    """A latency given as a constant or as a draw, as a draw."""
+    return latency if callable(latency) else partial(float, latency)
 
 
 class CPythonGil(SimGil):
@@ -99,15 +95,17 @@ class CPythonGil(SimGil):
         self._si = max(switch_interval_s, _MIN_INTERVAL_S)
         self._draw = draw
         #: A release's hand-off to the woken waiter: a constant, or a draw per hand-off.
-        self._handoff: Callable[[], float] = _drawer(handoff_s, partial(float, 0.0))
+        self._handoff: Callable[[], float] = _as_draw(handoff_s)
         #: A forced hand-off's (the drop request honoured, the waiter woken), and the
         #: forced-off thread's return from FORCE_SWITCHING once the waiter took the GIL:
         #: ``handoff_s``'s where not given.
-        self._forced_handoff: Callable[[], float] = _drawer(forced_handoff_s, self._handoff)
-        self._switch_back: Callable[[], float] = _drawer(switch_back_s, self._handoff)
+        self._forced_handoff = (
+            self._handoff if forced_handoff_s is None else _as_draw(forced_handoff_s)
+        )
+        self._switch_back = self._handoff if switch_back_s is None else _as_draw(switch_back_s)
         #: How late a waiter's timed wait wakes (timer slack, the OS wake-up): a constant,
         #: or a draw per wait round.
-        self._late: Callable[[], float] = _drawer(timer_late_s, partial(float, 0.0))
+        self._late: Callable[[], float] = _as_draw(timer_late_s)
         #: [thread, continuation, start, end] per waiter: its wait round that may set the
         #: drop request runs from ``start`` to ``end`` (the timed wait's wake-up), and sets
         #: it only if the GIL did not change hands in between.

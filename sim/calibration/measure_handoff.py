@@ -39,13 +39,15 @@ _clock = time.perf_counter_ns
 def visits(n: int, hold_ns: int) -> tuple[list[float], list[float]]:
     """(forced hand-off, back) in ms for ``n`` visits holding the GIL ``hold_ns`` each."""
     last = [0]
+    spinning = threading.Event()
     stop = threading.Event()
     gaps: list[tuple[int, int]] = []
     forced: list[float] = []
     ends: list[int] = []
 
     def spinner() -> None:
-        prev = _clock()
+        last[0] = prev = _clock()
+        spinning.set()
         while not stop.is_set():
             now = _clock()
             if now - prev > _GAP_NS:
@@ -53,6 +55,10 @@ def visits(n: int, hold_ns: int) -> tuple[list[float], list[float]]:
             last[0] = prev = now
 
     def visitor() -> None:
+        # A visit before the spinner runs would time the spinner's start-up (or, before
+        # its first stamp, the clock's epoch), not a hand-off: on a loaded machine a
+        # thread's start can take several visits.
+        spinning.wait()
         try:
             for _ in range(n):
                 time.sleep(0.001)

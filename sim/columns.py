@@ -156,12 +156,11 @@ REQUESTS = (
         "the load thread's CPU time over the CPU stages (both builds; with the GIL on, "
         "gil_hold_ms plus declared GIL-free CPU)",
     ),
-    _c(
+    CORE_WAIT_MS := _c(
         "core_wait_ms",
         "time the load thread was runnable but waiting for a core during its CPU stages "
-        "(/proc schedstat run delay; read only with the GIL off: with it on, reading it "
-        "is a system call that hands the GIL over, and gil_wait_ms holds the core wait; "
-        "empty there)",
+        "(/proc schedstat run delay, read without handing the GIL over; with the GIL on, "
+        "the part of gil_wait_ms that was a wait for a core; empty off Linux)",
     ),
     GC_GEN0 := _c(
         "gc_gen0", "generation-0 collections on the request's thread during its CPU stages"
@@ -453,8 +452,8 @@ BOTH_BUILDS = (
     ),
     (
         "core_wait_ms, core_wait_*",
-        "empty: not read with the GIL on (its system call would hand the GIL over); "
-        "gil_wait_ms counts the core wait",
+        "the part of gil_wait_ms that was a wait for a core (model mode: empty, its GIL "
+        "wait holds it)",
         "all the wait there is: runnable threads beyond the cores take turns",
     ),
     (

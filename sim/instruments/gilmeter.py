@@ -18,7 +18,6 @@ compare like with like and report each share.
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -60,7 +59,8 @@ class JobTiming:
     #: The hold split by stage (sim.instruments.stages); sums to ``hold_ns``.
     stages: StageTimes | None = None
     #: Time the thread was runnable but off-core during the job (sim.instruments.schedstat;
-    #: None off Linux): with the GIL off, the wait that takes the GIL wait's place.
+    #: None off Linux): with the GIL off, the wait that takes the GIL wait's place; with it
+    #: on, the part of the GIL wait that was a wait for a core.
     run_wait_ns: int | None = None
 
     @property
@@ -133,18 +133,6 @@ def close_ledger(ledger: HoldLedger) -> None:
         _open_ledgers = tuple(x for x in _open_ledgers if x is not ledger)
 
 
-def _gil_off() -> bool:
-    """Whether this interpreter runs without the GIL now (an extension can turn it back on).
-
-    Only then is the thread's run delay read around a job: the read is a system call, and
-    Python releases the GIL around every one, so with the GIL on it handed the GIL over at
-    each job's start and end and changed the very contention being measured (4 threads of
-    5 ms holds ran one after another, never overlapping). With the GIL on, gil_wait_ms
-    already holds the core wait."""
-    is_enabled = getattr(sys, "_is_gil_enabled", None)
-    return is_enabled is not None and not is_enabled()
-
-
 def measure(
     fn: Callable[..., Any], *args: Any, source: str = REQUESTS
 ) -> tuple[Any, BaseException | None, JobTiming]:
@@ -156,7 +144,9 @@ def measure(
     free_time.cpu_ns = 0
     free_time.wall_ns = 0
     outer = stage_hook.mark
-    r0 = run_delay_ns() if _gil_off() else None
+    # Read with the GIL kept (sim.instruments.schedstat): with it on, the core wait that
+    # gil_wait_ms holds; with it off, the wait there is.
+    r0 = run_delay_ns()
     w0 = time.perf_counter_ns()
     c0 = time.thread_time_ns()
     clock = StageClock(c0)

@@ -25,7 +25,6 @@ the GIL keeps it without using CPU time, which the meter cannot see).
 from __future__ import annotations
 
 import ctypes
-import os
 import random
 import sys
 import threading
@@ -33,6 +32,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from sim.instruments.gilmeter import ENGINE, HoldLedger, close_ledger, open_ledger
+from sim.instruments.schedstat import run_delay_ns as own_run_delay_ns
 from sim.point.probe_summary import probe_summary
 from sim.stats import percentiles
 
@@ -69,30 +69,6 @@ def run_delay_ns(native_id: int) -> int | None:
             return int(fh.read().split()[1])
     except (OSError, ValueError, IndexError):
         return None
-
-
-class _OwnRunDelay:
-    """This thread's run delay, one ``pread`` (about 1 µs) per read; always 0 off Linux."""
-
-    def __init__(self) -> None:
-        try:
-            path = f"/proc/self/task/{threading.get_native_id()}/schedstat"
-            self._fd: int | None = os.open(path, os.O_RDONLY)
-        except OSError:
-            self._fd = None
-
-    def read(self) -> int:
-        if self._fd is None:
-            return 0
-        try:
-            return int(os.pread(self._fd, 128, 0).split()[1])
-        except (OSError, ValueError, IndexError):
-            return 0
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
 
 
 def busy_fraction(late_ns: list[int], tau_ns: int) -> float:
@@ -162,31 +138,28 @@ class SentinelProbe:
 
     def _loop(self) -> None:
         _tighten_timer_slack()
-        own = _OwnRunDelay()
+        own = own_run_delay_ns  # kept GIL: a read that handed it over cost a hand-off a wake
         clock = time.perf_counter_ns
         wakes = self.wake_late_ns
         targets = self.target_late_ns
         offcore = self.target_offcore_ns
-        rq_before = own.read()
+        rq_before = own() or 0
         target = clock() + self._gap_ns()
-        try:
-            while not self._stop.is_set():
-                delay = target - clock()
-                if delay > 0:
-                    time.sleep(delay / 1e9)
-                now = clock()
-                rq = own.read()
-                core_wait, rq_before = rq - rq_before, rq
-                wakes.append(now - target)
+        while not self._stop.is_set():
+            delay = target - clock()
+            if delay > 0:
+                time.sleep(delay / 1e9)
+            now = clock()
+            rq = own() or 0
+            core_wait, rq_before = rq - rq_before, rq
+            wakes.append(now - target)
+            targets.append(now - target)
+            offcore.append(core_wait)
+            target += self._gap_ns()
+            while target <= now:  # passed while this thread waited for the GIL (or a core)
                 targets.append(now - target)
                 offcore.append(core_wait)
                 target += self._gap_ns()
-                while target <= now:  # passed while this thread waited for the GIL (or a core)
-                    targets.append(now - target)
-                    offcore.append(core_wait)
-                    target += self._gap_ns()
-        finally:
-            own.close()
 
 
 class ProbeAddOn:

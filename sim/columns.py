@@ -156,7 +156,7 @@ REQUESTS = (
         "the load thread's CPU time over the CPU stages (both builds; with the GIL on, "
         "gil_hold_ms plus declared GIL-free CPU)",
     ),
-    CORE_WAIT_MS := _c(
+    _c(
         "core_wait_ms",
         "time the load thread was runnable but waiting for a core during its CPU stages "
         "(/proc schedstat run delay, read without handing the GIL over; with the GIL on, "

@@ -5,8 +5,7 @@ a run queue (waiting for a core), and time slices, in nanoseconds. The second, r
 around a job, is the part of the job's wall time the kernel kept it off every core:
 with the GIL off the one wait left when two threads want more cores than there are
 (docs/columns.md §GIL off); with it on, the part of ``gil_wait_ms`` that was a wait
-for a core, which the model's mechanism replay takes as the machine's own
-(sim.model.replay).
+for a core (``core_wait_ms``).
 
 The read must not hand the GIL over: ``os.pread``, like every system call Python
 wraps, releases the GIL around it, so a read at a job's start and end let a waiting
@@ -51,7 +50,7 @@ class _Fd:
         self.buf = ctypes.create_string_buffer(_BUF)
         path = f"/proc/self/task/{threading.get_native_id()}/schedstat"
         try:
-            self.fd: int | None = os.open(path, os.O_RDONLY) if _PREAD is not None else None
+            self.fd: int | None = os.open(path, os.O_RDONLY)
         except OSError:
             self.fd = None
 
@@ -66,10 +65,12 @@ _mine = threading.local()
 
 def run_delay_ns() -> int | None:
     """Nanoseconds this thread has spent runnable but off-core so far (None: unknown)."""
+    if _PREAD is None:
+        return None
     holder = getattr(_mine, "fd", None)
     if holder is None:
         holder = _mine.fd = _Fd()
-    if holder.fd is None or _PREAD is None:
+    if holder.fd is None:
         return None
     n = _PREAD(holder.fd, holder.buf, _BUF - 1, 0)
     try:

@@ -196,7 +196,9 @@ def measure_conditions() -> dict[str, Any]:
         "timer_late": _timer_late_ms(),
         "sleep_late": _sleep_late_ms(),
         "probe_late": probe_late,
-        **gil_handoffs(),
+        # a hand-off with no visit kept (a machine too loaded) is left out: the model then
+        # draws it from `wake`, as for a calibration written before it was measured
+        **{name: xs for name, xs in gil_handoffs().items() if xs},
     }
     out: dict[str, Any] = {
         "background_load": measure_background_load(),

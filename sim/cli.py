@@ -21,35 +21,53 @@ from sim.process.signals import Terminated, sigterm_unwinds
 
 __all__ = ["COMMANDS", "main"]
 
-#: name -> module under sim.commands; the order is the order of ``kvsim --help``.
-COMMANDS: dict[str, str] = {
-    "run": "run",
-    "compare": "compare",
-    "report": "report",
-    "search": "search",
-    "plot": "plot",
-    "validate": "validate_config",
-    "variants": "variants",
-    "check": "check",
-    "bench": "bench",
-    "geometry": "geometry",
-    "calibrate": "calibrate",
-    "validate-model": "validate_model",
-}
-
-_HELP: dict[str, str] = {
-    "run": "run an experiment and print a comparison of its points",
-    "compare": "compare variants of a finished run, or two runs, with intervals over repeats",
-    "report": "write one Markdown page for a pull request: ratios, intervals, verdicts",
-    "search": "find the highest rate (or best worker count) that meets a latency or stall SLO",
-    "plot": "draw PNG figures of a finished run (latency CDF, p99 vs workers, GIL hold)",
-    "validate": "check a config file and list its points without running anything",
-    "variants": "list the registered connector variants",
-    "check": "check a variant's addresses (or index) against the reference on a fixed corpus",
-    "bench": "benchmark connector variants or index variants side by side",
-    "geometry": "show the KV-cache geometry a model preset or HF config.json resolves to",
-    "calibrate": "measure the costs model mode simulates; `store`: fit the store to a real run",
-    "validate-model": "run a config in real and model mode and report the model's error",
+#: name -> (module under sim.commands, the command's one line for ``kvsim --help`` and its
+#: own ``--help``); the order is the order of ``kvsim --help``. The line is kept here, not
+#: in the module, so that listing the commands imports none of them.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("run", "run an experiment and print a comparison of its points"),
+    "compare": (
+        "compare",
+        "compare variants of a finished run, or two runs, with intervals over repeats",
+    ),
+    "report": (
+        "report",
+        "write one Markdown page for a pull request: ratios, intervals, verdicts",
+    ),
+    "search": (
+        "search",
+        "find the highest rate (or best worker count) that meets a latency or stall SLO",
+    ),
+    "plot": (
+        "plot",
+        "draw PNG figures of a finished run (latency CDF, p99 vs workers, GIL hold)",
+    ),
+    "validate": (
+        "validate_config",
+        "check a config file and list its points without running anything",
+    ),
+    "variants": (
+        "variants",
+        "list the registered connector variants, or show one variant and its options",
+    ),
+    "check": (
+        "check",
+        "check a variant's addresses (or index) against the reference on a fixed corpus",
+    ),
+    "bench": ("bench", "benchmark connector variants or index variants side by side"),
+    "geometry": (
+        "geometry",
+        "show the KV-cache geometry a model preset or HF config.json resolves to",
+    ),
+    "calibrate": (
+        "calibrate",
+        "measure on this machine the costs model mode simulates (writes a calibration "
+        "file); `store`: fit the store to a real run",
+    ),
+    "validate-model": (
+        "validate_model",
+        "run a config in real and model mode and report the model's error per point",
+    ),
 }
 
 
@@ -84,13 +102,13 @@ def _parser(chosen: str | None) -> argparse.ArgumentParser:
         "--version", action=_VersionAction, nargs=0, help="print the version and exit"
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, module in COMMANDS.items():
+    for name, (module, line) in COMMANDS.items():
         if name == chosen:
             mod = importlib.import_module(f"sim.commands.{module}")
-            p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
+            p = sub.add_parser(name, help=line, description=line)
             mod.add_arguments(p)
         else:
-            sub.add_parser(name, help=_HELP.get(name, ""), add_help=False)
+            sub.add_parser(name, help=line, add_help=False)
     return parser
 
 
@@ -145,7 +163,7 @@ def _main(argv: Sequence[str] | None) -> int:
         if args.command is None:
             parser.print_help()
             return 2
-        mod = importlib.import_module(f"sim.commands.{COMMANDS[args.command]}")
+        mod = importlib.import_module(f"sim.commands.{COMMANDS[args.command][0]}")
     except (ImportError, MemoryError) as exc:
         if not _short_of_memory(exc):
             raise

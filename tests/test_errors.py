@@ -61,9 +61,9 @@ def test_the_cli_prints_one_line_and_exits_with_the_class_code(
     def boom(args):
         raise exc
 
-    fake = types.SimpleNamespace(HELP="x", add_arguments=lambda p: None, main=boom)
+    fake = types.SimpleNamespace(add_arguments=lambda p: None, main=boom)
     monkeypatch.setitem(sys.modules, "sim.commands._fake", fake)
-    monkeypatch.setitem(sim.cli.COMMANDS, "fake", "_fake")
+    monkeypatch.setitem(sim.cli.COMMANDS, "fake", ("_fake", "x"))
     assert main(["fake"]) == code
     err = capsys.readouterr().err
     assert err == f"kvsim: error: {exc}\n"
@@ -73,9 +73,9 @@ def test_a_bug_keeps_its_traceback(monkeypatch) -> None:
     def boom(args):
         raise ZeroDivisionError("a bug")
 
-    fake = types.SimpleNamespace(HELP="x", add_arguments=lambda p: None, main=boom)
+    fake = types.SimpleNamespace(add_arguments=lambda p: None, main=boom)
     monkeypatch.setitem(sys.modules, "sim.commands._fake", fake)
-    monkeypatch.setitem(sim.cli.COMMANDS, "fake", "_fake")
+    monkeypatch.setitem(sim.cli.COMMANDS, "fake", ("_fake", "x"))
     with pytest.raises(ZeroDivisionError):
         main(["fake"])
 
@@ -99,9 +99,9 @@ def test_ctrl_c_prints_the_hint_the_command_attached(monkeypatch, capsys, inside
                 raise KeyboardInterrupt
         raise KeyboardInterrupt
 
-    fake = types.SimpleNamespace(HELP="x", add_arguments=lambda p: None, main=interrupted)
+    fake = types.SimpleNamespace(add_arguments=lambda p: None, main=interrupted)
     monkeypatch.setitem(sys.modules, "sim.commands._fake", fake)
-    monkeypatch.setitem(sim.cli.COMMANDS, "fake", "_fake")
+    monkeypatch.setitem(sim.cli.COMMANDS, "fake", ("_fake", "x"))
     # the CLI ignores SIGINT and SIGTERM once interrupted: not in this test process
     monkeypatch.setattr(sim.cli.signal, "signal", lambda *_args: None)
     assert main(["fake"]) == 130

@@ -31,7 +31,7 @@ from sim.analysis.hosts import host_warnings
 from sim.analysis.manifest_diff import manifest_differences
 from sim.analysis.report import comparison_markdown
 from sim.api.cli_args import namespace_fields
-from sim.api.reports import Report, with_warnings
+from sim.api.reports import Report, check_resamples, with_warnings
 from sim.api.reports import compare as compare_one
 from sim.api.runs import open_run
 from sim.errors import RunDirError, UsageError
@@ -67,8 +67,7 @@ class CompareArgs:
 
     def checked(self) -> CompareArgs:
         """Itself, or a one-line UsageError before anything is read."""
-        if not 100 <= self.bootstrap <= 1_000_000:
-            raise UsageError(f"--bootstrap {self.bootstrap}: allowed 100 to 1000000 resamples")
+        check_resamples(self.bootstrap)
         if len(self.results) > 2:
             raise UsageError(
                 f"compare takes one run directory or two (RUN_A RUN_B), got {len(self.results)}"

@@ -19,7 +19,16 @@ if TYPE_CHECKING:
     from sim.analysis.compare import Cell, Comparison
     from sim.rundir.reader import RunResults
 
-__all__ = ["PlotArgs", "PrReportArgs", "Report", "compare", "plot", "pr_report", "with_warnings"]
+__all__ = [
+    "PlotArgs",
+    "PrReportArgs",
+    "Report",
+    "check_resamples",
+    "compare",
+    "plot",
+    "pr_report",
+    "with_warnings",
+]
 
 
 class OpenRun(Protocol):
@@ -129,6 +138,13 @@ def with_warnings(text: str, warnings: Sequence[str]) -> str:
     return f"{head}\n\n{notes}\n\n{rest}"
 
 
+def check_resamples(bootstrap: int) -> None:
+    """The one rule for a comparison's resample count (``--bootstrap``), for the command's
+    arguments and this module's callers alike: a one-line UsageError outside 100 to 10^6."""
+    if not 100 <= bootstrap <= 1_000_000:
+        raise UsageError(f"--bootstrap {bootstrap}: allowed 100 to 1000000 resamples")
+
+
 def compare(
     run: OpenRun | str | Path,
     by: str = "variant",
@@ -152,8 +168,7 @@ def compare(
     from sim.analysis.hosts import host_warnings  # numpy: not at import sim
     from sim.analysis.report import comparison_markdown  # numpy: not at import sim
 
-    if not 100 <= bootstrap <= 1_000_000:
-        raise UsageError(f"--bootstrap {bootstrap}: allowed 100 to 1000000 resamples")
+    check_resamples(bootstrap)
     res = _results(run)
     warnings = tuple(completeness_warnings(res) + host_warnings(res, by))
     try:

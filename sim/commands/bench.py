@@ -8,8 +8,6 @@ import importlib
 from sim.api.bench import PLUGGABLE, TARGETS, BenchArgs, bench
 from sim.commands.common_args import add_plugin_argument
 
-HELP = "benchmark connector variants or index variants side by side"
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="target", metavar="TARGET", required=True)

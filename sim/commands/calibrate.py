@@ -21,8 +21,6 @@ from sim.api.calibrate import CalibrateArgs, GilArgs, StoreFitArgs, calibrate, f
 from sim.calibration.measure import DEFAULT_CHUNKS, DEFAULT_GROUPS, DEFAULT_REGIONS
 from sim.commands.common_args import add_plugin_argument
 
-HELP = "measure on this machine the costs model mode simulates (writes a calibration file)"
-
 #: target name -> (help, add_arguments); the default target is "gil".
 TARGETS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {}
 

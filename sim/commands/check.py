@@ -8,8 +8,6 @@ from sim.api.check import CheckArgs, check
 from sim.api.check_audit import audit_variant
 from sim.commands.common_args import add_plugin_argument
 
-HELP = "check a variant's addresses (or index) against the reference on a fixed corpus"
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("name", metavar="NAME", help="an address or index variant (`kvsim variants`)")

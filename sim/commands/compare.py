@@ -11,11 +11,6 @@ from pathlib import Path
 from sim.analysis.condense import MAX_LEVELS, condense_markdown
 from sim.api.compare_runs import CompareArgs, NothingToCompare, compare_runs
 
-HELP = (
-    "compare variants of a finished run, or the same points of two runs (before/after), "
-    "with 95% intervals from the spread between repeats"
-)
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(

@@ -7,8 +7,6 @@ import argparse
 
 from sim.api.geometry import GeometryArgs, geometry
 
-HELP = "show the KV-cache geometry a model preset or HF config.json resolves to"
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(

@@ -8,8 +8,6 @@ import sys
 from sim.api import open_run, plot
 from sim.api.reports import PlotArgs
 
-HELP = "draw PNG figures of a finished run (latency CDF, p99 vs workers, GIL hold)"
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("results", help="run directory (what `kvsim run` wrote)")

@@ -8,8 +8,6 @@ from pathlib import Path
 from sim.api.reports import PrReportArgs, pr_report
 from sim.rundir.layout import REPORT_FILE
 
-HELP = "write one Markdown page for a pull request: ratios, intervals, verdicts"
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", metavar="RUN", help="run directory (what `kvsim run` wrote)")

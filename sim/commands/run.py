@@ -36,8 +36,6 @@ from sim.sweep.executors import ExecutorChoice
 from sim.sweep.run_plan import RunPlan, plan_lines, plan_table, repeats_line
 from sim.sweep.runner import RepOutcome
 
-HELP = "run an experiment and print a comparison of its points"
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("config", help="experiment YAML file")

@@ -21,8 +21,6 @@ from sim.commands.common_args import add_mode_argument, add_plugin_argument, add
 from sim.commands.interrupt import hint_on_interrupt
 from sim.rundir.layout import RESULTS_FILE, SEARCH_FILE, SUMMARY_FILE
 
-HELP = "find the highest rate (or best worker count) that meets a latency or stall SLO"
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("config", help="experiment YAML file (its sweep axes become the series)")

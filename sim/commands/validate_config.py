@@ -7,8 +7,6 @@ import argparse
 from sim.api.validate_config import ValidateConfigArgs, validate_config
 from sim.commands.common_args import add_mode_argument, add_plugin_argument, add_set_argument
 
-HELP = "check a config file and list its points without running anything"
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("config", help="experiment YAML file")

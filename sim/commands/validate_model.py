@@ -27,8 +27,6 @@ from sim.commands.common_args import add_set_argument
 if TYPE_CHECKING:
     from sim.rundir.layout import RepRun
 
-HELP = "run a config in real and model mode and report the model's error per point"
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("config", help="experiment YAML file")

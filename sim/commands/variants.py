@@ -7,8 +7,6 @@ import argparse
 from sim.api.variants import VariantsArgs, variants
 from sim.commands.common_args import add_plugin_argument
 
-HELP = "list the registered connector variants, or show one variant and its options"
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(

@@ -70,7 +70,7 @@ def _minimal_argv(name: str) -> list[str]:
 
 @pytest.mark.parametrize("name", list(COMMANDS))
 def test_the_command_turns_its_namespace_into_one_typed_object_of_sim_api(name) -> None:
-    mod = importlib.import_module(f"sim.commands.{COMMANDS[name]}")
+    mod = importlib.import_module(f"sim.commands.{COMMANDS[name][0]}")
     cls = _door(mod)
     assert cls.__module__.startswith("sim.api."), f"{cls.__name__} is not the API's"
     assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
@@ -95,7 +95,7 @@ def test_the_command_turns_its_namespace_into_one_typed_object_of_sim_api(name) 
 def test_the_command_calls_sim_api(name) -> None:
     """Past its door a command calls a function of sim.api (the workflow), not the domain:
     no helper of the command takes the Namespace, and a call reaches sim.api."""
-    mod = importlib.import_module(f"sim.commands.{COMMANDS[name]}")
+    mod = importlib.import_module(f"sim.commands.{COMMANDS[name][0]}")
     tree = ast.parse(inspect.getsource(mod))
     takes_namespace = [
         f.name

@@ -23,6 +23,7 @@ from sim.validation.verdict import (
     MARGIN,
     PointJudgement,
     mechanism_verdict,
+    perfect_model_counts,
     unjudgeable,
     verdict,
     verdicts_by_value,
@@ -194,16 +195,24 @@ def _name(metric: str) -> str:
 
 
 def _again_line(again: Sequence[Any], targets: Mapping[str, Any]) -> str:
-    """What the real side repeats by the same targets, and what it therefore cannot judge."""
+    """What the real side repeats by the same targets, what it therefore cannot judge, and
+    what a model right at every point could expect to meet (perfect_model_counts)."""
     line = f"- a second real run against the first (real-again/, below): {_counts(again, targets)}"
     if not again:
         return line + "; no point finished in both runs."
     low = unjudgeable([p.within for p in again], list(targets))
-    if not low:
-        return line + "."
+    if low:
+        line += (
+            f"; below half of the points on {', '.join(_name(m) for m in low)}: this "
+            "machine cannot judge the model on it at this level"
+        )
+    reach = perfect_model_counts(again, targets)
+    applies = {m: sum(p.within.get(m, False) is not None for p in again) for m in targets}
     return (
-        f"{line}; below half of the points on {', '.join(_name(m) for m in low)}: this "
-        "machine cannot judge the model on it at this level."
+        f"{line}.\n- a model right at every point (its figure the real one's expected value) "
+        "would be expected to meet, by the spread of the two real runs: "
+        + ", ".join(f"{_name(m)} {reach[m]:.1f}/{applies[m]}" for m in targets)
+        + " (docs/model-mode.md, Validation)."
     )
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sim import columns
 from sim.validation.paired import TARGETS, ValidationRow, axis_key
@@ -38,6 +39,7 @@ __all__ = [
     "Verdict",
     "judge",
     "mechanism_verdict",
+    "perfect_model_counts",
     "rule",
     "unjudgeable",
     "verdict",
@@ -257,4 +259,34 @@ def unjudgeable(again: Sequence[Mapping[str, bool | None]], metrics: Sequence[st
         applies = sum(w.get(m, False) is not None for w in again)
         if applies and not _share(sum(w.get(m) is True for w in again), applies, REPEAT_SHARE):
             out.append(m)
+    return out
+
+
+def perfect_model_counts(again: Sequence[Any], targets: Mapping[str, Any]) -> dict[str, float]:
+    """Per target, how many points a model exactly at each point's expected figure would
+    be expected to meet, read from a second real run of the same plan (``again``: points
+    whose ``real`` is the first run's figures, ``model`` the second's and ``within`` says
+    where the target applies; ``targets``: ``rel`` and ``abs_ms`` each).
+
+    A replay's figure is the model's expected value; a real run's is one draw of the OS's
+    races around it. Two runs differ by sqrt(2) times one run's spread about its expected
+    value, so with a normal spread s = |second - first| / sqrt(2) at a point, a perfect
+    model lands within the tolerance t with probability erf(t / (s sqrt 2)) =
+    erf(t / |second - first|). Summed over the points the target applies to, that is the
+    count the machine lets any model reach at this level (docs/model-mode.md). Where the
+    two runs' service times differ (a real variant's holds), the replay takes that out
+    and the spread is overstated, so the count is low."""
+    out: dict[str, float] = {}
+    for m, t in targets.items():
+        total = 0.0
+        for p in again:
+            if p.within.get(m) is None:
+                continue
+            first, second = p.real.get(m, math.nan), p.model.get(m, math.nan)
+            if not (math.isfinite(first) and math.isfinite(second)):
+                continue  # a figure missing on one side: no spread to read
+            apart = abs(second - first)
+            tolerance = max(t.rel * abs(first), t.abs_ms)
+            total += 1.0 if apart == 0 else math.erf(tolerance / apart)
+        out[m] = total
     return out

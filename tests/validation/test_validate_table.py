@@ -176,3 +176,46 @@ def test_the_mechanism_verdict_reads_what_the_real_side_repeats() -> None:
     assert mechanism_verdict(steady, names, steady) == WITHIN
     late = [{"latency_mean_ms": i < 8, "gil_wait_mean_ms": True} for i in range(10)]
     assert mechanism_verdict(late, names, noisy) == NOT_WITHIN  # latency: repeated, missed
+
+
+def test_what_a_perfect_model_could_meet_is_read_from_the_two_real_runs() -> None:
+    """A model right at a point's expected figure lands within the tolerance t of one real
+    run with probability erf(t / |second - first|): 1 where the runs agree, erf(1) where
+    they differ by exactly the tolerance, near t/|d| * 2/sqrt(pi) far beyond it; a target
+    that does not apply at a point (a GIL-off point's wait) is left out of its sum."""
+    from types import SimpleNamespace
+
+    from sim.model.replay import MECHANISM_TARGETS
+    from sim.validation.table import mechanism_table
+    from sim.validation.verdict import perfect_model_counts
+
+    names = list(MECHANISM_TARGETS)
+    wait = "gil_wait_mean_ms"
+
+    def pair(first: float, second: float, wait_applies: bool = True) -> SimpleNamespace:
+        real = {**dict.fromkeys(names, first), wait: 1.0}
+        model = {**dict.fromkeys(names, second), wait: 1.0}
+        within = {m: MECHANISM_TARGETS[m].met(real[m], model[m]) for m in names}
+        if not wait_applies:
+            within[wait] = None
+        return SimpleNamespace(
+            axes={"workers": 1},
+            real=real,
+            model=model,
+            error=dict.fromkeys(names, 0.0),
+            within=within,
+            draws=0,
+            model_range={},
+        )
+
+    same, edge, far = pair(10.0, 10.0), pair(10.0, 10.5), pair(10.0, 20.0, wait_applies=False)
+    counts = perfect_model_counts([same, edge, far], MECHANISM_TARGETS)
+    mean = counts["latency_mean_ms"]  # ±5 %: 0.5 ms of 10
+    assert math.isclose(mean, 1 + math.erf(1) + math.erf(0.05), rel_tol=1e-12)
+    p99 = counts["latency_p99_ms"]  # ±10 %: 1 ms of 10, twice the edge point's difference
+    assert math.isclose(p99, 1 + math.erf(2) + math.erf(0.1), rel_tol=1e-12)
+    assert counts[wait] == 2.0  # the far point's wait does not apply; the others agree
+    text = mechanism_table([same, edge, far], MECHANISM_TARGETS, "M", again=[same, edge, far])
+    flat = " ".join(text.split())
+    assert f"latency mean {mean:.1f}/3" in flat and "gil wait mean 2.0/2" in flat
+    assert "would be expected to meet, by the spread of the two real runs" in flat

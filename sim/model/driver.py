@@ -377,7 +377,7 @@ class _HarnessClock:
             self._post((fn, arg))
 
     def _post(self, call: tuple[Callable[[Any], None], Any]) -> None:
-        self._harness.post(self._cost_s, self._late, call[0], call[1])
+        self._harness.post(self._cost_s, self._late, call[0], call[1], own=True)
 
 
 def run_model_point(

@@ -56,9 +56,10 @@ class Harness:
         self._loop = loop
         self._gil = gil
         self._cores = gil.cores
-        self._items: deque[tuple[float, Done | None, Any]] = deque()
+        #: (cost, done, arg, own) per item; ``own``: ``done`` is this thread's own next step.
+        self._items: deque[tuple[float, Done | None, Any, bool]] = deque()
         self._sleeping = True
-        self._current: tuple[Done | None, Any] = (None, None)
+        self._current: tuple[Done | None, Any, bool] = (None, None, False)
         #: Times the thread went to sleep (tells a deferred wake-up whether it is stale),
         #: and whether one is set for this sleep.
         self._naps = 0
@@ -80,11 +81,17 @@ class Harness:
         late: Callable[[], float] | None,
         done: Done | None = None,
         arg: Any = None,
+        own: bool = False,
     ) -> None:
         """Ask the simulation thread to do ``cost_s`` of work now (a timer fell due or a
         message arrived); ``late()`` draws how long it takes to wake if asleep. Once the
-        work is done, ``done(arg)`` is called (after the thread has moved on)."""
-        self._items.append((cost_s, done, arg))
+        work is done, ``done(arg)`` is called: after the thread has moved on (another
+        thread's continuation), or with ``own`` before, as the thread's own next step, so
+        that what it posts already due is done in the same wake-up, holding the GIL (real
+        mode's event loop runs every event due before it sleeps; issue 40: woken again
+        ~0.1 ms after each hand-over, the modelled thread asked for the GIL just after a
+        load thread had taken it, and forced that hold off at its very end)."""
+        self._items.append((cost_s, done, arg, own))
         if self._sleeping:
             self._sleeping = False
             self._loop.after(late() if late is not None else 0.0, self._woken_cb)
@@ -93,7 +100,7 @@ class Harness:
         """``cost_s`` of work the thread does when it next wakes, or ``wake_s`` from now
         at the latest: a quiet timer of real mode (sim.store.quiet_clock.QuietClock), which
         the thread does not wake for. Items run in the order they came."""
-        self._items.append((cost_s, None, None))
+        self._items.append((cost_s, None, None, False))
         if self._sleeping and not self._deferred:
             self._deferred = True
             self._loop.after(wake_s, self._deferred_cb, self._naps)
@@ -115,14 +122,17 @@ class Harness:
         # waits, so only the cores can say no). There is one: only this thread takes
         # items, and it sleeps only once they are all done.
         items = self._items
-        cost, done, arg = items.popleft()
+        cost, done, arg, own = items.popleft()
         if cost > 0:
             self.cpu_s += cost
             gil = self._gil
             if not (self._cores.instant(cost) if free else gil.run_instant(SIM_THREAD, cost)):
-                self._current = (done, arg)
+                self._current = (done, arg, own)
                 gil.run(SIM_THREAD, cost, self._item_done_cb)
                 return
+        if own and done is not None:  # its own next step first: what it posts is due now
+            done(arg)
+            done = None
         if items:
             self._next()
         else:  # _next: nothing more to do, asleep again
@@ -142,8 +152,8 @@ class Harness:
             self._gil.release(SIM_THREAD)
             self._sleep()
             return
-        cost, done, arg = items.popleft()
-        self._current = (done, arg)
+        cost, done, arg, own = items.popleft()
+        self._current = (done, arg, own)
         if cost > 0:
             self.cpu_s += cost
             self._gil.run(SIM_THREAD, cost, self._item_done_cb)
@@ -151,7 +161,10 @@ class Harness:
         self._item_done(None)
 
     def _item_done(self, _arg: Any = None) -> None:
-        done, arg = self._current
+        done, arg, own = self._current
+        if own and done is not None:  # its own next step, before it moves on (see post)
+            done(arg)
+            done = None
         self._next()  # the thread moves on (or goes to sleep) before the poster resumes
         if done is not None:
             done(arg)

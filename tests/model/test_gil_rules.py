@@ -258,3 +258,37 @@ def test_a_waiter_whose_timed_wait_runs_out_on_a_free_gil_takes_it() -> None:
     loop.run(until=0.003 + 0.005)
     assert taken["c"] == pytest.approx(0.0052)
     assert "b" not in taken  # b woke at 5.5 ms to a held GIL: it waits on
+
+
+def test_the_simulation_threads_own_next_step_due_now_is_done_in_the_same_wake_up() -> None:
+    """Real mode's event loop runs every event already due before it sleeps, so a backlog
+    of hand-overs goes over in one wake-up, holding the GIL (sim.runtime.run_clock:
+    ``inline_due``). Model mode posts each hand-over as the thread's work of its own: with
+    ``own`` its next step runs before the thread moves on, so one due then is done at once;
+    without (another thread's continuation, as before) the thread lets the GIL go, sleeps
+    and is woken a timer's lateness later for it (issue 40: that wake-up asked for the GIL
+    just after a load thread had taken it, and forced its hold off at the very end)."""
+    from sim.model.threads import Harness
+
+    late = 100e-6  # the thread's wake-up when asleep
+
+    def backlog(own: bool) -> tuple[list[float], int]:
+        loop, gil = _gil(0.005)
+        harness = Harness(loop, gil)
+        done_at: list[float] = []
+
+        def step(k: int) -> None:  # a hand-over, then the next one, already due
+            done_at.append(loop.now)
+            if k < 3:
+                harness.post(20e-6, lambda: late, step, k + 1, own=own)
+
+        harness.post(20e-6, lambda: late, step, 0, own=own)
+        loop.run(until=1.0)
+        return done_at, gil.switches
+
+    at, takes = backlog(own=True)
+    assert at == pytest.approx([late + 20e-6 * (k + 1) for k in range(4)])  # back to back
+    assert takes == 1  # the GIL taken once for the whole backlog
+    at, takes = backlog(own=False)
+    assert at == pytest.approx([(late + 20e-6) * (k + 1) for k in range(4)])  # a wake-up each
+    assert takes == 4

@@ -63,6 +63,27 @@ def test_the_speed_line_says_how_far_the_machine_moved_and_what_was_scaled() -> 
     assert "not probed" in speed_line({})
 
 
+def _judged(axes, real, model, draws: int, wait_applies: bool = True):
+    """A replayed point (sim.model.replay.ReplayPoint's fields) judged by the mechanism's
+    targets; ``wait_applies`` False: the GIL wait's target does not apply (GIL off)."""
+    from types import SimpleNamespace
+
+    from sim.model.replay import MECHANISM_TARGETS
+
+    within = {m: t.met(real[m], model[m]) for m, t in MECHANISM_TARGETS.items()}
+    if not wait_applies:
+        within["gil_wait_mean_ms"] = None
+    return SimpleNamespace(
+        axes=axes,
+        real=real,
+        model=model,
+        error=dict.fromkeys(MECHANISM_TARGETS, 0.0),
+        within=within,
+        draws=draws,
+        model_range={},
+    )
+
+
 def test_the_mechanism_table_fits_100_columns_even_at_errors_past_999_percent() -> None:
     from types import SimpleNamespace
 
@@ -103,18 +124,8 @@ def test_a_gil_wait_neither_side_has_does_not_count_as_a_miss() -> None:
     def point(gil: str, wait_real: float, wait_model: float) -> SimpleNamespace:
         real = {**dict.fromkeys(names, 10.0), "gil_wait_mean_ms": wait_real}
         model = {**dict.fromkeys(names, 10.0), "gil_wait_mean_ms": wait_model}
-        within = {m: MECHANISM_TARGETS[m].met(real[m], model[m]) for m in names}
-        if math.isnan(wait_real) and math.isnan(wait_model):
-            within["gil_wait_mean_ms"] = None
-        return SimpleNamespace(
-            axes={"gil": gil},
-            real=real,
-            model=model,
-            error=dict.fromkeys(names, 0.0),
-            within=within,
-            draws=1,
-            model_range={},
-        )
+        applies = not (math.isnan(wait_real) and math.isnan(wait_model))
+        return _judged({"gil": gil}, real, model, draws=1, wait_applies=applies)
 
     on, off = point("on", 1.0, 1.0), point("off", nan, nan)
     text = mechanism_table([on, off], MECHANISM_TARGETS, "Mechanism")
@@ -195,18 +206,7 @@ def test_what_a_perfect_model_could_meet_is_read_from_the_two_real_runs() -> Non
     def pair(first: float, second: float, wait_applies: bool = True) -> SimpleNamespace:
         real = {**dict.fromkeys(names, first), wait: 1.0}
         model = {**dict.fromkeys(names, second), wait: 1.0}
-        within = {m: MECHANISM_TARGETS[m].met(real[m], model[m]) for m in names}
-        if not wait_applies:
-            within[wait] = None
-        return SimpleNamespace(
-            axes={"workers": 1},
-            real=real,
-            model=model,
-            error=dict.fromkeys(names, 0.0),
-            within=within,
-            draws=0,
-            model_range={},
-        )
+        return _judged({"workers": 1}, real, model, draws=0, wait_applies=wait_applies)
 
     same, edge, far = pair(10.0, 10.0), pair(10.0, 10.5), pair(10.0, 20.0, wait_applies=False)
     counts = perfect_model_counts([same, edge, far], MECHANISM_TARGETS)

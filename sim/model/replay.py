@@ -77,10 +77,14 @@ class Target:
     rel: float
     abs_ms: float = 0.0
 
+    def tolerance(self, real: float) -> float:
+        """How far from ``real`` a figure may lie and meet the target."""
+        return max(self.rel * abs(real), self.abs_ms)
+
     def met(self, real: float, model: float) -> bool:
         if not (math.isfinite(real) and math.isfinite(model)):
             return False
-        return abs(model - real) <= max(self.rel * abs(real), self.abs_ms)
+        return abs(model - real) <= self.tolerance(real)
 
     def text(self) -> str:
         rel = f"±{self.rel:.0%}"

@@ -123,23 +123,14 @@ class Harness:
         # items, and it sleeps only once they are all done.
         items = self._items
         cost, done, arg, own = items.popleft()
+        self._current = (done, arg, own)
         if cost > 0:
             self.cpu_s += cost
             gil = self._gil
             if not (self._cores.instant(cost) if free else gil.run_instant(SIM_THREAD, cost)):
-                self._current = (done, arg, own)
                 gil.run(SIM_THREAD, cost, self._item_done_cb)
                 return
-        if own and done is not None:  # its own next step first: what it posts is due now
-            done(arg)
-            done = None
-        if items:
-            self._next()
-        else:  # _next: nothing more to do, asleep again
-            self._gil.release(SIM_THREAD)
-            self._sleep()
-        if done is not None:  # the thread moved on before the poster resumes
-            done(arg)
+        self._item_done()
 
     def _sleep(self) -> None:
         self._sleeping = True
@@ -162,7 +153,7 @@ class Harness:
 
     def _item_done(self, _arg: Any = None) -> None:
         done, arg, own = self._current
-        if own and done is not None:  # its own next step, before it moves on (see post)
+        if own and done is not None:  # its own next step first: what it posts is due now
             done(arg)
             done = None
         self._next()  # the thread moves on (or goes to sleep) before the poster resumes

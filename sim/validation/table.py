@@ -184,10 +184,14 @@ def _counts(points: Sequence[Any], targets: Mapping[str, Any]) -> str:
     """Per target: its name, its tolerance, and the points within of those it applies to."""
     return ", ".join(
         f"{_name(m)} {t.text()} "
-        f"{sum(p.within.get(m) is True for p in points)}/"
-        f"{sum(p.within.get(m, False) is not None for p in points)}"
+        f"{sum(p.within.get(m) is True for p in points)}/{_applies(points, m)}"
         for m, t in targets.items()
     )
+
+
+def _applies(points: Sequence[Any], metric: str) -> int:
+    """The points ``metric``'s target applies to (not a GIL wait neither side has)."""
+    return sum(p.within.get(metric, False) is not None for p in points)
 
 
 def _name(metric: str) -> str:
@@ -207,11 +211,10 @@ def _again_line(again: Sequence[Any], targets: Mapping[str, Any]) -> str:
             "machine cannot judge the model on it at this level"
         )
     reach = perfect_model_counts(again, targets)
-    applies = {m: sum(p.within.get(m, False) is not None for p in again) for m in targets}
     return (
         f"{line}.\n- a model right at every point (its figure the real one's expected value) "
         "would be expected to meet, by the spread of the two real runs: "
-        + ", ".join(f"{_name(m)} {reach[m]:.1f}/{applies[m]}" for m in targets)
+        + ", ".join(f"{_name(m)} {reach[m]:.1f}/{_applies(again, m)}" for m in targets)
         + " (docs/model-mode.md, Validation)."
     )
 

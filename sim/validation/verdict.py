@@ -266,7 +266,7 @@ def perfect_model_counts(again: Sequence[Any], targets: Mapping[str, Any]) -> di
     """Per target, how many points a model exactly at each point's expected figure would
     be expected to meet, read from a second real run of the same plan (``again``: points
     whose ``real`` is the first run's figures, ``model`` the second's and ``within`` says
-    where the target applies; ``targets``: ``rel`` and ``abs_ms`` each).
+    where the target applies; ``targets``: sim.model.replay.Target's ``tolerance``).
 
     A replay's figure is the model's expected value; a real run's is one draw of the OS's
     races around it. Two runs differ by sqrt(2) times one run's spread about its expected
@@ -286,7 +286,6 @@ def perfect_model_counts(again: Sequence[Any], targets: Mapping[str, Any]) -> di
             if not (math.isfinite(first) and math.isfinite(second)):
                 continue  # a figure missing on one side: no spread to read
             apart = abs(second - first)
-            tolerance = max(t.rel * abs(first), t.abs_ms)
-            total += 1.0 if apart == 0 else math.erf(tolerance / apart)
+            total += 1.0 if apart == 0 else math.erf(t.tolerance(first) / apart)
         out[m] = total
     return out

@@ -67,37 +67,37 @@ def _fs(*tags: str) -> frozenset[str]:
 #: From docs/model-mode.md's validation tables: the latest run of each config on a quiet
 #: machine, else its latest run (the load average says which).
 VALIDATED: tuple[Validated, ...] = (
-    # quiet, three repeats a point, with --aa, the GIL's own hand-offs (issue 40, 7 Dec
-    # 2026 05:22-05:24)
+    # quiet, three repeats a point, with --aa, both levels (issue 40, 7 Dec 2026
+    # 17:52-17:55)
     Validated(
         "configs/quickstart.yaml",
-        "7 Dec 2026 05:22, load average 0.1–0.6",
+        "7 Dec 2026 17:52, load average 0.4–0.6",
         _fs("arrival poisson", "variant numpy", "variant rows", "variant scalar"),
         6,
-        5,
-        5,
+        6,
+        6,
         0.03,
-        0.06,
+        0.03,
         aa=(5, 6),
     ),
-    # quiet, three repeats a point, with --aa, the GIL's own hand-offs (issue 40, 7 Dec
-    # 2026 05:24-05:39)
+    # quiet, three repeats a point, with --aa, both levels (issue 40, 7 Dec 2026
+    # 17:55-18:10)
     Validated(
         "configs/synthetic_sweep.yaml",
-        "7 Dec 2026 05:24, load average 0.5",
+        "7 Dec 2026 17:55, load average 0.4–0.5",
         _fs("arrival poisson", "variant synthetic"),
         20,
         20,
-        19,
+        16,
         0.03,
         0.06,
-        aa=(20, 20),
+        aa=(20, 18),
     ),
-    # quiet, three repeats a point, with --aa, the GIL's own hand-offs (issue 40, 7 Dec
-    # 2026 05:39-05:53)
+    # quiet, three repeats a point, with --aa, both levels (issue 40, 7 Dec 2026
+    # 18:10-18:25)
     Validated(
         "configs/engine_interference.yaml",
-        "7 Dec 2026 05:39, load average 0.3–0.7",
+        "7 Dec 2026 18:10, load average 0.4–0.5",
         _fs(
             "arrival poisson",
             "engine index_variant cached",
@@ -109,11 +109,11 @@ VALIDATED: tuple[Validated, ...] = (
             "variant scalar",
         ),
         18,
-        16,
         17,
-        0.03,
+        17,
+        0.04,
         0.02,
-        aa=(16, 17),
+        aa=(17, 17),
     ),
     # quiet, three repeats a point, with --aa (issue 31, 2 Dec 2026 07:03-07:16)
     Validated(
@@ -207,50 +207,50 @@ VALIDATED: tuple[Validated, ...] = (
         0.06,
         0.21,
     ),
-    # the contention grid, quiet, three repeats a point, with --aa, the GIL's own hand-offs
-    # (issue 40, 7 Dec 2026 05:07-05:20; docs/model-mode.md, "The GIL's own hand-offs")
+    # the contention grid, quiet, three repeats a point, with --aa, both levels (issue 40,
+    # 7 Dec 2026 18:25-18:35; docs/model-mode.md, "Both levels after the hand-over fix")
     Validated(
         "experiments/gil_contention/hold_1ms.yaml",
-        "7 Dec 2026 05:09, load average 0.4–0.5",
+        "7 Dec 2026 18:25, load average 0.9–1.0",
         _fs("arrival poisson", "variant synthetic"),
         4,
-        3,
         2,
-        0.06,
-        0.17,
-        aa=(2, 2),
+        2,
+        0.1,
+        0.16,
+        aa=(3, 3),
     ),
     Validated(
         "experiments/gil_contention/hold_1ms_one.yaml",
-        "7 Dec 2026 05:11, load average 0.7",
+        "7 Dec 2026 18:26, load average 0.9–1.0",
         _fs("arrival poisson", "variant synthetic"),
         2,
         2,
         2,
-        0.07,
         0.06,
+        0.05,
         aa=(2, 2),
     ),
     Validated(
         "experiments/gil_contention/hold_5ms.yaml",
-        "7 Dec 2026 05:11, load average 0.5–0.8",
+        "7 Dec 2026 18:27, load average 0.9–1.0",
         _fs("arrival poisson", "variant synthetic"),
         6,
-        4,
-        3,
-        0.04,
-        0.11,
-        aa=(5, 5),
+        2,
+        2,
+        0.13,
+        0.2,
+        aa=(3, 4),
     ),
     Validated(
         "experiments/gil_contention/hold_20ms.yaml",
-        "7 Dec 2026 05:17, load average 0.8",
+        "7 Dec 2026 18:33, load average 0.6–0.9",
         _fs("arrival poisson", "variant synthetic"),
         6,
         6,
         5,
-        0.06,
         0.03,
+        0.05,
         aa=(6, 5),
     ),
     # quiet, three repeats a point, with --aa, calibrated in the same free-threaded build,

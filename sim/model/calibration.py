@@ -259,14 +259,15 @@ def _check_values(p: Path, data: dict[str, Any]) -> None:
             )
 
 
-def load_calibration(path: str | Path) -> Calibration:
+def load_calibration(path: str | Path, missing: str = "run `kvsim calibrate` first") -> Calibration:
+    """The calibration file at ``path``; ``missing``: the advice when there is none."""
     p = Path(path)
     raw = read_bounded(
         p,
         what="calibration file (machine.calibration)",
         limit=MAX_CALIBRATION_BYTES,
         error=CalibrationError,
-        missing="run `kvsim calibrate` first",
+        missing=missing,
     )
     try:
         data = json.loads(raw)

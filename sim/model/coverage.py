@@ -34,7 +34,7 @@ def point_calibration(
     key = str(Path(cfg.machine.calibration))
     if memo is not None and key in memo:
         return memo[key]
-    cal = load_calibration(key)
+    cal = load_calibration(key, missing=_calibrate_advice(cfg, key))
     if memo is not None:
         memo[key] = cal
     return cal
@@ -90,6 +90,18 @@ def stands_for(cfg: ExperimentConfig) -> tuple[str, str, str]:
 
 def _minor(version: str) -> str:
     return ".".join(str(version).split(".")[:2])
+
+
+def _calibrate_advice(cfg: ExperimentConfig, path: str) -> str:
+    """How to write the missing calibration file ``path`` for the interpreter the point
+    stands for: the command names the python and the file unless both are the defaults
+    (a bare `kvsim calibrate` writes machine.calibration's default in kvsim's python)."""
+    python = cfg.interpreter.python
+    default = str(Path(type(cfg.machine).model_fields["calibration"].default))
+    if not python and path == default:
+        return "run `kvsim calibrate` first"
+    under = f" gil --python {python}" if python else ""
+    return f"write it first: `kvsim calibrate{under} --out {path}`"
 
 
 def check_interpreter(cfg: ExperimentConfig, cal: Calibration) -> None:

@@ -138,10 +138,35 @@ def test_geometry_outside_the_calibrated_range_is_refused(model_config, capsys) 
     assert "model.regions 61 is outside the calibrated range 1–8" in err
 
 
-def test_missing_calibration_is_refused(write_config, tmp_path, capsys) -> None:
-    path = write_config({"mode": "model", "machine": {"calibration": str(tmp_path / "no.json")}})
+def test_missing_calibration_is_refused_with_the_command_that_writes_it(
+    write_config, tmp_path, capsys
+) -> None:
+    missing = tmp_path / "no.json"
+    path = write_config({"mode": "model", "machine": {"calibration": str(missing)}})
     assert cli_main(["run", str(path), "-q"]) == 2
-    assert "run `kvsim calibrate` first" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1
+    assert f"write it first: `kvsim calibrate --out {missing}`" in err
+    # for a point that stands for another python, the command calibrates in that one
+    path = write_config(
+        {
+            "mode": "model",
+            "machine": {"calibration": str(missing)},
+            "interpreter": {"python": "freethreaded", "gil": "on"},
+        }
+    )
+    assert cli_main(["run", str(path), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert f"`kvsim calibrate gil --python freethreaded --out {missing}`" in err
+
+
+def test_the_default_calibration_missing_asks_for_a_bare_calibrate(
+    write_config, tmp_path, capsys, monkeypatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # no results/calibration.json here
+    path = write_config({"mode": "model"})
+    assert cli_main(["run", str(path), "-q"]) == 2
+    assert "(no such file); run `kvsim calibrate` first" in capsys.readouterr().err
 
 
 def test_real_mode_refuses_what_only_the_model_can_run(write_config) -> None:

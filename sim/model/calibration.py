@@ -29,6 +29,7 @@ from sim.config import ConfigError
 from sim.files.read import excerpt, read_bounded
 
 __all__ = [
+    "CALIBRATE_FIRST",
     "CALIBRATION_KIND",
     "CALIBRATION_VERSION",
     "Calibration",
@@ -259,7 +260,12 @@ def _check_values(p: Path, data: dict[str, Any]) -> None:
             )
 
 
-def load_calibration(path: str | Path, missing: str = "run `kvsim calibrate` first") -> Calibration:
+#: What a missing calibration file at machine.calibration's default, for kvsim's own
+#: python, asks for (sim.model.coverage names the command for any other).
+CALIBRATE_FIRST = "run `kvsim calibrate` first"
+
+
+def load_calibration(path: str | Path, missing: str = CALIBRATE_FIRST) -> Calibration:
     """The calibration file at ``path``; ``missing``: the advice when there is none."""
     p = Path(path)
     raw = read_bounded(

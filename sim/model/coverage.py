@@ -13,7 +13,12 @@ from pathlib import Path
 from sim.config import ExperimentConfig, Point
 from sim.config.workload import EmpiricalTokens, FixedTokens, TraceArrival, UniformTokens
 from sim.errors import ConfigError
-from sim.model.calibration import Calibration, CalibrationError, load_calibration
+from sim.model.calibration import (
+    CALIBRATE_FIRST,
+    Calibration,
+    CalibrationError,
+    load_calibration,
+)
 from sim.process.interpreter import InterpreterError, free_threaded_build, probe, resolve_python
 from sim.workload.plan import preview_workload
 from sim.workload.trace import read_trace
@@ -99,7 +104,7 @@ def _calibrate_advice(cfg: ExperimentConfig, path: str) -> str:
     python = cfg.interpreter.python
     default = str(Path(type(cfg.machine).model_fields["calibration"].default))
     if not python and path == default:
-        return "run `kvsim calibrate` first"
+        return CALIBRATE_FIRST
     under = f" gil --python {python}" if python else ""
     return f"write it first: `kvsim calibrate{under} --out {path}`"
 

@@ -59,7 +59,8 @@ class Harness:
         #: (cost, done, arg, own) per item; ``own``: ``done`` is this thread's own next step.
         self._items: deque[tuple[float, Done | None, Any, bool]] = deque()
         self._sleeping = True
-        self._current: tuple[Done | None, Any, bool] = (None, None, False)
+        #: The item in hand, as posted (its tuple kept, not a new one per item).
+        self._current: tuple[float, Done | None, Any, bool] = (0.0, None, None, False)
         #: Times the thread went to sleep (tells a deferred wake-up whether it is stale),
         #: and whether one is set for this sleep.
         self._naps = 0
@@ -121,9 +122,8 @@ class Harness:
         # item may be done at once (GIL.run_instant; on a GIL just found ``free`` nobody
         # waits, so only the cores can say no). There is one: only this thread takes
         # items, and it sleeps only once they are all done.
-        items = self._items
-        cost, done, arg, own = items.popleft()
-        self._current = (done, arg, own)
+        item = self._current = self._items.popleft()
+        cost = item[0]
         if cost > 0:
             self.cpu_s += cost
             gil = self._gil
@@ -143,8 +143,8 @@ class Harness:
             self._gil.release(SIM_THREAD)
             self._sleep()
             return
-        cost, done, arg, own = items.popleft()
-        self._current = (done, arg, own)
+        item = self._current = items.popleft()
+        cost = item[0]
         if cost > 0:
             self.cpu_s += cost
             self._gil.run(SIM_THREAD, cost, self._item_done_cb)
@@ -152,7 +152,7 @@ class Harness:
         self._item_done(None)
 
     def _item_done(self, _arg: Any = None) -> None:
-        done, arg, own = self._current
+        _, done, arg, own = self._current
         if own and done is not None:  # its own next step first: what it posts is due now
             done(arg)
             done = None

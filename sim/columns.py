@@ -320,6 +320,12 @@ PROBE = (
     CORE_WAIT_FRAC := _c(
         "core_wait_frac", "time other threads were runnable but waited for a core"
     ),
+    PROBE_HOLD_BUSY_US := _c(
+        "probe_hold_busy_us",
+        "the probe's GIL time per wake-up that found the GIL busy, from the wake-up to its "
+        "next sleep (real mode; the model's mechanism replay takes it)",
+        "µs",
+    ),
 )
 
 #: The py-spy GIL audit (sim.instruments.audit), gil.audit: pyspy; NaN when it did not run.

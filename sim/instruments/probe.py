@@ -99,7 +99,11 @@ class SentinelProbe:
     while the thread was still waiting to run (the busy samples: such a target's
     lateness is how much longer the thread waited after it); ``target_offcore_ns``
     is, for each target, the time the thread spent runnable but off-core (waiting
-    for a CPU, not the GIL) during the wake-up that served it (0 off Linux).
+    for a CPU, not the GIL) during the wake-up that served it (0 off Linux);
+    ``held_ns`` has, per wake-up, the time from it to the next sleep: the GIL held
+    throughout (the probe runs Python). After a wake-up that found the GIL busy it is
+    two to three times as long as on a free one (docs/model-mode.md, "The probe's
+    hold"), and those are the holds that delay a load thread.
     """
 
     def __init__(self, interval_s: float, seed: int = 0, name: str = "kvsim-probe") -> None:
@@ -113,6 +117,7 @@ class SentinelProbe:
         self.wake_late_ns: list[int] = []
         self.target_late_ns: list[int] = []
         self.target_offcore_ns: list[int] = []
+        self.held_ns: list[int] = []
 
     def start(self) -> None:
         if self._thread is not None:
@@ -143,13 +148,20 @@ class SentinelProbe:
         wakes = self.wake_late_ns
         targets = self.target_late_ns
         offcore = self.target_offcore_ns
+        held = self.held_ns
         rq_before = own() or 0
-        target = clock() + self._gap_ns()
+        now = clock()
+        target = now + self._gap_ns()
+        woke = False
         while not self._stop.is_set():
-            delay = target - clock()
+            t = clock()
+            if woke:  # the last wake-up's hold: from it to this sleep
+                held.append(t - now)
+            delay = target - t
             if delay > 0:
                 time.sleep(delay / 1e9)
             now = clock()
+            woke = True
             rq = own() or 0
             core_wait, rq_before = rq - rq_before, rq
             wakes.append(now - target)
@@ -226,8 +238,22 @@ class ProbeAddOn:
             if self._core_wait_ns is not None:
                 core_wait = self._core_wait_ns / window_ns
         stall_max = max(stall) if stall else nan
+        tau = self._tau_ns
+        busy = [
+            h
+            for w, h in zip(self._probe.wake_late_ns, self._probe.held_ns, strict=False)
+            if w > tau
+        ]
+        hold_busy = sum(busy) / len(busy) / 1e3 if busy else nan
         return probe_summary(
-            (s50, s99, stall_max), probe, probe_core, requests, harness, engine, core_wait
+            (s50, s99, stall_max),
+            probe,
+            probe_core,
+            requests,
+            harness,
+            engine,
+            core_wait,
+            hold_busy,
         )
 
     def tables(self) -> dict[str, list[dict[str, Any]]]:

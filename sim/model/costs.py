@@ -105,6 +105,9 @@ class Measured:
     #: of a transfer's time beyond its time alone on the link, over transfers that ran
     #: alone (None: none did, or the store is not modelled).
     post_s: float | None = None
+    #: The probe's GIL time per wake-up that found the GIL busy, as the real run measured
+    #: it (``probe_hold_busy_us``, in seconds; None: the calibration's).
+    probe_hold_s: float | None = None
 
 
 def harness_split(per_request_s: float) -> tuple[float, float, float]:
@@ -140,7 +143,9 @@ class ModelCosts:
     gil_back: Latency
     timer_late: Latency
     sleep_late: Latency
-    #: Probe: lateness on an idle GIL (drawn) and GIL hold per wake-up.
+    #: Probe: lateness on an idle GIL (drawn), and its GIL hold per wake-up that found
+    #: the GIL busy: the only wake-ups at which the model's probe takes the GIL
+    #: (sim.model.probe), and two to three times as long as one on a free GIL.
     probe_late: Latency
     probe_hold_s: float
     #: Engine step build hold (None: no engine, or not calibrated).
@@ -304,7 +309,8 @@ def point_costs(
         timer_late=Latency(cal.samples_ms("timer_late"), draw),
         sleep_late=Latency(cal.samples_ms("sleep_late"), draw),
         probe_late=Latency(cal.samples_ms("probe_late"), draw),
-        probe_hold_s=h["probe_hold_ms"] / 1e3 * scale,
+        # a calibration before 8 Dec 2026 has the hold on a free GIL only
+        probe_hold_s=h.get("probe_hold_busy_ms", h["probe_hold_ms"]) / 1e3 * scale,
         engine_build_s=engine_build,
         points=tuple(entry.get("points", ())),
         hold_spread=Spread(entry["hold_spread"], draw) if entry.get("hold_spread") else None,

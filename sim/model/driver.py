@@ -437,6 +437,8 @@ def _simulate(
         costs = replace(costs, crowd=())
         if measured.engine_build_s is not None:
             costs = replace(costs, engine_build_s=measured.engine_build_s)
+        if measured.probe_hold_s is not None:
+            costs = replace(costs, probe_hold_s=measured.probe_hold_s)
         if measured.harness_s is not None:
             # the run's own simulation thread, as each request's own hold (sim.model.replay)
             arrival, complete, done = harness_split(measured.harness_s)

@@ -182,9 +182,10 @@ def measured(rep: RealRep, alone_s: Callable[[int], float] | None = None) -> Mea
     the GIL off, where no hold exists, its thread CPU time: the model without a GIL runs
     it on the cores; a variant's calibrated GIL-free CPU is then counted again, which is
     0 for scalar and numpy), the engine's build hold alone (its baseline steps' mean
-    wall, in which nothing else wanted the GIL), and the simulation thread's GIL time per
+    wall, in which nothing else wanted the GIL), the simulation thread's GIL time per
     request (the summary's: a per-request figure of the calibration's rate is not a run's,
-    whose wake-ups serve one request or several). ``alone_s``: a transfer's time alone on
+    whose wake-ups serve one request or several), and the probe's hold at a wake-up that
+    found the GIL busy (the summary's). ``alone_s``: a transfer's time alone on
     the modelled link by its bytes (None: the store is not modelled; no post lag)."""
     holds = {}
     for row in rep.requests:
@@ -199,12 +200,14 @@ def measured(rep: RealRep, alone_s: Callable[[int], float] | None = None) -> Mea
     ]
     builds = [b for b in builds if math.isfinite(b)]
     harness = cell_number(rep.summary.get(columns.HARNESS_US_PER_REQUEST.name))
+    probe_hold = cell_number(rep.summary.get(columns.PROBE_HOLD_BUSY_US.name))
     return Measured(
         holds,
         float(np.mean(builds)) / 1e6 if builds else None,
         job_gap_s(rep.requests),
         harness / 1e6 if math.isfinite(harness) and harness > 0 else None,
         post_lag_s(rep.requests, alone_s) if alone_s is not None else None,
+        probe_hold / 1e6 if math.isfinite(probe_hold) and probe_hold > 0 else None,
     )
 
 

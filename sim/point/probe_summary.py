@@ -19,11 +19,13 @@ def probe_summary(
     harness: float,
     engine: float,
     core_wait: float,
+    hold_busy_us: float = math.nan,
 ) -> dict[str, float]:
     """The probe's columns from its stalls (p50, p99, max; ms) and the GIL's busy shares:
     as the probe saw it (``probe``, and the part off a core, ``probe_core``) and as the
     holds account for it (requests, the simulation thread, the engine; NaN: not there).
-    The agreement is the probe's share over the accounted one."""
+    The agreement is the probe's share over the accounted one. ``hold_busy_us``: the
+    probe's own hold after a wake-up that found the GIL busy (NaN: not measured)."""
     accounted = requests + harness + (0.0 if math.isnan(engine) else engine)
     s50, s99, smax = stall_ms
     return {
@@ -37,4 +39,5 @@ def probe_summary(
         columns.GIL_BUSY_ENGINE.name: engine,
         columns.GIL_BUSY_AGREEMENT.name: probe / accounted if accounted > 0 else math.nan,
         columns.CORE_WAIT_FRAC.name: core_wait,
+        columns.PROBE_HOLD_BUSY_US.name: hold_busy_us,
     }

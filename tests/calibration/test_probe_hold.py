@@ -30,3 +30,19 @@ def test_another_threads_cpu_is_not_charged_to_the_probe() -> None:
     assert late and hold_ms >= 0.0
     # the hasher's core shows in the process's CPU per wake-up, not in the probe's hold
     assert hold_ms < process_ms_per_wake / 4
+
+
+def test_the_busy_hold_is_the_probes_hold_after_a_wake_up_that_found_the_gil_held(
+    monkeypatch,
+) -> None:
+    """Measured beside a thread spinning in pure Python: every figure is one of the
+    probe's own holds after a late wake-up (the model's probe holds the GIL only then),
+    so it is positive and far below the 20 ms holds it waited behind; with no late
+    wake-up there is no figure, and the conditions leave the key out."""
+    from sim.calibration import measure_harness
+
+    got = measure_harness._probe_hold_busy_ms(0.2)
+    assert got is not None and 0.0 < got < 5.0
+    monkeypatch.setattr(measure_harness, "BUSY_LATE_NS", 10**12)  # none is ever this late
+    assert measure_harness._probe_hold_busy_ms(0.05) is None
+    assert "probe_hold_busy_ms" not in measure_harness.measure_conditions()

@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from sim import columns
 from sim.config import parse_config
 from sim.instruments import gilmeter
 from sim.instruments.probe import (
@@ -100,6 +101,44 @@ def test_probe_tells_an_idle_gil_from_a_busy_one() -> None:
     assert statistics.median(busy.wake_late_ns) > statistics.median(idle.wake_late_ns)
     # and targets pass while it waits: they count as busy samples
     assert len(busy.target_late_ns) > len(busy.wake_late_ns)
+
+
+@pytest.mark.realthreads
+def test_the_probe_notes_its_own_hold_per_wake_up() -> None:
+    """One hold per wake-up (the last one's comes with the next sleep, so it may be
+    missing): the time from the wake-up to the next sleep, positive, and far below the
+    gaps between wake-ups on an idle GIL; behind a thread that never lets go it holds
+    the GIL for some microseconds at each wake-up, and the add-on's column says how long."""
+    idle = _probe_beside(spinner=False)
+    assert len(idle.wake_late_ns) - 1 <= len(idle.held_ns) <= len(idle.wake_late_ns)
+    assert all(h > 0 for h in idle.held_ns)
+    assert statistics.median(idle.held_ns) < 1_000_000  # the gaps are 1-3 ms
+    busy = _probe_beside(spinner=True)
+    assert busy.held_ns and all(h > 0 for h in busy.held_ns)
+
+
+@pytest.mark.realthreads
+def test_the_busy_hold_column_averages_the_holds_after_late_wake_ups() -> None:
+    addon = ProbeAddOn(interval_ms=2.0, threshold_ms=0.1)
+    addon.attach(HybridEnvironment())
+    stop = time.perf_counter() + 0.3
+    while time.perf_counter() < stop:  # the GIL held, so that wake-ups come late
+        pass
+    addon.detach()
+    probe = addon._probe
+    late = [h for w, h in zip(probe.wake_late_ns, probe.held_ns, strict=False) if w > 100_000]
+    got = addon.summary()[columns.PROBE_HOLD_BUSY_US.name]
+    assert late, "no wake-up found the GIL busy beside a thread that never let it go"
+    assert got == pytest.approx(statistics.fmean(late) / 1e3)
+    assert 0 < got < 5_000  # µs: it holds the GIL at a wake-up, it does not keep it
+
+
+def test_the_busy_hold_column_is_nan_without_a_late_wake_up() -> None:
+    addon = ProbeAddOn(interval_ms=2.0, threshold_ms=1e6)  # no wake-up is ever that late
+    addon.attach(HybridEnvironment())
+    time.sleep(0.02)
+    addon.detach()
+    assert math.isnan(addon.summary()[columns.PROBE_HOLD_BUSY_US.name])
 
 
 def test_factory_follows_the_config(write_config) -> None:

@@ -224,6 +224,34 @@ def test_a_replayed_simulation_thread_costs_what_the_run_measured(point) -> None
     assert dearer[columns.LATENCY_MEAN_MS.name] > same[columns.LATENCY_MEAN_MS.name]
 
 
+def test_the_probes_busy_hold_is_read_from_the_runs_summary(point) -> None:
+    rows = _rows(run_model_point(point).records)
+    summary = {columns.PROBE_HOLD_BUSY_US.name: "70.5"}
+    assert measured(RealRep(0, rows, summary=summary)).probe_hold_s == pytest.approx(70.5e-6)
+    assert measured(RealRep(0, rows)).probe_hold_s is None  # no summary: the calibration's
+    nan = {columns.PROBE_HOLD_BUSY_US.name: "nan"}  # no wake-up found the GIL busy
+    assert measured(RealRep(0, rows, summary=nan)).probe_hold_s is None
+
+
+def test_a_replayed_probe_holds_what_the_run_measured(point) -> None:
+    """The probe's hold at a wake-up that found the GIL busy is two to three times its
+    hold on a free GIL (docs/model-mode.md, "The probe's hold"): the replay takes the
+    run's. At the calibration's own figure the replay is the model run itself; a longer
+    one keeps the load threads waiting longer behind the probe."""
+    rows = _rows(run_model_point(point).records)
+    cal = load_calibration(point.config.machine.calibration)
+    own_us = float(cal.harness.get("probe_hold_busy_ms", cal.harness["probe_hold_ms"])) * 1e3
+    key = columns.PROBE_HOLD_BUSY_US.name
+
+    def replayed(us: float) -> dict[str, float]:
+        return replay_point(point, [RealRep(0, rows, summary={key: str(us)})], draws=1).model
+
+    same, dearer = replayed(own_us), replayed(own_us + 400.0)
+    assert same == pytest.approx(figures(rows), rel=1e-9, nan_ok=True)
+    wait = columns.GIL_WAIT_MEAN_MS.name
+    assert dearer[wait] > same[wait]
+
+
 def _transfer(start: float, end: float, nbytes: int = 100, **extra: str) -> dict[str, str]:
     row = {"status": "ok", "cpu_done_s": str(start), "done_s": str(end), "bytes": str(nbytes)}
     row.update({"store_wait_ms": "0", "attempts": "1", **extra})

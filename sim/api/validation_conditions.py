@@ -83,6 +83,10 @@ def merge_conditions(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         "background_load": (a["background_load"] + b["background_load"]) / 2,
         "probe_hold_ms": (a["probe_hold_ms"] + b["probe_hold_ms"]) / 2,
     }
+    # measured only where a wake-up found the GIL busy (sim.calibration.measure_harness)
+    busy = [x["probe_hold_busy_ms"] for x in (a, b) if "probe_hold_busy_ms" in x]
+    if busy:
+        out["probe_hold_busy_ms"] = statistics.fmean(busy)
     for key, value in a.items():
         if key.endswith("_samples_ms"):
             pooled = sorted([*value, *b[key]])

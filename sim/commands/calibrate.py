@@ -98,9 +98,13 @@ def _gil_main(args: GilArgs) -> int:
         f"wrote {out} ({doc['elapsed_s']:.0f} s; {doc['machine']['cores']} cores, "
         f"{loadavg_text(doc['machine']['loadavg'])})"
     )
+    hold, busy = h.get("probe_hold_ms"), h.get("probe_hold_busy_ms")
+    probe = "" if hold is None else f", probe hold {hold * 1e3:.0f} µs"
+    if busy is not None:  # the one the model's probe holds (sim.model.costs)
+        probe += f" ({busy * 1e3:.0f} µs after a wake-up that found the GIL busy)"
     print(
         f"harness: {h['sim_cpu_per_request_ms']:.3f} ms sim-thread CPU/request, wake "
-        f"{h['wake_ms'] * 1e3:.0f} µs, timer late {h['timer_late_ms'] * 1e3:.0f} µs"
+        f"{h['wake_ms'] * 1e3:.0f} µs, timer late {h['timer_late_ms'] * 1e3:.0f} µs{probe}"
     )
     for key, e in doc["variants"].items():
         if "hold" in e:

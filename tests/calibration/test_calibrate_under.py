@@ -137,3 +137,8 @@ def test_the_command_prints_each_variants_slowdown_beside_other_threads(
     out = capsys.readouterr().out
     assert "GIL off, CPU a request beside other load threads: × 2 1.87, × 3 1.81" in out
     assert out.count("beside other load threads") == 1  # synthetic: a set time, none
+    assert "probe hold" not in out  # a document without it (one written before it was)
+    doc["harness"].update(probe_hold_ms=0.03, probe_hold_busy_ms=0.075)
+    assert main(["calibrate", "gil", "--python", "freethreaded", "--out", str(tmp_path / "c")]) == 0
+    out = capsys.readouterr().out
+    assert "probe hold 30 µs (75 µs after a wake-up that found the GIL busy)" in out

@@ -7,6 +7,7 @@ so an uncovered point fails the command up front instead of failing mid-sweep.
 from __future__ import annotations
 
 import platform
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -105,8 +106,8 @@ def _calibrate_advice(cfg: ExperimentConfig, path: str) -> str:
     default = str(Path(type(cfg.machine).model_fields["calibration"].default))
     if not python and path == default:
         return CALIBRATE_FIRST
-    under = f" gil --python {python}" if python else ""
-    return f"write it first: `kvsim calibrate{under} --out {path}`"
+    under = f" gil --python {shlex.quote(python)}" if python else ""
+    return f"write it first: `kvsim calibrate{under} --out {shlex.quote(path)}`"
 
 
 def check_interpreter(cfg: ExperimentConfig, cal: Calibration) -> None:

@@ -158,6 +158,11 @@ def test_missing_calibration_is_refused_with_the_command_that_writes_it(
     assert cli_main(["run", str(path), "-q"]) == 2
     err = capsys.readouterr().err
     assert f"`kvsim calibrate gil --python freethreaded --out {missing}`" in err
+    # a path with a space is quoted, so that the command can be pasted as it stands
+    spaced = tmp_path / "my cal.json"
+    path = write_config({"mode": "model", "machine": {"calibration": str(spaced)}})
+    assert cli_main(["run", str(path), "-q"]) == 2
+    assert f"`kvsim calibrate --out '{spaced}'`" in capsys.readouterr().err
 
 
 def test_the_default_calibration_missing_asks_for_a_bare_calibrate(

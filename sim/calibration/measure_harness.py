@@ -134,9 +134,8 @@ def _probe_hold_busy_ms(seconds: float = 0.4, hold_s: float = 0.02) -> float | N
     wake-ups (sim.model.probe), and there the probe holds it two to three times as long
     as on a free GIL (64-78 µs against 22-40 in real points of 7 Dec 2026; None: no
     wake-up found the GIL busy)."""
-    # the probe and a variant's spin: not with `kvsim calibrate --help`
-    from connectors.address_synthetic import spin_cpu
-    from sim.instruments.probe import SentinelProbe
+    from connectors.address_synthetic import spin_cpu  # a variant: not with `--help`
+    from sim.instruments.probe import SentinelProbe  # the probe: not with `--help`
 
     probe = SentinelProbe(0.002, seed=2)
     probe.start()

@@ -184,7 +184,22 @@ def test_a_failing_step_fails_the_run_and_still_stops(monkeypatch: pytest.Monkey
 @pytest.mark.realthreads
 def test_a_gil_holding_thread_inflates_the_step_against_the_alone_baseline() -> None:
     """A pure-Python spinner holds the GIL: the engine waits a switch interval to get it
-    back after every GIL-free forward, so steps grow well past the alone baseline."""
+    back after every GIL-free forward, so steps grow well past the alone baseline. The
+    baseline runs before the spinner starts: another process taking a core then (the
+    suite's other worker beside a CPU hog: 1.32 once, 7 Dec 2026) slows the baseline and
+    hides the inflation, which nothing but a held GIL makes this large; so the best of
+    three tries counts."""
+    tries = [_inflated_by_a_spinner() for _ in range(3)]
+    summary, alone = max(tries, key=lambda t: t[0]["engine_p50_inflation"])
+    assert summary["engine_steps"] >= 3
+    # alone ~1.1 ms; with the spinner each step waits for the GIL (~5 ms switch interval)
+    assert summary["engine_p50_inflation"] > 1.5, [t[0]["engine_p50_inflation"] for t in tries]
+    assert summary["engine_stall_p99_ms"] > alone
+
+
+def _inflated_by_a_spinner() -> tuple[dict[str, float], float]:
+    """One try: the engine loop's summary with a spinner beside it after its baseline,
+    and the stall p99 its alone steps give when read as load steps."""
     cfg = EngineConfig(enabled=True, forward_ms=1.0, baseline_steps=20)
     loop = EngineLoop(cfg)
     env = HybridEnvironment(stall_timeout_s=30.0)
@@ -205,16 +220,8 @@ def test_a_gil_holding_thread_inflates_the_step_against_the_alone_baseline() -> 
         stop.set()
         loop.detach()
         spinner.join(5)
-    summary = loop.summary()
-    assert summary["engine_steps"] >= 3
-    # alone ~1.1 ms; with the spinner each step waits for the GIL (~5 ms switch interval)
-    assert summary["engine_p50_inflation"] > 1.5
-    assert (
-        summary["engine_stall_p99_ms"]
-        > summarize_steps([dict(r, phase="load") for r in loop.rows if r["phase"] == "alone"])[
-            "engine_stall_p99_ms"
-        ]
-    )
+    alone = [dict(r, phase="load") for r in loop.rows if r["phase"] == "alone"]
+    return loop.summary(), summarize_steps(alone)["engine_stall_p99_ms"]
 
 
 @pytest.mark.realthreads

@@ -20,7 +20,7 @@ from typing import Any
 
 from sim import columns
 from sim.calibration.measure_handoff import gil_handoffs
-from sim.config import ExperimentConfig, Point
+from sim.config import ExperimentConfig, GilConfig, Point
 
 __all__ = [
     "WAKE_GAP_S",
@@ -35,7 +35,7 @@ WAKE_GAP_S = 0.005
 #: The block size of the harness's no-op point (any: it moves no data).
 BLOCK_SIZE = 128
 #: A probe wake-up this late found the GIL busy: the default ``gil.probe_threshold_ms``.
-BUSY_LATE_NS = 100_000
+BUSY_LATE_NS = round(GilConfig.model_fields["probe_threshold_ms"].default * 1e6)
 
 
 def _median(xs: Sequence[float]) -> float:
@@ -144,10 +144,8 @@ def _probe_hold_busy_ms(seconds: float = 0.4, hold_s: float = 0.02) -> float | N
         spin_cpu(int(hold_s * 1e9))
         time.sleep(0.002)
     probe.stop()
-    busy = [
-        h for late, h in zip(probe.wake_late_ns, probe.held_ns, strict=False) if late > BUSY_LATE_NS
-    ]
-    return statistics.fmean(busy) / 1e6 if busy else None
+    busy_ns = probe.mean_hold_after_late_ns(BUSY_LATE_NS)
+    return busy_ns / 1e6 if busy_ns is not None else None
 
 
 def _sim_cpu_per_request_ms(requests: int = 200) -> dict[str, float]:

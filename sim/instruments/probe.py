@@ -119,6 +119,12 @@ class SentinelProbe:
         self.target_offcore_ns: list[int] = []
         self.held_ns: list[int] = []
 
+    def mean_hold_after_late_ns(self, late_ns: int) -> float | None:
+        """The mean of ``held_ns`` over the wake-ups later than ``late_ns`` (those that
+        found the GIL busy); None when there was none."""
+        held = [h for w, h in zip(self.wake_late_ns, self.held_ns, strict=False) if w > late_ns]
+        return sum(held) / len(held) if held else None
+
     def start(self) -> None:
         if self._thread is not None:
             raise RuntimeError("probe already started")
@@ -238,13 +244,8 @@ class ProbeAddOn:
             if self._core_wait_ns is not None:
                 core_wait = self._core_wait_ns / window_ns
         stall_max = max(stall) if stall else nan
-        tau = self._tau_ns
-        busy = [
-            h
-            for w, h in zip(self._probe.wake_late_ns, self._probe.held_ns, strict=False)
-            if w > tau
-        ]
-        hold_busy = sum(busy) / len(busy) / 1e3 if busy else nan
+        busy_ns = self._probe.mean_hold_after_late_ns(self._tau_ns)
+        hold_busy = busy_ns / 1e3 if busy_ns is not None else nan
         return probe_summary(
             (s50, s99, stall_max),
             probe,

@@ -441,7 +441,7 @@ def _simulate(
             costs = replace(costs, probe_hold_s=measured.probe_hold_s)
         if measured.harness_s is not None:
             # the run's own simulation thread, as each request's own hold (sim.model.replay)
-            arrival, complete, done = harness_split(measured.harness_s)
+            arrival, complete, done = harness_split(measured.harness_s, measured.steps_per_request)
             costs = replace(costs, arrival_s=arrival, complete_s=complete, done_s=done)
     cores = cfg.machine.cores or cal.cores
     background = cfg.machine.background_load

@@ -21,7 +21,9 @@ request count, not of eight times as many.
 
 The simulation thread's GIL time per request is the run's own too (its summary's
 ``harness_us_per_request``): it is spent per wake-up more than per request, so the
-calibration's figure (measured at one rate) is not a run's at another.
+calibration's figure (measured at one rate) is not a run's at another. With the engine
+on, that figure holds the thread's work for every engine step too, and the replay
+spreads it over the requests' items and the steps (sim.model.costs.harness_split).
 
 What is not replayed, and comes from the config and the calibration as in any model
 run: the GIL-free part of a request (a synthetic sleep or kernel, a variant's
@@ -184,9 +186,10 @@ def measured(rep: RealRep, alone_s: Callable[[int], float] | None = None) -> Mea
     0 for scalar and numpy), the engine's build hold alone (its baseline steps' mean
     wall, in which nothing else wanted the GIL), the simulation thread's GIL time per
     request (the summary's: a per-request figure of the calibration's rate is not a run's,
-    whose wake-ups serve one request or several), and the probe's hold at a wake-up that
-    found the GIL busy (the summary's). ``alone_s``: a transfer's time alone on
-    the modelled link by its bytes (None: the store is not modelled; no post lag)."""
+    whose wake-ups serve one request or several) with the engine steps per request it
+    served too, and the probe's hold at a wake-up that found the GIL busy (the
+    summary's). ``alone_s``: a transfer's time alone on the modelled link by its bytes
+    (None: the store is not modelled; no post lag)."""
     holds = {}
     for row in rep.requests:
         hold = cell_number(row.get(columns.GIL_HOLD_MS.name))
@@ -199,6 +202,7 @@ def measured(rep: RealRep, alone_s: Callable[[int], float] | None = None) -> Mea
         cell_number(r.get("build_us")) for r in rep.steps if r.get("phase", "alone") == "alone"
     ]
     builds = [b for b in builds if math.isfinite(b)]
+    loaded = sum(1 for r in rep.steps if r.get("phase") == "load")
     harness = cell_number(rep.summary.get(columns.HARNESS_US_PER_REQUEST.name))
     probe_hold = cell_number(rep.summary.get(columns.PROBE_HOLD_BUSY_US.name))
     return Measured(
@@ -208,6 +212,7 @@ def measured(rep: RealRep, alone_s: Callable[[int], float] | None = None) -> Mea
         harness / 1e6 if math.isfinite(harness) and harness > 0 else None,
         post_lag_s(rep.requests, alone_s) if alone_s is not None else None,
         probe_hold / 1e6 if math.isfinite(probe_hold) and probe_hold > 0 else None,
+        loaded / len(rep.requests) if rep.requests else 0.0,
     )
 
 

@@ -224,6 +224,41 @@ def test_a_replayed_simulation_thread_costs_what_the_run_measured(point) -> None
     assert dearer[columns.LATENCY_MEAN_MS.name] > same[columns.LATENCY_MEAN_MS.name]
 
 
+def test_the_engine_steps_per_request_are_counted_from_the_load_phase(point) -> None:
+    rows = _rows(run_model_point(point).records)  # 60 requests
+    steps = [{"phase": "alone", "build_us": "30"}] * 7 + [{"phase": "load"}] * 90
+    assert measured(RealRep(0, rows, steps=steps)).steps_per_request == pytest.approx(1.5)
+    assert measured(RealRep(0, rows)).steps_per_request == 0.0  # no engine
+
+
+def test_a_replayed_engine_point_keeps_the_simulation_threads_cpu(write_config, tmp_path) -> None:
+    """Issue 40: with the engine on, a run's simulation-thread figure holds its work for
+    every engine step as well. The replay spends it over the requests and the steps, so
+    the replayed thread is as busy as the run's; charged per request on top of the
+    model's own per-step items, it was 4-6 times busier at engine_interference's points."""
+    cal = write_calibration(tmp_path / "cal.json")
+    path = write_config(
+        {
+            "mode": "model",
+            "machine": {"calibration": str(cal)},
+            "workload": {"requests": 40, "arrival": {"kind": "poisson", "rate_rps": 40}},
+            "connector": {"variant": "synthetic", "workers": 1, "options": {"hold_ms": 2.0}},
+            "engine": {"enabled": True, "baseline_steps": 5, "forward_ms": 2.0},
+        }
+    )
+    point = parse_config(path)[1][0]
+    run = run_model_point(point)
+    busy = columns.GIL_BUSY_HARNESS.name
+    n, elapsed = len(run.records), run.summary[columns.ELAPSED_S.name]
+    per_request_us = run.summary[busy] * elapsed / n * 1e6  # steps' items included
+    steps = [{"phase": "load"}] * sum(1 for r in run.tables["steps"] if r["phase"] == "load")
+    assert len(steps) > 5 * n  # the steps' share is most of the thread's work
+    summary = {columns.HARNESS_US_PER_REQUEST.name: str(per_request_us)}
+    costs = measured(RealRep(0, _rows(run.records), steps=steps, summary=summary))
+    again = run_model_point(point, measured=costs)
+    assert again.summary[busy] == pytest.approx(run.summary[busy], rel=0.1)
+
+
 def test_the_probes_busy_hold_is_read_from_the_runs_summary(point) -> None:
     rows = _rows(run_model_point(point).records)
     summary = {columns.PROBE_HOLD_BUSY_US.name: "70.5"}

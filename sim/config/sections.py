@@ -132,12 +132,12 @@ class GilConfig(FrozenModel):
         "probe's wake-up latency on an idle GIL and well below the holds measured.",
     )
     own_releases: StrictBool = Field(
-        False,
+        True,
         description="Model mode: run each hold in parts and let a waiting thread in "
         "between them, where kvsim calibrate saw library code release the GIL in "
         "mid-hold (NumPy's ufuncs, torch's operators; docs/model-mode.md, A hold's own "
-        "releases). Off by default: over two quiet runs it did not match the real GIL wait "
-        "better than without.",
+        "releases). false: each hold is one block (NumPy's GIL wait then reads 40-60 % "
+        "low in the mechanism replay).",
     )
     audit: Literal["off", "pyspy"] = Field(
         "off",

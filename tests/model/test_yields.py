@@ -7,6 +7,7 @@ import random
 
 import pytest
 
+from sim.config.sections import GilConfig
 from sim.model.cores import Cores
 from sim.model.costs import _yield_points, evenly
 from sim.model.gil import CPythonGil, NoGil
@@ -164,7 +165,8 @@ def _costs(own_releases: bool, kind: str = "cpython"):
     return point_costs(cfg, Calibration("cal.json", "d", data))
 
 
-def test_own_releases_are_off_unless_asked_for() -> None:
+def test_own_releases_are_on_unless_turned_off() -> None:
+    assert GilConfig().own_releases  # the default (docs/model-mode.md, A hold's own releases)
     off = _costs(False)
     assert off.yield_points(1024 * 128) == () and off.engine_yields == ()
     on = _costs(True)

@@ -80,18 +80,18 @@ VALIDATED: tuple[Validated, ...] = (
         0.05,
         aa=(5, 6),
     ),
-    # quiet, three repeats a point, with --aa, both levels, the probe's busy hold (issue
-    # 40, 7 Dec 2026 21:15-21:30)
+    # quiet, three repeats a point, with --aa, both levels, a hold's own releases on
+    # (issue 40, 8 Dec 2026 00:54-01:09)
     Validated(
         "configs/synthetic_sweep.yaml",
-        "7 Dec 2026 21:15, load average 0.3–0.7",
+        "8 Dec 2026 00:54, load average 0.1–0.3",
         _fs("arrival poisson", "variant synthetic"),
         20,
-        19,
-        16,
+        20,
+        20,
         0.03,
-        0.05,
-        aa=(20, 20),
+        0.03,
+        aa=(20, 19),
     ),
     # quiet, three repeats a point, with --aa, both levels, a hold's own releases on
     # (issue 40, 8 Dec 2026 00:37-00:51)
@@ -207,57 +207,57 @@ VALIDATED: tuple[Validated, ...] = (
         0.06,
         0.21,
     ),
-    # quiet, three repeats a point, with --aa, both levels, the probe's busy hold (issue
-    # 40, 7 Dec 2026 21:45-21:47)
+    # quiet, three repeats a point, with --aa, both levels, a hold's own releases on
+    # (issue 40, 8 Dec 2026 01:09-01:10)
     Validated(
         "experiments/gil_contention/hold_1ms.yaml",
-        "7 Dec 2026 21:45, load average 0.7–0.8",
+        "8 Dec 2026 01:09, load average 0.3–0.4",
         _fs("arrival poisson", "variant synthetic"),
         4,
         2,
-        1,
-        0.12,
-        0.19,
-        aa=(2, 3),
+        0,
+        0.35,
+        0.37,
+        aa=(2, 1),
     ),
-    # quiet, three repeats a point, with --aa, both levels, the probe's busy hold (issue
-    # 40, 7 Dec 2026 21:46-21:47)
+    # quiet, three repeats a point, with --aa, both levels, a hold's own releases on
+    # (issue 40, 8 Dec 2026 01:10-01:11)
     Validated(
         "experiments/gil_contention/hold_1ms_one.yaml",
-        "7 Dec 2026 21:46, load average 0.7–0.9",
+        "8 Dec 2026 01:10, load average 0.6",
         _fs("arrival poisson", "variant synthetic"),
         2,
         2,
-        1,
-        0.09,
-        0.12,
+        2,
+        0.05,
+        0.03,
         aa=(2, 2),
     ),
-    # quiet, three repeats a point, with --aa, both levels, the probe's busy hold (issue
-    # 40, 7 Dec 2026 21:47-21:54)
+    # quiet, three repeats a point, with --aa, both levels, a hold's own releases on
+    # (issue 40, 8 Dec 2026 01:11-01:17)
     Validated(
         "experiments/gil_contention/hold_5ms.yaml",
-        "7 Dec 2026 21:47, load average 0.7–0.8",
+        "8 Dec 2026 01:11, load average 0.8",
         _fs("arrival poisson", "variant synthetic"),
         6,
         4,
-        6,
-        0.08,
-        0.11,
+        5,
+        0.05,
+        0.07,
         aa=(6, 6),
     ),
-    # quiet, three repeats a point, with --aa, both levels, the probe's busy hold (issue
-    # 40, 7 Dec 2026 21:54-21:56)
+    # quiet, three repeats a point, with --aa, both levels, a hold's own releases on
+    # (issue 40, 8 Dec 2026 01:17-01:20)
     Validated(
         "experiments/gil_contention/hold_20ms.yaml",
-        "7 Dec 2026 21:54, load average 0.7–0.9",
+        "8 Dec 2026 01:17, load average 0.7",
         _fs("arrival poisson", "variant synthetic"),
         6,
         6,
-        6,
-        0.02,
-        0.02,
-        aa=(5, 6),
+        5,
+        0.03,
+        0.03,
+        aa=(6, 6),
     ),
     # quiet, three repeats a point, with --aa, calibrated in the same free-threaded build,
     # each variant calibrated and probed in a process of its own (issue 39, 6 Dec 2026

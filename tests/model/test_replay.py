@@ -33,19 +33,29 @@ def _rows(records) -> list[dict[str, str]]:
     return [{k: str(v) for k, v in r.as_row().items()} for r in records]
 
 
-@pytest.fixture
-def point(write_config, tmp_path):
-    """A model point of synthetic requests (4 ms holds, two load threads, GIL ~60 % busy)."""
+def _synthetic_point(write_config, tmp_path, requests, rate, workers, hold_ms, **extra):
+    """A model point of synthetic requests on a made-up calibration."""
     cal = write_calibration(tmp_path / "cal.json")
     path = write_config(
         {
             "mode": "model",
             "machine": {"calibration": str(cal)},
-            "workload": {"requests": 60, "arrival": {"kind": "poisson", "rate_rps": 150}},
-            "connector": {"variant": "synthetic", "workers": 2, "options": {"hold_ms": 4.0}},
+            "workload": {"requests": requests, "arrival": {"kind": "poisson", "rate_rps": rate}},
+            "connector": {
+                "variant": "synthetic",
+                "workers": workers,
+                "options": {"hold_ms": hold_ms},
+            },
+            **extra,
         }
     )
     return parse_config(path)[1][0]
+
+
+@pytest.fixture
+def point(write_config, tmp_path):
+    """A model point of synthetic requests (4 ms holds, two load threads, GIL ~60 % busy)."""
+    return _synthetic_point(write_config, tmp_path, 60, 150, 2, 4.0)
 
 
 def test_a_model_run_replayed_is_itself(point) -> None:
@@ -236,17 +246,8 @@ def test_a_replayed_engine_point_keeps_the_simulation_threads_cpu(write_config, 
     every engine step as well. The replay spends it over the requests and the steps, so
     the replayed thread is as busy as the run's; charged per request on top of the
     model's own per-step items, it was 4-6 times busier at engine_interference's points."""
-    cal = write_calibration(tmp_path / "cal.json")
-    path = write_config(
-        {
-            "mode": "model",
-            "machine": {"calibration": str(cal)},
-            "workload": {"requests": 40, "arrival": {"kind": "poisson", "rate_rps": 40}},
-            "connector": {"variant": "synthetic", "workers": 1, "options": {"hold_ms": 2.0}},
-            "engine": {"enabled": True, "baseline_steps": 5, "forward_ms": 2.0},
-        }
-    )
-    point = parse_config(path)[1][0]
+    engine = {"enabled": True, "baseline_steps": 5, "forward_ms": 2.0}
+    point = _synthetic_point(write_config, tmp_path, 40, 40, 1, 2.0, engine=engine)
     run = run_model_point(point)
     busy = columns.GIL_BUSY_HARNESS.name
     n, elapsed = len(run.records), run.summary[columns.ELAPSED_S.name]
